@@ -1,0 +1,62 @@
+--[[
+  Fixed window counter (spec 3.1): one counter per identity and window, the
+  window stamp taken from the store's clock. The counter is created with its
+  expiry in the same SET, so no counter key can ever live forever.
+  Mirrors model.ts; tests hold the two equal.
+
+  KEYS[1]  counter key prefix, e.g. rl:v1:per-user:user:{42}:minute; the
+           counter is KEYS[1] .. ':' .. <UTC stamp of the window start>, which
+           shares KEYS[1]'s hash tag and so its cluster slot
+  ARGV[1]  limit: whole units granted per window (> 0)
+  ARGV[2]  window: 'second' | 'minute' | 'hour' | 'day'
+  ARGV[3]  cost: whole units this request spends (> 0)
+  ARGV[4]  now, unix ms. Absent in production, where the clock is Redis TIME;
+           only tests send it, to run on virtual time.
+
+  Reply: { allowed (1|0), retry_after_ms, count, reset_after_ms }
+    count is the units spent in this window after the decision.
+]]
+-- window name -> { length in ms, digits of yyyymmddHHMMSS that name it }
+local WINDOWS = { second = { 1000, 14 }, minute = { 60000, 12 }, hour = { 3600000, 10 }, day = { 86400000, 8 } }
+
+local limit = tonumber(ARGV[1])
+local window = WINDOWS[ARGV[2]]
+local cost = tonumber(ARGV[3])
+local now = tonumber(ARGV[4])
+if not now then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- yyyymmddHHMMSS of a unix ms time, in UTC (Howard Hinnant's civil_from_days).
+local function utc_stamp(ms)
+  local secs = math.floor(ms / 1000)
+  local days = math.floor(secs / 86400)
+  local rem = secs - days * 86400
+  local z = days + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local day = doy - math.floor((153 * mp + 2) / 5) + 1
+  local month = mp < 10 and mp + 3 or mp - 9
+  local year = yoe + era * 400 + (month <= 2 and 1 or 0)
+  return string.format('%04d%02d%02d%02d%02d%02d', year, month, day,
+    math.floor(rem / 3600), math.floor((rem % 3600) / 60), rem % 60)
+end
+
+local start = now - (now % window[1])
+local key = KEYS[1] .. ':' .. string.sub(utc_stamp(start), 1, window[2])
+local reset_after_ms = start + window[1] - now
+local count = tonumber(redis.call('GET', key) or '0')
+
+if count + cost > limit then
+  return { 0, reset_after_ms, count, reset_after_ms }
+end
+if count == 0 then
+  redis.call('SET', key, string.format('%d', cost), 'PX', string.format('%d', reset_after_ms))
+else
+  redis.call('INCRBY', key, string.format('%d', cost))
+end
+return { 1, 0, count + cost, reset_after_ms }

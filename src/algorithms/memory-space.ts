@@ -1,0 +1,50 @@
+/**
+ * The embedded store's key space: values with a time-to-live, on the clock
+ * the caller passes in. Expiry follows Redis: a key set with a TTL of t ms at
+ * time n still exists at n + t and is gone after it.
+ */
+export class MemorySpace {
+  private readonly entries = new Map<string, { value: unknown; expiresAt: number }>();
+
+  get<T>(key: string, nowMs: number): T | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    if (nowMs > entry.expiresAt) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry.value as T;
+  }
+
+  set(key: string, value: unknown, ttlMs: number, nowMs: number): void {
+    this.entries.set(key, { value, expiresAt: nowMs + ttlMs });
+  }
+
+  /** Replaces the value of a live key and keeps its expiry, as INCRBY and HSET do. */
+  update(key: string, value: unknown): void {
+    const entry = this.entries.get(key);
+    if (entry === undefined) throw new Error(`MemorySpace.update: no key ${key}`);
+    entry.value = value;
+  }
+
+  /** Live keys at `nowMs`; expired ones are dropped on the way. */
+  size(nowMs: number): number {
+    this.sweep(nowMs);
+    return this.entries.size;
+  }
+
+  keys(nowMs: number): string[] {
+    this.sweep(nowMs);
+    return [...this.entries.keys()];
+  }
+
+  sweep(nowMs: number): void {
+    for (const [key, entry] of this.entries) {
+      if (nowMs > entry.expiresAt) this.entries.delete(key);
+    }
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}

@@ -1,0 +1,77 @@
+import { z } from 'zod';
+import { WINDOWS } from '../algorithms/fixed-window/model.js';
+import { tokenBucketTtlMs } from '../algorithms/token-bucket/model.js';
+import { KEY_SEGMENT_PATTERN } from '../engine/keys.js';
+
+/** A bucket whose idle state outlives a year is a typo, and its TTL would not fit a PEXPIRE. */
+const MAX_STATE_TTL_MS = 366 * 24 * 3600 * 1000;
+
+const keySegment = z
+  .string()
+  .regex(KEY_SEGMENT_PATTERN, 'use 1-64 lowercase letters, digits, "_", "." or "-", starting with a letter or digit');
+
+const limitCommon = {
+  /** Names the limit in responses (denied_by) and in its state keys. */
+  name: keySegment,
+  /** The identity part (AllowRequest.identity key) this limit counts per value of. */
+  key_by: keySegment,
+  description: z.string().default(''),
+};
+
+const tokenBucketLimit = z
+  .strictObject({
+    ...limitCommon,
+    algorithm: z.literal('token_bucket'),
+    capacity: z.number().positive().max(1e12),
+    refill_per_second: z.number().positive().max(1e12),
+  })
+  .refine((l) => tokenBucketTtlMs({ capacity: l.capacity, refillPerSecond: l.refill_per_second }) <= MAX_STATE_TTL_MS, {
+    message: 'capacity / refill_per_second is too large: an idle bucket would have to be kept for over a year',
+    path: ['refill_per_second'],
+  });
+
+const fixedWindowLimit = z.strictObject({
+  ...limitCommon,
+  algorithm: z.literal('fixed_window'),
+  limit: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  window: z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]),
+});
+
+export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, fixedWindowLimit], {
+  error: (issue) =>
+    issue.code === 'invalid_union' ? 'algorithm: must be one of "token_bucket", "fixed_window"' : undefined,
+});
+
+const policySchema = z.strictObject({
+  description: z.string().default(''),
+  limits: z
+    .array(limitSchema)
+    .min(1, 'a policy needs at least one limit')
+    // Several limits decided all-or-nothing need the multi-limit engine; until it
+    // exists, refuse them rather than spend from one limit and deny on another.
+    .max(1, 'a policy takes exactly one limit in this release (several limits decided all-or-nothing are planned)'),
+});
+
+export const policyFileSchema = z
+  .strictObject({ policies: z.record(keySegment, policySchema) })
+  .superRefine((file, ctx) => {
+    // Limits that share a name share state keys, so they must be the same limit.
+    const seen = new Map<string, { policy: string; json: string }>();
+    for (const [policyName, policy] of Object.entries(file.policies)) {
+      policy.limits.forEach((limit, index) => {
+        const json = JSON.stringify({ ...limit, description: '' });
+        const first = seen.get(limit.name);
+        if (first === undefined) seen.set(limit.name, { policy: policyName, json });
+        else if (first.json !== json) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['policies', policyName, 'limits', index, 'name'],
+            message: `limit "${limit.name}" is also defined in policy "${first.policy}" with other settings; limits that share a name share state, so give this one another name`,
+          });
+        }
+      });
+    }
+  });
+
+export type PolicyFile = z.infer<typeof policyFileSchema>;
+export type LimitDefinition = z.infer<typeof limitSchema>;

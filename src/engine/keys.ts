@@ -1,0 +1,26 @@
+/**
+ * Redis key layout. One place builds every key so that the layout can be
+ * read, documented (docs/keys.md) and tested in one spot.
+ *
+ *   rl:v1:<limit>:<key_by>:{<encoded identity>}        token bucket
+ *   rl:v1:<limit>:<key_by>:{<encoded identity>}:minute:<yyyymmddHHMM>   fixed window
+ *
+ * The identity value sits inside a hash tag so that all keys of one identity
+ * share a Redis Cluster slot while different identities spread over shards.
+ * It is percent-encoded (encodeURIComponent), which is injective and never
+ * emits `:`, `{`, `}` or control characters, so no identity can collide with
+ * another or move its key to another slot.
+ */
+export const KEY_PREFIX = 'rl:v1';
+
+/** Limit names and identity part names: they appear raw in keys, so keep them plain. */
+export const KEY_SEGMENT_PATTERN = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+
+export function encodeIdentityValue(value: string): string {
+  return encodeURIComponent(value);
+}
+
+/** The key (or key prefix, for windowed algorithms) of one identity under one limit. */
+export function identityKey(limitName: string, keyBy: string, identityValue: string): string {
+  return `${KEY_PREFIX}:${limitName}:${keyBy}:{${encodeIdentityValue(identityValue)}}`;
+}

@@ -1,0 +1,65 @@
+import type { Limit, Policy, PolicySet } from '../config/policies.js';
+import { InvalidArgumentError, PolicyNotFoundError } from './errors.js';
+
+export interface AllowInput {
+  policy: string;
+  identity: Readonly<Record<string, string>>;
+  /** 0 means 1. */
+  cost: number;
+  requestId: string;
+}
+
+/** A request that passed validation: every limit has its identity value, the cost is grantable. */
+export interface ValidRequest {
+  policy: Policy;
+  cost: number;
+  identityValues: readonly string[];
+}
+
+/** Identity values and request ids are key material and log fields: bounded and printable. */
+export const MAX_ID_BYTES = 256;
+const CONTROL_CHARACTER = /\p{Cc}/u;
+
+/**
+ * Checks a request against its policy before anything touches the store, so
+ * that bad input is rejected with the field named and no key is written.
+ */
+export function validateRequest(policies: PolicySet, input: AllowInput): ValidRequest {
+  if (input.policy === '') throw new InvalidArgumentError('policy', 'must not be empty');
+  const policy = policies.get(input.policy);
+  if (policy === undefined) throw new PolicyNotFoundError(input.policy);
+
+  if (!Number.isFinite(input.cost)) throw new InvalidArgumentError('cost', `must be a finite number, got ${input.cost}`);
+  if (input.cost < 0) throw new InvalidArgumentError('cost', `must not be negative, got ${input.cost}`);
+  const cost = input.cost === 0 ? 1 : input.cost;
+
+  if (input.requestId !== '') checkId('request_id', input.requestId);
+
+  const identityValues = policy.limits.map((limit) => {
+    const value = identityValue(policy, limit, input.identity);
+    const costProblem = limit.algorithm.rejectCost(limit.params, cost);
+    if (costProblem !== undefined) {
+      throw new InvalidArgumentError('cost', `${costProblem} (limit "${limit.name}" of policy "${policy.name}")`);
+    }
+    return value;
+  });
+  return { policy, cost, identityValues };
+}
+
+function identityValue(policy: Policy, limit: Limit, identity: Readonly<Record<string, string>>): string {
+  const field = `identity.${limit.keyBy}`;
+  const value = Object.hasOwn(identity, limit.keyBy) ? identity[limit.keyBy] : undefined;
+  if (value === undefined) {
+    throw new InvalidArgumentError(field, `required by limit "${limit.name}" of policy "${policy.name}"`);
+  }
+  checkId(field, value);
+  return value;
+}
+
+function checkId(field: string, value: string): void {
+  if (value === '') throw new InvalidArgumentError(field, 'must not be empty');
+  if (!value.isWellFormed()) throw new InvalidArgumentError(field, 'must be well-formed Unicode');
+  if (CONTROL_CHARACTER.test(value)) throw new InvalidArgumentError(field, 'must not contain control characters');
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes > MAX_ID_BYTES) throw new InvalidArgumentError(field, `must be at most ${MAX_ID_BYTES} bytes, got ${bytes}`);
+}

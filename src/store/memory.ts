@@ -1,0 +1,34 @@
+import type { LimitOutcome } from '../algorithms/algorithm.js';
+import { MemorySpace } from '../algorithms/memory-space.js';
+import { systemClock, type Clock } from '../clock.js';
+import type { Limit } from '../config/policies.js';
+import type { QuotaStore } from './store.js';
+
+/** How often expired keys are dropped when nobody reads them. */
+const SWEEP_INTERVAL_MS = 10_000;
+
+/**
+ * The embedded store: per-process state, the TypeScript models of the same
+ * algorithms the Lua scripts run. Used when no Redis is configured, so the
+ * service works on a bare machine; state is lost on restart and not shared
+ * between replicas.
+ */
+export class MemoryStore implements QuotaStore {
+  readonly description = 'embedded in-memory store';
+  readonly space = new MemorySpace();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly clock: Clock = systemClock) {
+    this.sweeper = setInterval(() => this.space.sweep(this.clock.now()), SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
+  }
+
+  async decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome> {
+    // Synchronous inside: nothing can interleave, which is what makes it atomic.
+    return limit.algorithm.decideInMemory(this.space, identityKey, limit.params, cost, this.clock.now());
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+  }
+}

@@ -1,0 +1,77 @@
+import { Redis } from 'ioredis';
+import type { LimitOutcome } from '../algorithms/algorithm.js';
+import { algorithms } from '../algorithms/registry.js';
+import type { Clock } from '../clock.js';
+import type { Limit } from '../config/policies.js';
+import { StoreUnavailableError } from '../engine/errors.js';
+import type { QuotaStore } from './store.js';
+
+export interface RedisStoreOptions {
+  /**
+   * Tests only: send this clock's time to the scripts instead of letting them
+   * read Redis TIME. Production leaves it unset; the config cannot set it.
+   */
+  testClock?: Clock;
+}
+
+/** Redis errors that mean "not now" rather than "this script is wrong". */
+const TRANSIENT_REPLY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/;
+
+type ScriptRunner = (...args: string[]) => Promise<unknown>;
+
+/** Decisions inside Redis: one Lua script per decision, EVALSHA with EVAL fallback (ioredis defineCommand). */
+export class RedisStore implements QuotaStore {
+  readonly description: string;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly options: RedisStoreOptions = {},
+  ) {
+    this.description = `redis ${redis.options.host}:${redis.options.port}`;
+    for (const algorithm of Object.values(algorithms)) {
+      redis.defineCommand(algorithm.scriptName, { numberOfKeys: 1, lua: algorithm.lua });
+    }
+  }
+
+  /** A client tuned for a decision path: fail fast instead of queueing while Redis is away. */
+  static connect(url: string, options: RedisStoreOptions = {}): RedisStore {
+    const redis = new Redis(url, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      commandTimeout: 1_000,
+      lazyConnect: false,
+    });
+    // ioredis reconnects by itself; without a listener an 'error' event would crash the process.
+    redis.on('error', () => {});
+    return new RedisStore(redis, options);
+  }
+
+  get client(): Redis {
+    return this.redis;
+  }
+
+  async decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome> {
+    const keys = limit.algorithm.scriptKeys(identityKey, limit.params);
+    const args = limit.algorithm.scriptArgs(limit.params, cost);
+    if (this.options.testClock) args.push(String(this.options.testClock.now()));
+    const run = (this.redis as unknown as Record<string, ScriptRunner>)[limit.algorithm.scriptName];
+    if (run === undefined) throw new Error(`script ${limit.algorithm.scriptName} is not registered`);
+    let reply: unknown;
+    try {
+      reply = await run.call(this.redis, ...keys, ...args);
+    } catch (error) {
+      if (isScriptError(error)) throw error;
+      throw new StoreUnavailableError(error);
+    }
+    return limit.algorithm.parseReply(reply, limit.params);
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+/** A reply error from the script itself is a bug to surface, not an outage. */
+function isScriptError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError' && !TRANSIENT_REPLY.test(error.message);
+}

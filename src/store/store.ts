@@ -1,0 +1,14 @@
+import type { LimitOutcome } from '../algorithms/algorithm.js';
+import type { Limit } from '../config/policies.js';
+
+/**
+ * Where decisions are made: Redis (one Lua script per decision, on Redis's
+ * clock) or the embedded in-memory store (the same algorithms as TS models).
+ */
+export interface QuotaStore {
+  /** For the startup log, e.g. "redis 127.0.0.1:6379" or "embedded in-memory store". */
+  readonly description: string;
+  /** Decides one limit for one identity and spends `cost` if allowed; atomic. */
+  decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome>;
+  close(): Promise<void>;
+}

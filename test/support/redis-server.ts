@@ -1,0 +1,121 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+/** A real redis-server process on a free loopback port, owned by the test that started it. */
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  /** A fresh client; the caller closes it (or `stop` does). */
+  client(): Redis;
+  stop(): Promise<void>;
+}
+
+const running = new Set<ChildProcess>();
+// Whatever happens to the test run, no redis-server outlives it.
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+export function redisServerBinary(): string {
+  const binary = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+  const probe = spawnSync(binary, ['--version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0) {
+    throw new Error(
+      `${binary} not found: the tests start their own Redis processes. Run \`make test\` (it installs redis-server), ` +
+        'or install it (Debian: apt-get install redis-server) or set REDIS_SERVER_BIN.',
+    );
+  }
+  return binary;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Starts redis-server with no persistence; retries on a port taken between probe and bind. */
+export async function startRedisServer(extraArgs: string[] = []): Promise<RedisServer> {
+  const binary = redisServerBinary();
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = await freePort();
+    try {
+      return await launch(binary, port, extraArgs);
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw new Error(`could not start redis-server: ${String(lastError)}`);
+}
+
+async function launch(binary: string, port: number, extraArgs: string[]): Promise<RedisServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'quota-redis-'));
+  const child = spawn(
+    binary,
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  running.add(child);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const clients: Redis[] = [];
+
+  const stop = async () => {
+    await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 2_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    running.delete(child);
+    rmSync(dir, { recursive: true, force: true });
+  };
+
+  const url = `redis://127.0.0.1:${port}`;
+  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => {});
+  try {
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`redis-server exited: ${output.trim()}`);
+      try {
+        if (probe.status !== 'ready') await probe.connect();
+        await probe.ping();
+        break;
+      } catch (error) {
+        if (Date.now() > deadline) throw new Error(`redis-server did not answer on ${port}: ${String(error)}\n${output}`);
+        probe.disconnect();
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  } catch (error) {
+    probe.disconnect();
+    await stop();
+    throw error;
+  }
+  probe.disconnect();
+
+  return {
+    port,
+    url,
+    client() {
+      const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+      clients.push(client);
+      return client;
+    },
+    stop,
+  };
+}
