@@ -20,6 +20,13 @@ export class MemorySpace {
     this.entries.set(key, { value, expiresAt: nowMs + ttlMs });
   }
 
+  /** Remaining time to live in ms (Redis PTTL), undefined for a missing key. */
+  ttl(key: string, nowMs: number): number | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined || nowMs > entry.expiresAt) return undefined;
+    return entry.expiresAt - nowMs;
+  }
+
   /** Replaces the value of a live key and keeps its expiry, as INCRBY and HSET do. */
   update(key: string, value: unknown): void {
     const entry = this.entries.get(key);

@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** A server child started by the bench; see bench/servers/lifecycle.ts for the child's side. */
+export interface ServerChild {
+  readonly name: string;
+  readonly port: number;
+  /** SIGTERM, then SIGKILL if it has not exited within 3 s. */
+  stop(): Promise<void>;
+}
+
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+const STARTUP_TIMEOUT_MS = 30_000;
+
+const running = new Set<ChildProcess>();
+// Last line of defence: whatever ends the bench, no server child survives it.
+// (The children also exit by themselves when their stdin pipe from us closes.)
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+/**
+ * Starts `bench/servers/<entry>` in its own Node process (TypeScript via the tsx
+ * loader) and resolves once it has printed its bound port.
+ */
+export async function startServerChild(
+  name: string,
+  entry: string,
+  args: readonly string[],
+  options: { cpuProfDir?: string | undefined } = {},
+): Promise<ServerChild> {
+  const profiling = options.cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`];
+  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', fileURLToPath(new URL(`servers/${entry}`, import.meta.url)), ...args], {
+    cwd: REPO_ROOT,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  exited.then(() => running.delete(child), () => {});
+
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    // Keep the tail only: it is for error messages, not a log.
+    stderr = (stderr + chunk.toString()).slice(-4_000);
+  });
+
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    running.delete(child);
+  };
+
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      let stdout = '';
+      const timer = setTimeout(() => reject(new Error(`${name}: no port within ${STARTUP_TIMEOUT_MS} ms`)), STARTUP_TIMEOUT_MS);
+      child.stdout?.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        const match = /^port=(\d+)$/m.exec(stdout);
+        if (match) {
+          clearTimeout(timer);
+          resolve(Number(match[1]));
+        }
+      });
+      child.once('error', (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`${name} exited before listening (code ${String(code)}, signal ${String(signal)}):\n${stderr.trim()}`));
+      });
+    });
+    // An unexpected death later on shows up as failed calls; keep its last words for the report.
+    let stopping = false;
+    child.once('exit', (code, signal) => {
+      if (!stopping) process.stderr.write(`${name} exited during the run (code ${String(code)}, signal ${String(signal)}):\n${stderr.trim()}\n`);
+    });
+    return {
+      name,
+      port,
+      stop: async () => {
+        stopping = true;
+        await stop();
+      },
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,38 @@
+import { createChannel, createClient, type Channel } from 'nice-grpc';
+import { QuotaServiceDefinition, type AllowRequest } from '../src/gen/quota/v1/quota.js';
+import type { Call } from './load.js';
+
+/** Distinct user ids the load cycles through: many keys, as in production, and no hot key. */
+const USERS = 10_000;
+
+export interface AllowCaller {
+  readonly call: Call;
+  close(): void;
+}
+
+/**
+ * One channel (one HTTP/2 connection, calls multiplexed on it) to a loopback
+ * port, and a Call that sends Allow for the bench policy, cycling over USERS
+ * identities. Both server kinds get exactly the same client and requests.
+ */
+export function allowCaller(port: number): AllowCaller {
+  const channel: Channel = createChannel(`127.0.0.1:${port}`);
+  const client = createClient(QuotaServiceDefinition, channel);
+  // Built once, so the client spends no time building requests while measuring.
+  const requests: AllowRequest[] = Array.from({ length: USERS }, (_, i) => ({
+    policy: 'bench',
+    identity: { user: `bench-user-${i}` },
+    cost: 1,
+    requestId: '',
+  }));
+  let next = 0;
+  return {
+    async call(signal) {
+      const request = requests[next] as AllowRequest;
+      next = (next + 1) % USERS;
+      const response = await client.allow(request, { signal });
+      return response.allowed;
+    },
+    close: () => channel.close(),
+  };
+}

@@ -1,0 +1,117 @@
+// `make bench`: unary Allow over gRPC against the quota service on a real Redis,
+// next to a no-op server with the same proto, in one run, so that the ratio
+// between the two says how much of the transport's capacity the decision keeps,
+// whatever the machine or its neighbours are doing at the moment.
+//
+//   npx tsx bench/run.ts [--seconds 4] [--concurrency 48] [--rounds 3] [--warmup 1] [--cpu-prof DIR]
+//
+// Files: options.ts (flags), servers/*.ts (server children), children.ts
+// (starting/stopping them), client.ts (the Allow call), load.ts (closed-loop
+// driver), stats.ts, report.ts (medians, table, ratio).
+import { cpus, totalmem } from 'node:os';
+import { startRedisServer } from '../test/support/redis-server.js';
+import { startServerChild } from './children.js';
+import { allowCaller, type AllowCaller } from './client.js';
+import { driveLoad } from './load.js';
+import { parseOptions } from './options.js';
+import { formatRatio, formatRoundLine, formatTable, roundRatios, summarize, type Kind, type Round } from './report.js';
+
+/** Calls still in flight this long after a round's end are aborted, so a stuck server cannot hang the bench. */
+const ROUND_GRACE_MS = 5_000;
+
+const cleanups: Array<() => Promise<void>> = [];
+let cleaningUp: Promise<void> | undefined;
+
+/** Stops what was started, newest first; safe to call more than once. */
+function cleanup(): Promise<void> {
+  cleaningUp ??= (async () => {
+    for (const stop of cleanups.reverse()) {
+      await stop().catch((error: unknown) => process.stderr.write(`cleanup: ${String(error)}\n`));
+    }
+  })();
+  return cleaningUp;
+}
+
+function exitAfterCleanup(code: number): void {
+  void cleanup().finally(() => process.exit(code));
+}
+
+async function main(): Promise<number> {
+  const options = parseOptions(process.argv.slice(2));
+
+  // Bounded in time whatever happens: startup allowance + warm-ups + rounds + grace per round.
+  const budgetMs =
+    60_000 + 2 * options.warmupSeconds * 1000 + options.rounds * 2 * (options.seconds * 1000 + ROUND_GRACE_MS);
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`bench: still running after ${budgetMs} ms, giving up\n`);
+    exitAfterCleanup(1);
+  }, budgetMs);
+  cleanups.push(async () => clearTimeout(watchdog));
+
+  const redis = await startRedisServer();
+  cleanups.push(() => redis.stop());
+  const noopChild = await startServerChild('noop', 'noop-server.ts', [], { cpuProfDir: options.cpuProfDir });
+  cleanups.push(() => noopChild.stop());
+  const serviceChild = await startServerChild('service', 'quota-server.ts', [redis.url], { cpuProfDir: options.cpuProfDir });
+  cleanups.push(() => serviceChild.stop());
+
+  const callers: Record<Kind, AllowCaller> = { noop: allowCaller(noopChild.port), service: allowCaller(serviceChild.port) };
+  cleanups.push(async () => Object.values(callers).forEach((c) => c.close()));
+
+  process.stdout.write(
+    `Unary Allow: quota service (Redis ${redis.url}) vs no-op server, same proto and stack\n` +
+      `concurrency ${options.concurrency}, ${options.rounds} rounds x ${options.seconds} s per kind, ` +
+      `warm-up ${options.warmupSeconds} s per kind; node ${process.version}, ${cpus().length} cpus, ` +
+      `${(totalmem() / 2 ** 30).toFixed(1)} GiB\n\n`,
+  );
+
+  const kinds: Kind[] = ['noop', 'service'];
+  if (options.warmupSeconds > 0) {
+    for (const kind of kinds) {
+      await driveLoad({ call: callers[kind].call, concurrency: options.concurrency, durationMs: options.warmupSeconds * 1000, graceMs: ROUND_GRACE_MS });
+    }
+  }
+
+  // Alternate the kinds round by round: on a shared, noisy machine a slow spell
+  // then hurts both kinds instead of whichever happened to run during it.
+  const rounds: Round[] = [];
+  for (let round = 1; round <= options.rounds; round++) {
+    for (const kind of kinds) {
+      const result = await driveLoad({ call: callers[kind].call, concurrency: options.concurrency, durationMs: options.seconds * 1000, graceMs: ROUND_GRACE_MS });
+      const entry: Round = { round, kind, result };
+      rounds.push(entry);
+      process.stdout.write(`${formatRoundLine(entry)}\n`);
+    }
+  }
+
+  // Evidence that the service really decided in Redis: one bucket key per user it saw.
+  const probe = redis.client();
+  const keys = await probe.dbsize();
+
+  const noop = summarize(rounds, 'noop');
+  const service = summarize(rounds, 'service');
+  process.stdout.write(`\nmedians over ${options.rounds} rounds:\n${formatTable([noop, service])}\n\n`);
+  process.stdout.write(`${formatRatio(noop, service, roundRatios(rounds))}\n`);
+  process.stdout.write(`redis keys after the run: ${keys} (bucket per user id)\n`);
+
+  if (noop.errors + service.errors > 0) {
+    process.stderr.write('bench: some calls failed; the figures above are not trustworthy\n');
+    return 1;
+  }
+  if (service.allowedShare < 0.99) {
+    process.stderr.write('bench: under 99% of service decisions were allowed; the bench policy no longer measures the allowed path\n');
+    return 1;
+  }
+  return 0;
+}
+
+process.once('SIGINT', () => exitAfterCleanup(130));
+process.once('SIGTERM', () => exitAfterCleanup(143));
+
+main().then(
+  (code) => exitAfterCleanup(code),
+  (error: unknown) => {
+    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    exitAfterCleanup(1);
+  },
+);

@@ -1,0 +1,36 @@
+// Child process: the baseline. Same proto, same nice-grpc/grpc-js server stack,
+// same process model as the quota service, but Allow does no work at all, so
+// its throughput is what the transport alone allows on this machine right now.
+import { createServer } from 'nice-grpc';
+import { QuotaServiceDefinition, type AllowResponse, type QuotaServiceImplementation } from '../../src/gen/quota/v1/quota.js';
+import { failStart, serveUntilParentLeaves } from './lifecycle.js';
+
+/**
+ * Shaped like a real allowed answer of the bench policy (one LimitStatus), so
+ * both servers encode and send the same amount: the ratio then measures the
+ * decision (engine + Redis), not a smaller response.
+ */
+const ALLOWED: AllowResponse = {
+  allowed: true,
+  retryAfterMs: 0,
+  deniedBy: '',
+  limits: [{ name: 'bench', algorithm: 'token_bucket', limit: 1_000_000_000, remaining: 999_999_999, resetAfterMs: 1 }],
+};
+
+const noop: QuotaServiceImplementation = {
+  async allow() {
+    return ALLOWED;
+  },
+  async listPolicies() {
+    return { policies: [] };
+  },
+};
+
+async function main(): Promise<void> {
+  const server = createServer();
+  server.add(QuotaServiceDefinition, noop);
+  const port = await server.listen('127.0.0.1:0');
+  serveUntilParentLeaves(port, () => server.shutdown());
+}
+
+main().catch(failStart);

@@ -1,0 +1,48 @@
+// Child process: the real quota service (engine + RedisStore + nice-grpc server
+// with its middleware, health and reflection), on the Redis whose URL is argv[2].
+// It runs in its own process so the load driver does not share its event loop.
+import { once } from 'node:events';
+import { parsePolicies } from '../../src/config/policies.js';
+import { QuotaEngine } from '../../src/engine/engine.js';
+import { startQuotaServer } from '../../src/grpc/server.js';
+import { createLogger } from '../../src/logger.js';
+import { RedisStore } from '../../src/store/redis.js';
+import { failStart, serveUntilParentLeaves } from './lifecycle.js';
+
+/**
+ * A bucket so large that no user runs dry during a run: every call is a real
+ * allowed decision that runs the token bucket Lua script (read, refill, spend,
+ * HSET, PEXPIRE), not a cheap denial. The load also spreads over many users
+ * (bench/client.ts), so the keys are many, as in production.
+ */
+const BENCH_POLICIES_YAML = `
+policies:
+  bench:
+    description: Benchmark only; a bucket that never runs dry.
+    limits:
+      - name: bench
+        key_by: user
+        algorithm: token_bucket
+        capacity: 1000000000
+        refill_per_second: 1000000
+`;
+
+async function main(): Promise<void> {
+  const redisUrl = process.argv[2];
+  if (redisUrl === undefined || !redisUrl.startsWith('redis://127.0.0.1:')) {
+    throw new Error(`usage: quota-server.ts redis://127.0.0.1:<port> (loopback only), got ${String(redisUrl)}`);
+  }
+  const store = RedisStore.connect(redisUrl);
+  // connect() neither waits for the connection nor queues commands meanwhile
+  // (enableOfflineQueue: false), so wait for 'ready' here: otherwise the first
+  // calls would fail with UNAVAILABLE while the handshake is still running.
+  if (store.client.status !== 'ready') await once(store.client, 'ready');
+  const engine = new QuotaEngine(parsePolicies(BENCH_POLICIES_YAML, 'bench policies'), store);
+  const server = await startQuotaServer({ engine, address: '127.0.0.1:0', logger: createLogger('silent') });
+  serveUntilParentLeaves(server.port, async () => {
+    await server.shutdown(1_000);
+    await store.close();
+  });
+}
+
+main().catch(failStart);

@@ -1,0 +1,104 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { windowStamp, WINDOWS, type WindowName } from '../../src/algorithms/fixed-window/model.js';
+import type { Limit } from '../../src/config/policies.js';
+import { identityKey } from '../../src/engine/keys.js';
+import { startRedisServer, type RedisServer } from '../support/redis-server.js';
+import { limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
+
+/**
+ * "One algorithm, two bodies, proven equal": the Lua script on a real Redis
+ * (time injected) and the TypeScript model (virtual clock) see the same random
+ * sequence of time steps, costs and identities and must give identical outcomes
+ * (decision, retry, remaining to the last bit, reset), and leave the same state.
+ */
+let server: RedisServer;
+let lua: StoreFixture;
+let model: StoreFixture;
+beforeAll(async () => {
+  server = await startRedisServer();
+  lua = redisFixture(server);
+  model = memoryFixture();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+const timeStep = fc.oneof(
+  fc.constant(0),
+  fc.integer({ min: 0, max: 50 }),
+  fc.integer({ min: 0, max: 5_000 }),
+  fc.integer({ min: 0, max: 7_200_000 }),
+);
+const identity = fc.constantFrom('42', '43', 'a:b', '{x}');
+
+/**
+ * Redis expires keys on its own (real) clock while the scripts run on virtual
+ * time, so the sequences stay clear of TTLs short enough to lapse in real time
+ * between two steps: virtual time never sits in the last 100 ms of a second
+ * (every window unit is whole seconds) and buckets live at least 200 ms.
+ */
+function clearOfRealExpiry(now: number): number {
+  return now % 1_000 > 900 ? now - (now % 1_000) + 1_000 : now;
+}
+
+async function runBoth(limit: Limit, start: number, steps: { step: number; cost: number; who: string }[]) {
+  await Promise.all([lua.reset(), model.reset()]);
+  let now = clearOfRealExpiry(start);
+  for (const [i, { step, cost, who }] of steps.entries()) {
+    now = clearOfRealExpiry(now + step);
+    lua.clock.set(now);
+    model.clock.set(now);
+    const key = identityKey(limit.name, limit.keyBy, who);
+    const [fromLua, fromModel] = [await lua.store.decide(limit, key, cost), await model.store.decide(limit, key, cost)];
+    expect(fromLua, `step ${i}: ${JSON.stringify({ step, cost, who })}`).toEqual(fromModel);
+  }
+}
+
+describe('Lua equals model', () => {
+  it('token bucket: same decisions, retry, remaining (bit for bit) and reset', async () => {
+    // rate <= 10 x capacity keeps the bucket TTL (capacity * 2000 / rate) at 200 ms or more.
+    const params = fc
+      .record({
+        capacity: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.double({ min: 0.5, max: 1_000, noNaN: true })),
+        perCapacity: fc.oneof(fc.constantFrom(0.2, 0.5, 1), fc.double({ min: 0.001, max: 10, noNaN: true })),
+      })
+      .map(({ capacity, perCapacity }) => ({ capacity, rate: capacity * perCapacity }));
+    await fc.assert(
+      fc.asyncProperty(params, fc.integer({ min: 0, max: 4_102_444_800_000 }), fc.array(fc.tuple(timeStep, fc.double({ min: 0, max: 1, noNaN: true }), identity), { minLength: 1, maxLength: 40 }), async ({ capacity, rate }, start, raw) => {
+        const limit = limitFrom({ name: 'tb', key_by: 'user', algorithm: 'token_bucket', capacity, refill_per_second: rate });
+        // Costs from a tiny fraction up to the whole capacity, some of them whole numbers.
+        const steps = raw.map(([step, share, who]) => ({ step, cost: share < 0.3 ? 1 : Math.max(Number.MIN_VALUE, share * capacity), who }));
+        await runBoth(limit, start, steps.map((s) => ({ ...s, cost: Math.min(s.cost, capacity) })));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('fixed window: same decisions, retry, remaining and reset, across every window unit', async () => {
+    const windowName = fc.constantFrom(...(Object.keys(WINDOWS) as WindowName[]));
+    await fc.assert(
+      fc.asyncProperty(windowName, fc.integer({ min: 1, max: 20 }), fc.integer({ min: 0, max: 4_102_444_800_000 }), fc.array(fc.tuple(timeStep, fc.integer({ min: 1, max: 20 }), identity), { minLength: 1, maxLength: 40 }), async (window, max, start, raw) => {
+        const limit = limitFrom({ name: 'fw', key_by: 'user', algorithm: 'fixed_window', limit: max, window });
+        await runBoth(limit, start, raw.map(([step, cost, who]) => ({ step, cost: Math.min(cost, max), who })));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('fixed window: the script stamps windows with the same UTC calendar as the model (1970-2200)', async () => {
+    const client = server.client();
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...(Object.keys(WINDOWS) as WindowName[])), fc.integer({ min: 0, max: 7_258_118_400_000 }), async (window, time) => {
+        await lua.reset();
+        const now = clearOfRealExpiry(time);
+        lua.clock.set(now);
+        const limit = limitFrom({ name: 'fw', key_by: 'user', algorithm: 'fixed_window', limit: 1, window });
+        await lua.store.decide(limit, identityKey('fw', 'user', '1'), 1);
+        const start = now - (now % WINDOWS[window].ms);
+        expect(await client.keys('*')).toEqual([`rl:v1:fw:user:{1}:${window}:${windowStamp(window, start)}`]);
+      }),
+      { numRuns: 300, examples: [['day', Date.UTC(2024, 1, 29, 23, 59, 59)], ['minute', Date.UTC(2099, 11, 31, 23, 59)], ['second', 0]] },
+    );
+  });
+});
