@@ -1,0 +1,32 @@
+import { createChannel, createClient, type Channel } from 'nice-grpc';
+import { loadPolicyFile, type PolicySet } from '../../src/config/policies.js';
+import { QuotaEngine } from '../../src/engine/engine.js';
+import { QuotaServiceDefinition, type QuotaServiceClient } from '../../src/gen/quota/v1/quota.js';
+import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
+import { createLogger } from '../../src/logger.js';
+import type { QuotaStore } from '../../src/store/store.js';
+
+/** A real quota gRPC server on 127.0.0.1:<free port> and a client connected to it. */
+export interface TestService {
+  readonly server: QuotaServer;
+  readonly channel: Channel;
+  readonly client: QuotaServiceClient;
+  stop(): Promise<void>;
+}
+
+export const shippedPolicies = (): Promise<PolicySet> => loadPolicyFile('config/policies.yaml');
+
+export async function startTestService(store: QuotaStore, policies?: PolicySet): Promise<TestService> {
+  const engine = new QuotaEngine(policies ?? (await shippedPolicies()), store);
+  const server = await startQuotaServer({ engine, address: '127.0.0.1:0', logger: createLogger('silent') });
+  const channel = createChannel(`127.0.0.1:${server.port}`);
+  return {
+    server,
+    channel,
+    client: createClient(QuotaServiceDefinition, channel),
+    async stop() {
+      channel.close();
+      await server.shutdown(1_000);
+    },
+  };
+}
