@@ -5,6 +5,8 @@ import { fileURLToPath } from 'node:url';
 export interface ServerChild {
   readonly name: string;
   readonly port: number;
+  /** For CPU accounting (bench/cpu.ts). */
+  readonly pid: number | undefined;
   /** SIGTERM, then SIGKILL if it has not exited within 3 s. */
   stop(): Promise<void>;
 }
@@ -83,6 +85,7 @@ export async function startServerChild(
     return {
       name,
       port,
+      pid: child.pid,
       stop: async () => {
         stopping = true;
         await stop();

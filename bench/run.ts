@@ -12,9 +12,10 @@ import { cpus, totalmem } from 'node:os';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { startServerChild } from './children.js';
 import { allowCaller, type AllowCaller } from './client.js';
+import { cpuBetween, sampleCpu } from './cpu.js';
 import { driveLoad } from './load.js';
 import { parseOptions } from './options.js';
-import { formatRatio, formatRoundLine, formatTable, roundRatios, summarize, type Kind, type Round } from './report.js';
+import { formatCpuTable, formatRatio, formatRoundLine, formatTable, roundRatios, summarize, type Kind, type Round } from './report.js';
 
 /** Calls still in flight this long after a round's end are aborted, so a stuck server cannot hang the bench. */
 const ROUND_GRACE_MS = 5_000;
@@ -74,24 +75,28 @@ async function main(): Promise<number> {
 
   // Alternate the kinds round by round: on a shared, noisy machine a slow spell
   // then hurts both kinds instead of whichever happened to run during it.
+  const redisInfo = redis.client();
+  const pids: Record<Kind, number | undefined> = { noop: noopChild.pid, service: serviceChild.pid };
   const rounds: Round[] = [];
   for (let round = 1; round <= options.rounds; round++) {
     for (const kind of kinds) {
+      const before = await sampleCpu(pids[kind], redisInfo);
       const result = await driveLoad({ call: callers[kind].call, concurrency: options.concurrency, durationMs: options.seconds * 1000, graceMs: ROUND_GRACE_MS });
-      const entry: Round = { round, kind, result };
+      const after = await sampleCpu(pids[kind], redisInfo);
+      const entry: Round = { round, kind, result, cpu: cpuBetween(before, after) };
       rounds.push(entry);
       process.stdout.write(`${formatRoundLine(entry)}\n`);
     }
   }
 
   // Evidence that the service really decided in Redis: one bucket key per user it saw.
-  const probe = redis.client();
-  const keys = await probe.dbsize();
+  const keys = await redisInfo.dbsize();
 
   const noop = summarize(rounds, 'noop');
   const service = summarize(rounds, 'service');
   process.stdout.write(`\nmedians over ${options.rounds} rounds:\n${formatTable([noop, service])}\n\n`);
-  process.stdout.write(`${formatRatio(noop, service, roundRatios(rounds))}\n`);
+  process.stdout.write(`${formatRatio(noop, service, roundRatios(rounds))}\n\n`);
+  process.stdout.write(`CPU during the measured rounds (driver = this process; ${cpus().length} cores in all):\n${formatCpuTable([noop, service])}\n\n`);
   process.stdout.write(`redis keys after the run: ${keys} (bucket per user id)\n`);
 
   if (noop.errors + service.errors > 0) {

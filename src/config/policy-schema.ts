@@ -39,7 +39,7 @@ const fixedWindowLimit = z.strictObject({
 
 export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, fixedWindowLimit], {
   error: (issue) =>
-    issue.code === 'invalid_union' ? 'algorithm: must be one of "token_bucket", "fixed_window"' : undefined,
+    issue.code === 'invalid_union' ? 'must be one of "token_bucket", "fixed_window"' : undefined,
 });
 
 const policySchema = z.strictObject({

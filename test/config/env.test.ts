@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config/env.js';
+
+describe('environment configuration', () => {
+  it('has the documented defaults and no Redis (embedded store)', () => {
+    expect(loadConfig({ PATH: '/usr/bin' })).toEqual({
+      QUOTA_GRPC_ADDR: '0.0.0.0:50051',
+      QUOTA_POLICIES: 'config/policies.yaml',
+      QUOTA_LOG_LEVEL: 'info',
+      QUOTA_SHUTDOWN_GRACE_MS: 10_000,
+      unknownVariables: [],
+    });
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      QUOTA_GRPC_ADDR: '[::1]:7000',
+      QUOTA_REDIS_URL: 'rediss://cache.internal:6380/0',
+      QUOTA_POLICIES: '/etc/quota/policies.yaml',
+      QUOTA_METRICS_ADDR: '0.0.0.0:9464',
+      QUOTA_LOG_LEVEL: 'debug',
+      QUOTA_SHUTDOWN_GRACE_MS: '2500',
+    });
+    expect(config).toMatchObject({ QUOTA_GRPC_ADDR: '[::1]:7000', QUOTA_REDIS_URL: 'rediss://cache.internal:6380/0', QUOTA_METRICS_ADDR: '0.0.0.0:9464', QUOTA_SHUTDOWN_GRACE_MS: 2500 });
+  });
+
+  it('treats empty variables as unset', () => {
+    expect(loadConfig({ QUOTA_REDIS_URL: '' }).QUOTA_REDIS_URL).toBeUndefined();
+  });
+
+  it.each([
+    ['QUOTA_GRPC_ADDR', 'localhost'],
+    ['QUOTA_GRPC_ADDR', '0.0.0.0:70000'],
+    ['QUOTA_REDIS_URL', 'http://localhost:6379'],
+    ['QUOTA_REDIS_URL', 'not a url'],
+    ['QUOTA_METRICS_ADDR', ':9464:'],
+    ['QUOTA_LOG_LEVEL', 'loud'],
+    ['QUOTA_SHUTDOWN_GRACE_MS', 'soon'],
+    ['QUOTA_REDIS_CLUSTER', '127.0.0.1:7000'],
+  ])('fails fast naming %s when it is %j', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^invalid configuration:\\n  ${name}: `));
+  });
+
+  it('reports unknown QUOTA_* variables instead of failing (Kubernetes service links set some)', () => {
+    expect(loadConfig({ QUOTA_PORT: 'tcp://10.0.0.1:50051', OTHER: 'x' }).unknownVariables).toEqual(['QUOTA_PORT']);
+  });
+});

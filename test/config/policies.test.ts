@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { loadPolicyFile, parsePolicies, PolicyFileError } from '../../src/config/policies.js';
+
+describe('shipped config/policies.yaml', () => {
+  it('holds the spec section 8 policies', async () => {
+    const policies = await loadPolicyFile('config/policies.yaml');
+    const definition = (name: string) => policies.get(name)?.limits[0]?.definition;
+    expect(definition('orders')).toMatchObject({ name: 'orders', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 2 });
+    expect(definition('user')).toMatchObject({ key_by: 'user', algorithm: 'fixed_window', limit: 120, window: 'minute' });
+    expect(definition('tenant')).toMatchObject({ key_by: 'tenant', algorithm: 'fixed_window', limit: 2000, window: 'minute' });
+    expect(definition('ip')).toMatchObject({ key_by: 'ip', algorithm: 'fixed_window', limit: 30, window: 'minute' });
+  });
+});
+
+const bucket = { name: 'orders', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 2 };
+const window = { name: 'per-user', key_by: 'user', algorithm: 'fixed_window', limit: 120, window: 'minute' };
+const file = (policies: Record<string, unknown>) => stringify({ policies });
+const errorOf = (yaml: string) => {
+  try {
+    parsePolicies(yaml, 'policies.yaml');
+  } catch (error) {
+    expect(error).toBeInstanceOf(PolicyFileError);
+    return (error as Error).message;
+  }
+  throw new Error('expected the policies to be rejected');
+};
+
+describe('policy file validation: errors name the policy and field', () => {
+  it.each([
+    ['negative capacity', { orders: { limits: [{ ...bucket, capacity: -1 }] } }, 'policies.orders.limits[0].capacity:'],
+    ['zero rate', { orders: { limits: [{ ...bucket, refill_per_second: 0 }] } }, 'policies.orders.limits[0].refill_per_second:'],
+    ['capacity as text', { orders: { limits: [{ ...bucket, capacity: 'ten' }] } }, 'policies.orders.limits[0].capacity:'],
+    ['misspelt field', { orders: { limits: [{ ...bucket, capacty: 10 }] } }, 'capacty'],
+    ['unknown algorithm', { orders: { limits: [{ ...bucket, algorithm: 'leaky' }] } }, 'policies.orders.limits[0].algorithm: must be one of "token_bucket", "fixed_window"'],
+    ['fractional window limit', { user: { limits: [{ ...window, limit: 1.5 }] } }, 'policies.user.limits[0].limit:'],
+    ['unknown window', { user: { limits: [{ ...window, window: 'fortnight' }] } }, 'policies.user.limits[0].window:'],
+    ['no limits', { user: { limits: [] } }, 'policies.user.limits: a policy needs at least one limit'],
+    ['two limits', { user: { limits: [window, bucket] } }, 'policies.user.limits: a policy takes exactly one limit in this release'],
+    ['key_by with a colon', { user: { limits: [{ ...window, key_by: 'us:er' }] } }, 'policies.user.limits[0].key_by:'],
+    ['limit name with a brace', { user: { limits: [{ ...window, name: 'a{b}' }] } }, 'policies.user.limits[0].name:'],
+    ['policy name with spaces', { 'my policy': { limits: [window] } }, 'my policy'],
+    ['idle bucket kept for over a year', { orders: { limits: [{ ...bucket, capacity: 1e6, refill_per_second: 1e-6 }] } }, 'policies.orders.limits[0].refill_per_second: capacity / refill_per_second is too large'],
+    ['one limit name, two definitions', { a: { limits: [window] }, b: { limits: [{ ...window, limit: 5 }] } }, 'policies.b.limits[0].name: limit "per-user" is also defined in policy "a" with other settings'],
+  ])('%s', (_name, policies, expected) => {
+    expect(errorOf(file(policies))).toContain(expected);
+  });
+
+  it('one limit shared by two policies with the same settings is allowed (they share state)', () => {
+    const policies = parsePolicies(file({ a: { limits: [window] }, b: { limits: [{ ...window, description: 'same limit' }] } }));
+    expect([...policies.keys()]).toEqual(['a', 'b']);
+  });
+
+  it('YAML syntax errors say so, with the file name', () => {
+    expect(errorOf('policies:\n  orders: [\n')).toMatch(/^policies\.yaml: invalid YAML:/);
+  });
+
+  it('a missing file is named', async () => {
+    await expect(loadPolicyFile('/nonexistent/policies.yaml')).rejects.toThrow(/cannot read policy file \/nonexistent\/policies\.yaml/);
+  });
+});

@@ -1,0 +1,37 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { identityKey } from '../../src/engine/keys.js';
+
+/** The hash tag Redis Cluster hashes: from the first '{' to the first '}' after it. */
+function hashTag(key: string): string {
+  const open = key.indexOf('{');
+  const close = key.indexOf('}', open + 1);
+  return key.slice(open + 1, close);
+}
+
+describe('state keys', () => {
+  it('has the spec shape for the orders bucket', () => {
+    expect(identityKey('orders', 'user', '42')).toBe('rl:v1:orders:user:{42}');
+  });
+
+  it('crafted identities cannot collide', () => {
+    const crafted = ['a:b', 'a', 'b', 'a%3Ab', 'a%3ab', '{x}', 'x', '}x{', '{', '}', '%', '%25', 'a b', 'a+b', 'ａ:b', 'а:b', 'e\u0301', 'é'];
+    const keys = crafted.map((id) => identityKey('orders', 'user', id));
+    expect(new Set(keys).size).toBe(crafted.length);
+  });
+
+  it('every identity stays inside one hash tag and round-trips (so it is injective)', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), (a, b) => {
+        for (const id of [a, b]) {
+          const key = identityKey('orders', 'user', id);
+          expect(key.startsWith('rl:v1:orders:user:{')).toBe(true);
+          expect(key.endsWith('}')).toBe(true);
+          expect(decodeURIComponent(hashTag(key))).toBe(id);
+          expect(key.slice(0, -1)).not.toMatch(/[\u0000-\u001f\u007f]/);
+        }
+        if (a !== b && b.isWellFormed()) expect(identityKey('orders', 'user', a)).not.toBe(identityKey('orders', 'user', b));
+      }),
+    );
+  });
+});
