@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createChannel, createClient } from 'nice-grpc';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QuotaServiceDefinition } from '../src/gen/quota/v1/quota.js';
+import { startRedisServer, type RedisServer } from './support/redis-server.js';
+
+/** The service as `make run` starts it (through tsx, so no build step is needed). */
+function startService(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const port = new Promise<number>((resolve, reject) => {
+    child.stdout.on('data', () => {
+      const match = /"port":(\d+),"msg":"quota service listening"/.exec(stdout);
+      if (match) resolve(Number(match[1]));
+    });
+    void exit.then((code) => reject(new Error(`service exited with ${code}: ${stderr}`)));
+  });
+  // Tests of a refused start await `exit`, not `port`: its rejection is expected there.
+  port.catch(() => {});
+  return { child, port, exit, output: () => ({ stdout, stderr }) };
+}
+
+const running: ChildProcess[] = [];
+afterAll(() => running.forEach((child) => child.kill('SIGKILL')));
+
+describe('the service process', () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it.each([
+    ['the embedded store', {}, /no Redis configured \(QUOTA_REDIS_URL\): using the embedded in-memory store/],
+    ['Redis', 'redis', /"store":"redis 127\.0\.0\.1:\d+","msg":"deciding in Redis"/],
+  ] as const)('serves orders on %s, then drains and exits 0 on SIGTERM', async (_name, env, logLine) => {
+    const service = startService(env === 'redis' ? { QUOTA_REDIS_URL: redis.url } : env);
+    running.push(service.child);
+    const channel = createChannel(`127.0.0.1:${await service.port}`);
+    const client = createClient(QuotaServiceDefinition, channel);
+    const decisions = [];
+    for (let i = 0; i < 11; i++) decisions.push((await client.allow({ policy: 'orders', identity: { user: 'main' } })).allowed);
+    expect(decisions).toEqual([...Array(10).fill(true), false]);
+    channel.close();
+
+    service.child.kill('SIGTERM');
+    expect(await service.exit).toBe(0);
+    const { stdout } = service.output();
+    expect(stdout.match(logLine)).toHaveLength(1);
+    expect(stdout).toContain('"msg":"stopped"');
+  });
+
+  it('refuses a bad variable with its name and exits 1', async () => {
+    const service = startService({ QUOTA_REDIS_URL: 'http://nope' });
+    expect(await service.exit).toBe(1);
+    expect(service.output().stderr).toMatch(/invalid configuration:\n {2}QUOTA_REDIS_URL: expected redis:\/\/host:port/);
+  });
+
+  it('refuses a bad policy file naming the policy and field, and exits 1', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'quota-policies-'));
+    const file = join(dir, 'policies.yaml');
+    writeFileSync(file, 'policies:\n  orders:\n    limits:\n      - { name: orders, key_by: user, algorithm: token_bucket, capacity: 0, refill_per_second: 2 }\n');
+    const service = startService({ QUOTA_POLICIES: file });
+    expect(await service.exit).toBe(1);
+    expect(service.output().stderr).toContain('policies.orders.limits[0].capacity:');
+  });
+});
