@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Each test file starts its own Redis processes, so files run in parallel safely.
     pool: 'forks',
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });
