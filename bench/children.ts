@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** A server child started by the bench; see bench/servers/lifecycle.ts for the child's side. */
@@ -31,7 +32,9 @@ export async function startServerChild(
   args: readonly string[],
   options: { cpuProfDir?: string | undefined } = {},
 ): Promise<ServerChild> {
-  const profiling = options.cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`];
+  // One directory per server, default file names: they carry pid and thread id,
+  // and tsx's loader runs in a worker thread that writes a profile of its own.
+  const profiling = options.cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(options.cpuProfDir, name)}`];
   const child = spawn(process.execPath, [...profiling, '--import', 'tsx', fileURLToPath(new URL(`servers/${entry}`, import.meta.url)), ...args], {
     cwd: REPO_ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -1,12 +1,11 @@
 import { createServer, type Server } from 'nice-grpc';
 import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
-import { ServerReflection, ServerReflectionService } from 'nice-grpc-server-reflection';
 import type { QuotaEngine } from '../engine/engine.js';
-import { descriptorSet } from '../gen/descriptor-set.js';
 import { QuotaServiceDefinition } from '../gen/quota/v1/quota.js';
 import type { Logger } from '../logger.js';
 import { errorMiddleware } from './error-middleware.js';
 import { quotaService } from './quota-service.js';
+import { addReflection } from './reflection.js';
 
 export interface QuotaServer {
   /** The bound port (useful with an address ending in :0). */
@@ -27,10 +26,7 @@ export async function startQuotaServer(options: {
 
   const health = HealthState();
   server.add(HealthDefinition, HealthServiceImpl(health));
-  server.add(
-    ServerReflectionService,
-    ServerReflection(descriptorSet, [QuotaServiceDefinition.fullName, HealthDefinition.fullName]),
-  );
+  addReflection(server, [QuotaServiceDefinition.fullName, HealthDefinition.fullName]);
 
   const port = await server.listen(options.address);
   health.setStatus('healthy');

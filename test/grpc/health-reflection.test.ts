@@ -1,7 +1,7 @@
 import { createClient } from 'nice-grpc';
 import { HealthDefinition } from 'nice-grpc-server-health';
-import { ServerReflectionService } from 'nice-grpc-server-reflection';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reflectionDefinition } from '../../src/grpc/reflection.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 
@@ -24,8 +24,8 @@ describe('standard gRPC services (what grpcurl uses)', () => {
     expect((await health.check({ service: 'quota.v1.QuotaService' })).status).toBe(1);
   });
 
-  async function reflect(configure: (request: InstanceType<typeof ServerReflectionRequest>) => void) {
-    const reflection = createClient(ServerReflectionService, service.channel);
+  async function reflect(configure: (request: InstanceType<typeof ServerReflectionRequest>) => void, version: 'v1' | 'v1alpha' = 'v1') {
+    const reflection = createClient(reflectionDefinition(version), service.channel);
     const request = new ServerReflectionRequest();
     configure(request);
     async function* one() {
@@ -35,8 +35,8 @@ describe('standard gRPC services (what grpcurl uses)', () => {
     throw new Error('no reflection response');
   }
 
-  it('server reflection lists the services (grpcurl list)', async () => {
-    const response = await reflect((r) => r.setListServices('*'));
+  it.each(['v1', 'v1alpha'] as const)('server reflection %s lists the services (grpcurl list)', async (version) => {
+    const response = await reflect((r) => r.setListServices('*'), version);
     const names = response.getListServicesResponse()!.getServiceList().map((s: { getName(): string }) => s.getName());
     expect(names).toEqual(expect.arrayContaining(['quota.v1.QuotaService', 'grpc.health.v1.Health']));
   });
