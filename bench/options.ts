@@ -18,7 +18,7 @@ const USAGE = `usage: npx tsx bench/run.ts [--seconds N] [--concurrency N] [--ro
   --seconds N      measured seconds per round and kind (default 4, 1..60)
   --concurrency N  unary calls in flight at once (default 48, 1..1024)
   --rounds N       alternating noop/service rounds (default 3, 1..10)
-  --warmup N       unmeasured warm-up seconds per kind (default 1, 0..30)
+  --warmup N       unmeasured warm-up seconds per kind (default 2, 0..30)
   --cpu-prof DIR   write CPU profiles of both server processes to DIR`;
 
 export function parseOptions(argv: readonly string[]): BenchOptions {
@@ -28,7 +28,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       seconds: { type: 'string', default: '4' },
       concurrency: { type: 'string', default: '48' },
       rounds: { type: 'string', default: '3' },
-      warmup: { type: 'string', default: '1' },
+      warmup: { type: 'string', default: '2' },
       'cpu-prof': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },

@@ -3,7 +3,7 @@
 // between the two says how much of the transport's capacity the decision keeps,
 // whatever the machine or its neighbours are doing at the moment.
 //
-//   npx tsx bench/run.ts [--seconds 4] [--concurrency 48] [--rounds 3] [--warmup 1] [--cpu-prof DIR]
+//   npx tsx bench/run.ts [--seconds 4] [--concurrency 48] [--rounds 3] [--warmup 2] [--cpu-prof DIR]
 //
 // Files: options.ts (flags), servers/*.ts (server children), children.ts
 // (starting/stopping them), client.ts (the Allow call), load.ts (closed-loop
@@ -110,8 +110,12 @@ async function main(): Promise<number> {
   return 0;
 }
 
-process.once('SIGINT', () => exitAfterCleanup(130));
-process.once('SIGTERM', () => exitAfterCleanup(143));
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`bench: ${signal}, stopping the servers and Redis\n`);
+    exitAfterCleanup(code);
+  });
+}
 
 main().then(
   (code) => exitAfterCleanup(code),

@@ -43,12 +43,20 @@ async function freePort(): Promise<number> {
   });
 }
 
+export interface RedisServerOptions {
+  /** A fixed port (e.g. to bring a stopped server back); by default a free one. */
+  port?: number;
+  /** More redis-server arguments, e.g. ['--maxmemory-policy', 'allkeys-lru']. */
+  args?: string[];
+}
+
 /** Starts redis-server with no persistence; retries on a port taken between probe and bind. */
-export async function startRedisServer(extraArgs: string[] = []): Promise<RedisServer> {
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const binary = redisServerBinary();
+  const extraArgs = options.args ?? [];
   let lastError: unknown;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const port = await freePort();
+  for (let attempt = 0; attempt < (options.port === undefined ? 5 : 1); attempt++) {
+    const port = options.port ?? (await freePort());
     try {
       return await launch(binary, port, extraArgs);
     } catch (error) {
