@@ -29,27 +29,27 @@ export class QuotaEngine {
 
   async allow(input: AllowInput): Promise<Decision> {
     const request = validateRequest(this.policies, input);
-    // Policies hold exactly one limit for now (see policy-schema.ts), so one
-    // store call decides the whole request atomically.
-    const limits: LimitStatus[] = [];
-    let deniedBy = '';
-    let retryAfterMs = 0;
-    for (const [index, limit] of request.policy.limits.entries()) {
-      const key = identityKey(limit.name, limit.keyBy, request.identityValues[index] as string);
-      const outcome = await this.store.decide(limit, key, request.cost);
-      limits.push({
-        name: limit.name,
-        algorithm: limit.algorithm.name,
-        limit: limit.algorithm.capacity(limit.params),
-        remaining: outcome.remaining,
-        resetAfterMs: outcome.resetAfterMs,
-      });
-      if (!outcome.allowed && deniedBy === '') {
-        deniedBy = limit.name;
-        retryAfterMs = outcome.retryAfterMs;
-      }
-    }
-    return { allowed: deniedBy === '', retryAfterMs, deniedBy, limits };
+    // The policy schema allows exactly one limit for now, so one store call
+    // decides the whole request atomically. Several limits need an
+    // all-or-nothing decision across them (spec 3.3), not a loop.
+    const limit = request.policy.limits[0];
+    const identityValue = request.identityValues[0];
+    if (limit === undefined || identityValue === undefined) throw new Error(`policy ${request.policy.name} has no limit`);
+    const outcome = await this.store.decide(limit, identityKey(limit.name, limit.keyBy, identityValue), request.cost);
+    return {
+      allowed: outcome.allowed,
+      retryAfterMs: outcome.retryAfterMs,
+      deniedBy: outcome.allowed ? '' : limit.name,
+      limits: [
+        {
+          name: limit.name,
+          algorithm: limit.algorithm.name,
+          limit: limit.algorithm.capacity(limit.params),
+          remaining: outcome.remaining,
+          resetAfterMs: outcome.resetAfterMs,
+        },
+      ],
+    };
   }
 
   listPolicies(): Policy[] {

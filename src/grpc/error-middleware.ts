@@ -28,8 +28,6 @@ function toServerError(error: unknown, method: string, logger: Logger): unknown 
     logger.warn({ method, err: error.cause }, 'quota store unavailable');
     return new ServerError(Status.UNAVAILABLE, error.message);
   }
-  // Aborted calls (client cancelled, deadline passed) are not server faults.
-  if (error instanceof Error && error.name === 'AbortError') return error;
   logger.error({ method, err: error }, 'unexpected error');
   return new ServerError(Status.INTERNAL, 'internal error');
 }
