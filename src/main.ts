@@ -29,7 +29,6 @@ async function main(): Promise<void> {
 
   const server = await startQuotaServer({ engine: new QuotaEngine(policies, store), address: config.QUOTA_GRPC_ADDR, logger });
   logger.info({ addr: config.QUOTA_GRPC_ADDR, port: server.port }, 'quota service listening');
-
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -42,6 +41,12 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+
+  const waiting = setTimeout(() => logger.warn({ store: store.description }, 'store not answering yet: health stays NOT_SERVING'), 5_000);
+  await store.ready();
+  clearTimeout(waiting);
+  server.setServing(true);
+  logger.info({ store: store.description }, 'store ready: health SERVING');
 }
 
 main().catch((error: unknown) => {

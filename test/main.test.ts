@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createChannel, createClient } from 'nice-grpc';
+import { ClientError, createChannel, createClient, Status, type Channel } from 'nice-grpc';
+import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QuotaServiceDefinition } from '../src/gen/quota/v1/quota.js';
 import { startRedisServer, type RedisServer } from './support/redis-server.js';
@@ -30,6 +31,16 @@ function startService(env: Record<string, string>) {
   return { child, port, exit, output: () => ({ stdout, stderr }) };
 }
 
+/** Waits, as a load balancer or Kubernetes probe would, until health says SERVING. */
+async function untilServing(channel: Channel): Promise<void> {
+  const health = createClient(HealthDefinition, channel);
+  const deadline = Date.now() + 10_000;
+  while ((await health.check({ service: '' })).status !== 1) {
+    if (Date.now() > deadline) throw new Error('service never reported SERVING');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 const running: ChildProcess[] = [];
 afterAll(() => running.forEach((child) => child.kill('SIGKILL')));
 
@@ -49,6 +60,7 @@ describe('the service process', () => {
     const service = startService(env === 'redis' ? { QUOTA_REDIS_URL: redis.url } : env);
     running.push(service.child);
     const channel = createChannel(`127.0.0.1:${await service.port}`);
+    await untilServing(channel);
     const client = createClient(QuotaServiceDefinition, channel);
     const decisions = [];
     for (let i = 0; i < 11; i++) decisions.push((await client.allow({ policy: 'orders', identity: { user: 'main' } })).allowed);
@@ -60,6 +72,22 @@ describe('the service process', () => {
     const { stdout } = service.output();
     expect(stdout.match(logLine)).toHaveLength(1);
     expect(stdout).toContain('"msg":"stopped"');
+  });
+
+  it('stays NOT_SERVING and answers UNAVAILABLE while Redis does not answer, and still stops cleanly', async () => {
+    const closed = await startRedisServer();
+    await closed.stop(); // a port nobody listens on
+    const service = startService({ QUOTA_REDIS_URL: closed.url });
+    running.push(service.child);
+    const channel = createChannel(`127.0.0.1:${await service.port}`);
+    expect((await createClient(HealthDefinition, channel).check({ service: '' })).status).toBe(2); // NOT_SERVING
+    const error = await createClient(QuotaServiceDefinition, channel)
+      .allow({ policy: 'orders', identity: { user: 'u' } })
+      .then(() => undefined, (e: unknown) => e);
+    expect((error as ClientError).code).toBe(Status.UNAVAILABLE);
+    channel.close();
+    service.child.kill('SIGTERM');
+    expect(await service.exit).toBe(0);
   });
 
   it('refuses a bad variable with its name and exits 1', async () => {

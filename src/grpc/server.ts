@@ -11,11 +11,17 @@ export interface QuotaServer {
   /** The bound port (useful with an address ending in :0). */
   readonly port: number;
   readonly health: HealthState;
+  /** Reports SERVING (or NOT_SERVING) for the server and for quota.v1.QuotaService. */
+  setServing(serving: boolean): void;
   /** Stops accepting calls, lets in-flight ones finish within `graceMs`, then cuts the rest. */
   shutdown(graceMs: number): Promise<void>;
 }
 
-/** Starts the gRPC server: quota.v1.QuotaService, grpc.health.v1.Health and server reflection. */
+/**
+ * Starts the gRPC server: quota.v1.QuotaService, grpc.health.v1.Health and
+ * server reflection. Health starts NOT_SERVING; call setServing(true) once the
+ * store is ready.
+ */
 export async function startQuotaServer(options: {
   engine: QuotaEngine;
   address: string;
@@ -28,16 +34,21 @@ export async function startQuotaServer(options: {
   server.add(HealthDefinition, HealthServiceImpl(health));
   addReflection(server, [QuotaServiceDefinition.fullName, HealthDefinition.fullName]);
 
+  const setServing = (serving: boolean) => {
+    const status = serving ? 'healthy' : 'unhealthy';
+    health.setStatus(status);
+    health.setStatus(status, QuotaServiceDefinition.fullName);
+  };
+  // NOT_SERVING until the caller says the store is ready.
+  setServing(false);
   const port = await server.listen(options.address);
-  health.setStatus('healthy');
-  health.setStatus('healthy', QuotaServiceDefinition.fullName);
 
   return {
     port,
     health,
+    setServing,
     async shutdown(graceMs) {
-      health.setStatus('unhealthy');
-      health.setStatus('unhealthy', QuotaServiceDefinition.fullName);
+      setServing(false);
       const timer = setTimeout(() => server.forceShutdown(), graceMs);
       try {
         await server.shutdown();

@@ -28,6 +28,8 @@ export class MemoryStore implements QuotaStore {
     return limit.algorithm.decideInMemory(this.space, identityKey, limit.params, cost, this.clock.now());
   }
 
+  async ready(): Promise<void> {}
+
   async close(): Promise<void> {
     clearInterval(this.sweeper);
   }

@@ -66,6 +66,18 @@ export class RedisStore implements QuotaStore {
     return limit.algorithm.parseReply(reply, limit.params);
   }
 
+  /** Waits until Redis answers a PING; ioredis keeps reconnecting meanwhile. */
+  async ready(): Promise<void> {
+    for (;;) {
+      try {
+        if (this.redis.status === 'ready' && (await this.redis.ping()) === 'PONG') return;
+      } catch {
+        // Not yet: wait for the next connection attempt.
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }

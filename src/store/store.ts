@@ -10,5 +10,7 @@ export interface QuotaStore {
   readonly description: string;
   /** Decides one limit for one identity and spends `cost` if allowed; atomic. */
   decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome>;
+  /** Resolves once the store has answered; the service reports SERVING only after that. */
+  ready(): Promise<void>;
   close(): Promise<void>;
 }

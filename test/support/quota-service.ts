@@ -19,6 +19,8 @@ export const shippedPolicies = (): Promise<PolicySet> => loadPolicyFile('config/
 export async function startTestService(store: QuotaStore, policies?: PolicySet): Promise<TestService> {
   const engine = new QuotaEngine(policies ?? (await shippedPolicies()), store);
   const server = await startQuotaServer({ engine, address: '127.0.0.1:0', logger: createLogger('silent') });
+  await store.ready();
+  server.setServing(true);
   const channel = createChannel(`127.0.0.1:${server.port}`);
   return {
     server,
