@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { identityKey } from '../../src/engine/keys.js';
-import { startRedisServer, type RedisServer } from '../support/redis-server.js';
-import { limitFrom, memoryFixture, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
+import { limitFrom, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
+import { bothStores, useRedisServer } from '../support/use-redis.js';
 
 // Spec 8: a fixed-window policy of 100 per minute.
 const perMinute = limitFrom({ name: 'per-user', key_by: 'user', algorithm: 'fixed_window', limit: 100, window: 'minute' });
@@ -10,18 +10,9 @@ const IDENTITY = identityKey('per-user', 'user', '42');
 const COUNTER = 'rl:v1:per-user:user:{42}:minute:202611210800';
 const NEXT_COUNTER = 'rl:v1:per-user:user:{42}:minute:202611210801';
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
-describe.each([
-  ['memory', () => memoryFixture()],
-  ['redis', () => redisFixture(redis)],
-])('fixed window on the %s store (spec 3.1 state table)', (_name, makeFixture) => {
+describe.each(bothStores(redis))('fixed window on the %s store (spec 3.1 state table)', (_name, makeFixture) => {
   let f: StoreFixture;
   const spend = (cost = 1) => f.store.decide(perMinute, IDENTITY, cost);
 
@@ -103,7 +94,7 @@ describe('fixed window units', () => {
     ['hour', 'rl:v1:w:user:{42}:hour:2026112108', 3_600_000],
     ['day', 'rl:v1:w:user:{42}:day:20261121', 16 * 3_600_000],
   ] as const)('%s windows are UTC-aligned and stamped to the unit', async (window, key, resetAfterMs) => {
-    const f = redisFixture(redis);
+    const f = redisFixture(redis());
     await f.reset();
     const limit = limitFrom({ name: 'w', key_by: 'user', algorithm: 'fixed_window', limit: 5, window });
     expect(await f.store.decide(limit, identityKey('w', 'user', '42'), 1)).toMatchObject({ allowed: true, resetAfterMs });

@@ -1,24 +1,15 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { identityKey } from '../../src/engine/keys.js';
-import { startRedisServer, type RedisServer } from '../support/redis-server.js';
-import { limitFrom, memoryFixture, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
+import { limitFrom, memoryFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
+import { bothStores, useRedisServer } from '../support/use-redis.js';
 
 // Spec 3.2 and 8: the order endpoint's bucket, capacity 10, refill 2 tokens/s.
 const orders = limitFrom({ name: 'orders', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 2 });
 const KEY = identityKey('orders', 'user', '42');
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
-describe.each([
-  ['memory', () => memoryFixture()],
-  ['redis', () => redisFixture(redis)],
-])('token bucket on the %s store (spec 3.2 state table)', (_name, makeFixture) => {
+describe.each(bothStores(redis))('token bucket on the %s store (spec 3.2 state table)', (_name, makeFixture) => {
   let f: StoreFixture;
   const spend = (cost = 1) => f.store.decide(orders, KEY, cost);
 
@@ -121,8 +112,8 @@ describe('token bucket expiry (spec 3.2 last row)', () => {
     // capacity 1 at 100 tokens/s lives ceil(1 * 2000 / 100) = 20 ms.
     const quick = limitFrom({ name: 'quick', key_by: 'user', algorithm: 'token_bucket', capacity: 1, refill_per_second: 100 });
     const { RedisStore } = await import('../../src/store/redis.js');
-    const client = redis.client();
-    const store = new RedisStore(redis.client());
+    const client = redis().client();
+    const store = new RedisStore(redis().client());
     const key = identityKey('quick', 'user', '42');
     expect(await store.decide(quick, key, 1)).toMatchObject({ allowed: true, remaining: 0 });
     const ttl = await client.pttl(key);

@@ -1,0 +1,26 @@
+import { afterAll, beforeAll } from 'vitest';
+import { startRedisServer, type RedisServer, type RedisServerOptions } from './redis-server.js';
+import { memoryFixture, redisFixture, type StoreFixture } from './store-fixtures.js';
+
+/** A redis-server for the enclosing test file or describe block; the getter works inside tests and hooks. */
+export function useRedisServer(options?: RedisServerOptions): () => RedisServer {
+  let server: RedisServer | undefined;
+  beforeAll(async () => {
+    server = await startRedisServer(options);
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  return () => {
+    if (server === undefined) throw new Error('redis-server not started yet: use it inside a test or hook');
+    return server;
+  };
+}
+
+/** Both stores, for describe.each: the same assertions on the embedded store and on real Redis. */
+export function bothStores(redis: () => RedisServer): [string, () => StoreFixture][] {
+  return [
+    ['memory', () => memoryFixture()],
+    ['redis', () => redisFixture(redis())],
+  ];
+}
