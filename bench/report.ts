@@ -125,7 +125,9 @@ export function formatRatio(noop: Summary, service: Summary, perRound: readonly 
   const met = ratio >= TARGET_RATIO;
   return [
     `ratio service/noop (median decisions/s): ${fmt(ratio, 2)}  target >= ${TARGET_RATIO}: ${met ? 'MET' : 'NOT MET'}`,
-    `per-round ratios: ${perRound.map((r) => fmt(r, 2)).join(', ')}`,
+    // Each round's pair ran back to back, under much the same neighbours: their
+    // median is a second view of the ratio, less swayed by one kind's lucky round.
+    `per-round ratios: ${perRound.map((r) => fmt(r, 2)).join(', ')}  (median ${fmt(median(perRound), 2)})`,
   ].join('\n');
 }
 
