@@ -37,6 +37,7 @@ export class RedisStore implements QuotaStore {
   static connect(url: string, options: RedisStoreOptions = {}): RedisStore {
     const redis = new Redis(url, {
       enableOfflineQueue: false,
+      enableAutoPipelining: true,
       maxRetriesPerRequest: 1,
       commandTimeout: 1_000,
       lazyConnect: false,
