@@ -1,7 +1,6 @@
 // Child process: the real quota service (engine + RedisStore + nice-grpc server
 // with its middleware, health and reflection), on the Redis whose URL is argv[2].
 // It runs in its own process so the load driver does not share its event loop.
-import { once } from 'node:events';
 import { parsePolicies } from '../../src/config/policies.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { startQuotaServer } from '../../src/grpc/server.js';
@@ -33,10 +32,8 @@ async function main(): Promise<void> {
     throw new Error(`usage: quota-server.ts redis://127.0.0.1:<port> (loopback only), got ${String(redisUrl)}`);
   }
   const store = RedisStore.connect(redisUrl);
-  // connect() neither waits for the connection nor queues commands meanwhile
-  // (enableOfflineQueue: false), so wait for 'ready' here: otherwise the first
-  // calls would fail with UNAVAILABLE while the handshake is still running.
-  if (store.client.status !== 'ready') await once(store.client, 'ready');
+  // As main.ts does: no decisions before Redis has answered (calls before that get UNAVAILABLE).
+  await store.ready();
   const engine = new QuotaEngine(parsePolicies(BENCH_POLICIES_YAML, 'bench policies'), store);
   const server = await startQuotaServer({ engine, address: '127.0.0.1:0', logger: createLogger('silent') });
   serveUntilParentLeaves(server.port, async () => {

@@ -47,10 +47,6 @@ export class RedisStore implements QuotaStore {
     return new RedisStore(redis, options);
   }
 
-  get client(): Redis {
-    return this.redis;
-  }
-
   async decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome> {
     const keys = limit.algorithm.scriptKeys(identityKey, limit.params);
     const args = limit.algorithm.scriptArgs(limit.params, cost);
