@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { own } from '../test/support/owned-child.js';
 
 /** A server child started by the bench; see bench/servers/lifecycle.ts for the child's side. */
 export interface ServerChild {
@@ -14,13 +15,6 @@ export interface ServerChild {
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STARTUP_TIMEOUT_MS = 30_000;
-
-const running = new Set<ChildProcess>();
-// Last line of defence: whatever ends the bench, no server child survives it.
-// (The children also exit by themselves when their stdin pipe from us closes.)
-process.once('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
 
 /**
  * Starts `bench/servers/<entry>` in its own Node process (TypeScript via the tsx
@@ -39,9 +33,9 @@ export async function startServerChild(
     cwd: REPO_ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  running.add(child);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  exited.then(() => running.delete(child), () => {});
+  // Owned: killed if the bench ends any other way. (The children also exit by
+  // themselves when their stdin pipe from us closes.)
+  const owner = own(child);
 
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
@@ -49,15 +43,7 @@ export async function startServerChild(
     stderr = (stderr + chunk.toString()).slice(-4_000);
   });
 
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    running.delete(child);
-  };
+  const stop = () => owner.stop(3_000);
 
   try {
     const port = await new Promise<number>((resolve, reject) => {

@@ -35,11 +35,6 @@ export class MemorySpace {
   }
 
   /** Live keys at `nowMs`; expired ones are dropped on the way. */
-  size(nowMs: number): number {
-    this.sweep(nowMs);
-    return this.entries.size;
-  }
-
   keys(nowMs: number): string[] {
     this.sweep(nowMs);
     return [...this.entries.keys()];

@@ -10,7 +10,6 @@ import { addReflection } from './reflection.js';
 export interface QuotaServer {
   /** The bound port (useful with an address ending in :0). */
   readonly port: number;
-  readonly health: HealthState;
   /** Reports SERVING (or NOT_SERVING) for the server and for quota.v1.QuotaService. */
   setServing(serving: boolean): void;
   /** Stops accepting calls, lets in-flight ones finish within `graceMs`, then cuts the rest. */
@@ -45,7 +44,6 @@ export async function startQuotaServer(options: {
 
   return {
     port,
-    health,
     setServing,
     async shutdown(graceMs) {
       setServing(false);

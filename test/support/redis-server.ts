@@ -1,9 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { own } from './owned-child.js';
 
 /** A real redis-server process on a free loopback port, owned by the test that started it. */
 export interface RedisServer {
@@ -13,12 +14,6 @@ export interface RedisServer {
   client(): Redis;
   stop(): Promise<void>;
 }
-
-const running = new Set<ChildProcess>();
-// Whatever happens to the test run, no redis-server outlives it.
-process.once('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
 
 export function redisServerBinary(): string {
   const binary = process.env.REDIS_SERVER_BIN ?? 'redis-server';
@@ -73,22 +68,15 @@ async function launch(binary: string, port: number, extraArgs: string[]): Promis
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  running.add(child);
+  const owner = own(child);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const clients: Redis[] = [];
 
   const stop = async () => {
     await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 2_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    running.delete(child);
+    await owner.stop(2_000);
     rmSync(dir, { recursive: true, force: true });
   };
 
