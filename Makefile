@@ -5,7 +5,7 @@ SHELL := /bin/bash
 
 NPM_INSTALL_STAMP := node_modules/.install-stamp
 
-.PHONY: help deps redis gen build run run-mcp-quota run-mcp test typecheck bench clean
+.PHONY: help deps redis gen build run run-mcp-quota run-mcp mcp-conformance test typecheck bench clean
 
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL is set)"
@@ -45,6 +45,10 @@ run-mcp-quota: build
 
 run-mcp: gen
 	MCP_TRANSPORT=$${MCP_TRANSPORT:-http} node --import tsx clients/mcp-server/main.ts
+
+# The MCP conformance suite against the reference server (installs it into .tmp/ once).
+mcp-conformance: gen
+	scripts/mcp-conformance.sh
 
 test: deps redis typecheck
 	npx vitest run
