@@ -34,13 +34,15 @@ export async function askApproval(
   server: McpServer,
   request: ApprovalRequest & { relatedRequestId: string | number },
   approver: Approver | undefined,
+  timeoutMs: number,
 ): Promise<Exclude<ApprovalOutcome, 'not_required'>> {
   if (server.server.getClientCapabilities()?.elicitation?.form !== undefined) {
     try {
       const answer = await server.server.elicitInput(
         { mode: 'form', message: request.message, requestedSchema: APPROVAL_SCHEMA },
         // Related to the tools/call, so Streamable HTTP sends it on that call's stream.
-        { relatedRequestId: request.relatedRequestId, signal: request.signal },
+        // A human answers: the SDK's 60 s request default is too short for that.
+        { relatedRequestId: request.relatedRequestId, signal: request.signal, timeout: timeoutMs },
       );
       if (answer.action === 'accept') return answer.content?.['approve'] === true ? 'approved' : 'declined';
       return answer.action === 'decline' ? 'declined' : 'cancelled';

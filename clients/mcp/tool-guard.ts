@@ -25,6 +25,8 @@ export interface ToolGuardOptions {
   principal?: Principal;
   /** Approver for sensitive tools when the client cannot show an elicitation form. */
   approver?: Approver;
+  /** How long an elicitation waits for the human's answer before the call is refused. Default 5 minutes. */
+  approvalTimeoutMs?: number;
   /** What the audit record keeps of the arguments. Default: names kept, values redacted. */
   redactArguments?: (tool: string, args: unknown) => unknown;
   /** pino logger; the default writes to stderr, since stdout is the stdio transport. */
@@ -144,6 +146,7 @@ export class ToolGuard {
         this.server,
         { tool, principal, message, signal: extra.signal, relatedRequestId: extra.requestId },
         this.options.approver,
+        this.options.approvalTimeoutMs ?? 300_000,
       );
       steps.approval = outcome;
       if (outcome !== 'approved') return finish(refusals.approval(tool, outcome), 'refused', `approval ${outcome}`);
