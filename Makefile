@@ -5,12 +5,14 @@ SHELL := /bin/bash
 
 NPM_INSTALL_STAMP := node_modules/.install-stamp
 
-.PHONY: help deps redis gen build run test typecheck bench clean
+.PHONY: help deps redis gen build run run-mcp-quota run-mcp mcp-conformance test typecheck bench clean
 
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL is set)"
 	@echo "make test   install what is missing (node packages, redis-server), then run the whole suite"
 	@echo "make bench  run the benchmarks in bench/ (not part of make test)"
+	@echo "make run-mcp-quota  the quota service with the MCP demo policies (config/mcp-policies.yaml)"
+	@echo "make run-mcp        the reference MCP server on Streamable HTTP :3333 (clients/mcp/README.md)"
 
 # npm ci when the lock file changed since the last install.
 $(NPM_INSTALL_STAMP): package.json package-lock.json
@@ -35,6 +37,18 @@ run: build
 
 typecheck: gen
 	npx tsc -p tsconfig.json --noEmit
+
+# The reference MCP server (clients/mcp-server) and the quota service it needs:
+# run each in its own terminal. MCP_* variables are listed in clients/mcp/README.md.
+run-mcp-quota: build
+	QUOTA_POLICIES=config/mcp-policies.yaml node dist/src/main.js
+
+run-mcp: gen
+	MCP_TRANSPORT=$${MCP_TRANSPORT:-http} node --import tsx clients/mcp-server/main.ts
+
+# The MCP conformance suite against the reference server (installs it into .tmp/ once).
+mcp-conformance: gen
+	scripts/mcp-conformance.sh
 
 test: deps redis typecheck
 	npx vitest run

@@ -1,0 +1,39 @@
+import { z } from 'zod';
+
+const list = z
+  .string()
+  .transform((value) => value.split(',').map((part) => part.trim()).filter((part) => part !== ''));
+
+/** Every environment variable the reference MCP server reads (clients/mcp/README.md lists them). */
+const schema = z.object({
+  MCP_TRANSPORT: z.enum(['stdio', 'http']).default('stdio'),
+  MCP_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
+  MCP_HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3333),
+  MCP_RESOURCE_URL: z.url().optional(),
+  MCP_ALLOWED_HOSTS: list.optional(),
+  MCP_AUTHORIZATION_SERVERS: list.default([]),
+  MCP_DEV_TOKENS: z.string().min(1).default('config/mcp-dev-tokens.yaml'),
+  MCP_AUDIT_FILE: z.string().min(1).default('mcp-audit.jsonl'),
+  MCP_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  QUOTA_SERVICE_ADDR: z.string().min(1).default('127.0.0.1:50051'),
+  QUOTA_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(500),
+});
+
+export type McpServerConfig = Readonly<
+  Omit<z.infer<typeof schema>, 'MCP_RESOURCE_URL' | 'MCP_ALLOWED_HOSTS'> & { resourceUrl: URL; allowedHosts: string[] }
+>;
+
+/** Parses the environment once; a bad variable fails with its name. */
+export function loadMcpServerConfig(env: NodeJS.ProcessEnv): McpServerConfig {
+  const own = Object.fromEntries(Object.entries(env).filter(([name, value]) => Object.hasOwn(schema.shape, name) && value !== ''));
+  const parsed = schema.safeParse(own);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new Error(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const { MCP_RESOURCE_URL, MCP_ALLOWED_HOSTS, ...rest } = parsed.data;
+  const resourceUrl = new URL(MCP_RESOURCE_URL ?? `http://localhost:${rest.MCP_HTTP_PORT}/mcp`);
+  // Default: loopback names plus the public name clients use to reach the server.
+  const allowedHosts = MCP_ALLOWED_HOSTS ?? [...new Set(['localhost', '127.0.0.1', '[::1]', resourceUrl.hostname])];
+  return Object.freeze({ ...rest, resourceUrl, allowedHosts });
+}

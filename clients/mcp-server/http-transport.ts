@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Server as HttpServer } from 'node:http';
+import { metadataHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/metadata.js';
+import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
+import type { OAuthTokenVerifier } from '@modelcontextprotocol/sdk/server/auth/provider.js';
+import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { principalFromAuthInfo } from '../mcp/principal.js';
+
+export interface HttpTransportOptions {
+  /** Interface to bind, e.g. 127.0.0.1. */
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  /**
+   * The server's canonical URL (RFC 8707 resource / token audience), e.g.
+   * https://mcp.example.com/mcp. Only tokens issued for it are accepted; its
+   * path is where MCP is served.
+   */
+  resourceUrl: URL;
+  /** Host header names accepted (DNS rebinding protection). */
+  allowedHosts: string[];
+  /** Authorization servers named in the protected resource metadata. */
+  authorizationServers: string[];
+  verifier: OAuthTokenVerifier;
+  /** A fresh McpServer per session. */
+  createServer: () => McpServer;
+  logger: Logger;
+}
+
+export interface RunningHttpServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  /** Who opened the session: another principal must not ride on its id. */
+  owner: string;
+}
+
+const jsonRpcError = (res: Response, status: number, code: number, message: string) =>
+  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
+
+/**
+ * Streamable HTTP with the protections the MCP spec asks of a remote server:
+ * Host header validation, bearer tokens checked for this resource (audience),
+ * protected resource metadata (RFC 9728) for clients to discover the authorization
+ * server, and sessions bound to the principal that opened them.
+ */
+export async function startHttpTransport(options: HttpTransportOptions): Promise<RunningHttpServer> {
+  const { logger } = options;
+  // Host header validation runs first, before auth and before the body is read.
+  const app = createMcpExpressApp({ host: options.host, allowedHosts: options.allowedHosts });
+  const mcpPath = options.resourceUrl.pathname;
+  const resourceMetadataUrl = getOAuthProtectedResourceMetadataUrl(options.resourceUrl);
+
+  app.use(
+    new URL(resourceMetadataUrl).pathname,
+    metadataHandler({
+      resource: options.resourceUrl.href,
+      authorization_servers: options.authorizationServers,
+      bearer_methods_supported: ['header'],
+      scopes_supported: ['tickets:read', 'tickets:write', 'customers:read'],
+      resource_name: 'Quota-guarded help desk (reference MCP server)',
+    }),
+  );
+
+  const auth = requireBearerAuth({ verifier: options.verifier, resourceMetadataUrl, expectedResource: options.resourceUrl });
+  const sessions = new Map<string, Session>();
+  const ownerOf = (req: Request) => {
+    const principal = principalFromAuthInfo(req.auth!);
+    return `${principal.clientId ?? ''}\u0000${principal.subject}`;
+  };
+
+  const handle = async (req: Request, res: Response) => {
+    const sessionId = req.header('mcp-session-id');
+    try {
+      if (sessionId !== undefined) {
+        const session = sessions.get(sessionId);
+        if (session === undefined) return jsonRpcError(res, 404, -32001, 'Session not found');
+        if (session.owner !== ownerOf(req)) return jsonRpcError(res, 403, -32000, 'Session belongs to another principal');
+        return await session.transport.handleRequest(req, res, req.body);
+      }
+      if (req.method !== 'POST' || !isInitializeRequest(req.body)) {
+        return jsonRpcError(res, 400, -32000, 'Bad Request: No valid session ID provided');
+      }
+      const owner = ownerOf(req);
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          sessions.set(id, { transport, owner });
+        },
+      });
+      transport.onclose = () => {
+        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+      };
+      await options.createServer().connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    } catch (error) {
+      logger.error({ err: error, method: req.method }, 'MCP request failed');
+      if (!res.headersSent) jsonRpcError(res, 500, -32603, 'Internal server error');
+    }
+  };
+  app.post(mcpPath, auth, handle);
+  app.get(mcpPath, auth, handle);
+  app.delete(mcpPath, auth, handle);
+
+  const http = await new Promise<HttpServer>((resolve, reject) => {
+    const listening = app.listen(options.port, options.host, (error?: Error) => (error ? reject(error) : resolve(listening)));
+  });
+  const port = (http.address() as AddressInfo).port;
+  logger.info({ host: options.host, port, resource: options.resourceUrl.href }, 'MCP Streamable HTTP listening');
+  return {
+    port,
+    async close() {
+      await Promise.all([...sessions.values()].map((s) => s.transport.close()));
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}

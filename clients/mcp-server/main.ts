@@ -1,0 +1,64 @@
+// The reference MCP server's entry point: the only place that reads the
+// environment, handles signals and wires the parts. Logs go to stderr: on stdio,
+// stdout is the protocol channel.
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { pino } from 'pino';
+import { loadMcpServerConfig } from './config.js';
+import { loadDevCredentials } from './dev-tokens.js';
+import { HelpDesk } from './help-desk.js';
+import { startHttpTransport } from './http-transport.js';
+import { connectQuotaDecider } from './quota-service-decider.js';
+import { createReferenceServer } from './reference-server.js';
+
+async function main(): Promise<void> {
+  const config = loadMcpServerConfig(process.env);
+  const logger = pino({ name: 'mcp-server', level: config.MCP_LOG_LEVEL }, pino.destination(2));
+  const credentials = await loadDevCredentials(config.MCP_DEV_TOKENS);
+  const quota = connectQuotaDecider({ address: config.QUOTA_SERVICE_ADDR, timeoutMs: config.QUOTA_TIMEOUT_MS });
+  const desk = new HelpDesk();
+  const deps = { desk, quota, audit: config.MCP_AUDIT_FILE, logger };
+
+  let stop: () => Promise<void>;
+  if (config.MCP_TRANSPORT === 'stdio') {
+    if (credentials.stdioPrincipal === undefined) {
+      throw new Error(`${config.MCP_DEV_TOKENS} has no stdio_principal: stdio calls would have no identity`);
+    }
+    const server = createReferenceServer({ ...deps, principal: credentials.stdioPrincipal });
+    await server.connect(new StdioServerTransport());
+    logger.info({ principal: credentials.stdioPrincipal.subject, quota: config.QUOTA_SERVICE_ADDR }, 'MCP server on stdio');
+    stop = () => server.close();
+    // The host closing our stdin ends the session.
+    process.stdin.once('end', () => void shutdown('stdin closed'));
+  } else {
+    const http = await startHttpTransport({
+      host: config.MCP_HTTP_HOST,
+      port: config.MCP_HTTP_PORT,
+      resourceUrl: config.resourceUrl,
+      allowedHosts: config.allowedHosts,
+      authorizationServers: config.MCP_AUTHORIZATION_SERVERS,
+      verifier: credentials.verifier,
+      createServer: () => createReferenceServer(deps),
+      logger,
+    });
+    // Machine-readable for whoever started us with port 0 (tests, scripts).
+    logger.info({ port: http.port }, 'ready');
+    stop = () => http.close();
+  }
+
+  let stopping = false;
+  const shutdown = async (reason: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ reason }, 'shutting down');
+    await stop();
+    await quota.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`mcp-server: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,140 @@
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import type { Approver } from '../mcp/approval.js';
+import type { AuditSink } from '../mcp/audit.js';
+import { principalFromAuthInfo, type Principal } from '../mcp/principal.js';
+import type { QuotaDecider } from '../mcp/quota-decider.js';
+import { guardTools } from '../mcp/tool-guard.js';
+import type { Logger } from 'pino';
+import type { HelpDesk } from './help-desk.js';
+
+export interface ReferenceServerDeps {
+  desk: HelpDesk;
+  quota: QuotaDecider;
+  audit: AuditSink | string;
+  /** stdio: the configured principal. HTTP: unset, the bearer token says who calls. */
+  principal?: Principal;
+  approver?: Approver;
+  logger?: Logger;
+}
+
+/** Bulk updates touch at most this many tickets per call (the policy's bucket holds 50). */
+const MAX_BULK = 50;
+
+/**
+ * The reference MCP server: the spec's three primitives (2.1). Tools go through
+ * the guard; one McpServer per session, all sharing one HelpDesk and quota client.
+ */
+export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
+  const server = new McpServer(
+    { name: 'quota-guarded-help-desk', version: '0.1.0' },
+    { instructions: 'Help-desk tools behind the quota service. A refused call says why in its text and under _meta["dev.quota-service/refusal"].' },
+  );
+  const guard = guardTools(server, {
+    quota: deps.quota,
+    audit: deps.audit,
+    ...(deps.principal === undefined ? {} : { principal: deps.principal }),
+    ...(deps.approver === undefined ? {} : { approver: deps.approver }),
+    ...(deps.logger === undefined ? {} : { logger: deps.logger }),
+  });
+
+  guard.registerTool(
+    'create_ticket',
+    {
+      title: 'Create ticket',
+      description: 'Open a help-desk ticket. Rate limited per user (policy mcp-create-ticket, cost 1).',
+      inputSchema: { title: z.string().min(1).max(200), customerId: z.string().optional() },
+      outputSchema: { id: z.string(), status: z.string() },
+    },
+    { scopes: ['tickets:write'], quota: { policy: 'mcp-create-ticket', cost: 1, failureMode: 'closed' } },
+    async ({ title, customerId }) => {
+      const ticket = deps.desk.createTicket(title, customerId);
+      return {
+        content: [{ type: 'text', text: `Created ticket ${ticket.id}.` }],
+        structuredContent: { id: ticket.id, status: ticket.status },
+      };
+    },
+  );
+
+  guard.registerTool(
+    'bulk_update_tickets',
+    {
+      title: 'Bulk update tickets',
+      description: `Set the status of up to ${MAX_BULK} tickets. Costs one quota unit per ticket (policy mcp-bulk-tickets).`,
+      inputSchema: { ticketIds: z.array(z.string().min(1)).min(1).max(MAX_BULK), status: z.enum(['open', 'pending', 'closed']) },
+    },
+    { scopes: ['tickets:write'], quota: { policy: 'mcp-bulk-tickets', cost: ({ ticketIds }) => ticketIds.length } },
+    async ({ ticketIds, status }) => {
+      const { updated, missing } = deps.desk.updateStatus(ticketIds, status);
+      const text = `Updated ${updated.length} ticket(s) to ${status}.${missing.length > 0 ? ` Not found: ${missing.join(', ')}.` : ''}`;
+      return { content: [{ type: 'text', text }] };
+    },
+  );
+
+  guard.registerTool(
+    'delete_customer',
+    {
+      title: 'Delete customer',
+      description: 'Delete a customer record. Sensitive: a human approves every call first.',
+      inputSchema: { customerId: z.string().min(1) },
+      annotations: { destructiveHint: true },
+    },
+    {
+      roles: ['agent'],
+      approval: { message: ({ customerId }) => `Delete customer record ${customerId}? This cannot be undone.` },
+      quota: { policy: 'mcp-sensitive', failureMode: 'closed' },
+    },
+    async ({ customerId }) => {
+      const deleted = deps.desk.deleteCustomer(customerId);
+      return deleted
+        ? { content: [{ type: 'text', text: `Deleted customer ${customerId}.` }] }
+        : { content: [{ type: 'text', text: `No customer ${customerId}.` }], isError: true };
+    },
+  );
+
+  server.registerResource(
+    'customer',
+    new ResourceTemplate('customers://{customerId}', {
+      list: async () => ({
+        resources: deps.desk.customerIds().map((id) => ({ uri: `customers://${id}`, name: `customer ${id}`, mimeType: 'application/json' })),
+      }),
+    }),
+    { title: 'Customer record', description: 'A customer record as JSON (scope customers:read).', mimeType: 'application/json' },
+    async (uri, { customerId }, extra) => {
+      // Resources hold personal data: the same identity rule as tools, from the credential only.
+      const principal = extra.authInfo !== undefined ? principalFromAuthInfo(extra.authInfo) : deps.principal;
+      if (principal === undefined || !principal.scopes.includes('customers:read')) {
+        throw new Error('Reading customer records is not permitted for this caller');
+      }
+      const customer = deps.desk.customer(String(customerId));
+      if (customer === undefined) throw new Error(`No customer ${String(customerId)}`);
+      return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(customer) }] };
+    },
+  );
+
+  server.registerPrompt(
+    'incident_review',
+    {
+      title: 'Incident review',
+      description: 'A blameless incident review template.',
+      argsSchema: { incidentId: z.string().min(1), severity: z.enum(['sev1', 'sev2', 'sev3']).optional() },
+    },
+    ({ incidentId, severity }) => ({
+      messages: [
+        {
+          role: 'user',
+          content: {
+            type: 'text',
+            text: [
+              `Write a blameless review of incident ${incidentId}${severity === undefined ? '' : ` (${severity})`}.`,
+              'Sections: Summary; Impact (who, how long); Timeline (UTC); Root cause; What went well; What went wrong;',
+              'Action items (owner, due date). Use the customer records and tickets you can read; do not guess numbers.',
+            ].join('\n'),
+          },
+        },
+      ],
+    }),
+  );
+
+  return server;
+}

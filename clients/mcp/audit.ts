@@ -1,0 +1,75 @@
+import { appendFile } from 'node:fs/promises';
+
+/** Outcome of the permission step. */
+export type PermissionOutcome = 'allowed' | 'denied';
+/** Outcome of the approval step; 'not_required' for tools that are not sensitive. */
+export type ApprovalOutcome = 'not_required' | 'approved' | 'declined' | 'cancelled' | 'unsupported' | 'failed';
+/**
+ * Outcome of the quota step. 'fail_open' / 'fail_closed': the service could not be
+ * asked and the tool's failure mode decided; 'error': the service refused the
+ * request itself (bad policy name or cost), so the call was refused.
+ */
+export type QuotaOutcome = 'not_checked' | 'allowed' | 'denied' | 'fail_open' | 'fail_closed' | 'error';
+/**
+ * How the call ended. 'refused': a step stopped it, the tool body did not run;
+ * 'ok' / 'tool_error': the body ran and returned a result (isError false / true);
+ * 'exception': the body ran and threw (the SDK turns that into a tool error).
+ */
+export type ResultStatus = 'ok' | 'tool_error' | 'refused' | 'exception';
+
+/** One record per tool call that reached the guard. Never holds a credential. */
+export interface AuditRecord {
+  time: string;
+  tool: string;
+  /** JSON-RPC id of the tools/call request, and the transport session if any. */
+  requestId: string | number;
+  sessionId?: string;
+  principal: { subject: string; tenant?: string; clientId?: string } | null;
+  /** The arguments after redaction (values replaced by default). */
+  arguments: unknown;
+  steps: {
+    validation: 'passed';
+    authentication: 'passed' | 'failed';
+    permission: PermissionOutcome | 'not_checked';
+    approval: ApprovalOutcome | 'not_checked';
+    quota: {
+      outcome: QuotaOutcome;
+      policy?: string;
+      cost?: number;
+      deniedBy?: string;
+      retryAfterMs?: number;
+      source?: string;
+    };
+  };
+  result: ResultStatus;
+  /** Why a step refused, in words (never includes argument values). */
+  reason?: string;
+  durationMs: number;
+}
+
+/** Where audit records go. Writes are awaited before the tool result is returned. */
+export interface AuditSink {
+  write(record: AuditRecord): Promise<void>;
+}
+
+/** The default sink: one JSON object per line, appended to a file. */
+export class JsonLinesAuditSink implements AuditSink {
+  constructor(readonly path: string) {}
+
+  async write(record: AuditRecord): Promise<void> {
+    // One appendFile per record: each line lands whole (O_APPEND), and the file
+    // can be rotated between calls without reopening anything.
+    await appendFile(this.path, `${JSON.stringify(record)}\n`, { encoding: 'utf8', mode: 0o600 });
+  }
+}
+
+/**
+ * Default redaction: keep the argument names, replace every value. Arguments are
+ * model-written and may carry personal data or secrets pasted into a prompt.
+ */
+export function redactArgumentValues(args: unknown): unknown {
+  if (args === undefined || args === null || typeof args !== 'object' || Array.isArray(args)) {
+    return args === undefined ? undefined : '[redacted]';
+  }
+  return Object.fromEntries(Object.keys(args).map((key) => [key, '[redacted]']));
+}

@@ -1,0 +1,7 @@
+export { guardTools, ToolGuard, type ToolGuardOptions, type ToolExtra } from './tool-guard.js';
+export type { ToolPolicy, ToolArgs, FailureMode } from './tool-policy.js';
+export { principalFromAuthInfo, quotaIdentity, type Principal } from './principal.js';
+export type { Approver, ApprovalRequest } from './approval.js';
+export { JsonLinesAuditSink, redactArgumentValues, type AuditRecord, type AuditSink } from './audit.js';
+export { REFUSAL_META_KEY, refusalResult, retryAfterSeconds, type Refusal, type RefusalReason } from './refusals.js';
+export type { QuotaDecider, QuotaDecision, AllowParams, DecisionSource, QuotaLimitStatus } from './quota-decider.js';

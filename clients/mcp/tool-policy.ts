@@ -1,0 +1,39 @@
+import type { AnySchema, SchemaOutput, ShapeOutput, ZodRawShapeCompat } from '@modelcontextprotocol/sdk/server/zod-compat.js';
+
+/** The validated arguments a tool with input schema `InputArgs` receives. */
+export type ToolArgs<InputArgs extends undefined | ZodRawShapeCompat | AnySchema> = InputArgs extends ZodRawShapeCompat
+  ? ShapeOutput<InputArgs>
+  : InputArgs extends AnySchema
+    ? SchemaOutput<InputArgs>
+    : undefined;
+
+/**
+ * What the quota service does when it cannot be asked: 'open' runs the tool,
+ * 'closed' refuses it (spec 7.2). A public read tool may fail open; a costly or
+ * strictly metered one should fail closed.
+ */
+export type FailureMode = 'open' | 'closed';
+
+/** The guard's rules for one tool. Every field is optional: {} guards nothing but audits. */
+export interface ToolPolicy<Args> {
+  /** Scopes the principal must all hold. */
+  scopes?: readonly string[];
+  /** Roles of which the principal must hold at least one. */
+  roles?: readonly string[];
+  /**
+   * A sensitive tool: a human approves each call before anything else is spent.
+   * `message` builds the text the human reads (default: tool name and arguments).
+   */
+  approval?: true | { message: (args: Args) => string };
+  quota?: {
+    /** Policy name in the quota service's policy file. */
+    policy: string;
+    /** Units one call spends: a number, or computed from the validated arguments. Default 1. */
+    cost?: number | ((args: Args) => number);
+    /**
+     * Overrides the quota client's failure policy for this tool when the service
+     * cannot be reached. Unset: the client's decision stands.
+     */
+    failureMode?: FailureMode;
+  };
+}

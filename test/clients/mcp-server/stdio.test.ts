@@ -1,0 +1,76 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REFUSAL_META_KEY } from '../../../clients/mcp/refusals.js';
+import { VirtualClock } from '../../../src/clock.js';
+import { loadPolicyFile } from '../../../src/config/policies.js';
+import { MemoryStore } from '../../../src/store/memory.js';
+import { startTestService, type TestService } from '../../support/quota-service.js';
+import { T0 } from '../../support/store-fixtures.js';
+
+// The reference server as an MCP host runs it: a child process on stdio, here
+// under tsx so no build is needed, talking to a real quota service.
+let service: TestService;
+let dir: string;
+let client: Client;
+let stderr = '';
+
+beforeAll(async () => {
+  service = await startTestService(new MemoryStore(new VirtualClock(T0)), await loadPolicyFile('config/mcp-policies.yaml'));
+  dir = await mkdtemp(join(tmpdir(), 'mcp-stdio-'));
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['--import', 'tsx', 'clients/mcp-server/main.ts'],
+    env: {
+      ...getDefaultEnvironment(),
+      MCP_TRANSPORT: 'stdio',
+      QUOTA_SERVICE_ADDR: `127.0.0.1:${service.server.port}`,
+      MCP_AUDIT_FILE: join(dir, 'audit.jsonl'),
+      MCP_DEV_TOKENS: 'config/mcp-dev-tokens.yaml',
+    },
+    cwd: process.cwd(),
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (chunk) => (stderr += String(chunk)));
+  client = new Client({ name: 'stdio-test', version: '1.0.0' });
+  await client.connect(transport);
+});
+afterAll(async () => {
+  await client?.close();
+  await service?.stop();
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+describe('reference MCP server over stdio', () => {
+  it('lists the three primitives', async () => {
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['bulk_update_tickets', 'create_ticket', 'delete_customer']);
+    expect((await client.listResourceTemplates()).resourceTemplates[0]?.uriTemplate).toBe('customers://{customerId}');
+    expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(['incident_review']);
+  });
+
+  it('calls run as the configured stdio principal, and the weighted bulk tool spends per ticket', async () => {
+    const created = (await client.callTool({ name: 'create_ticket', arguments: { title: 'disk full' } })) as CallToolResult;
+    expect(created.structuredContent).toEqual({ id: 'T-1', status: 'open' });
+    const bulk = (await client.callTool({ name: 'bulk_update_tickets', arguments: { ticketIds: ['T-1', 'T-9'], status: 'closed' } })) as CallToolResult;
+    expect(bulk.content[0]).toEqual({ type: 'text', text: 'Updated 1 ticket(s) to closed. Not found: T-9.' });
+    const probe = await service.client.allow({ policy: 'mcp-bulk-tickets', identity: { user: 'local-operator' }, cost: 1 });
+    expect(probe.limits[0]?.remaining).toBe(47);
+
+    const records = (await readFile(join(dir, 'audit.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    expect(records.map((r: { principal: { subject: string } }) => r.principal.subject)).toEqual(['local-operator', 'local-operator']);
+  });
+
+  it('a sensitive tool is refused when the host supports no elicitation (no approver configured)', async () => {
+    const refused = (await client.callTool({ name: 'delete_customer', arguments: { customerId: 'c-100' } })) as CallToolResult;
+    expect(refused.isError).toBe(true);
+    expect(refused._meta?.[REFUSAL_META_KEY]).toEqual({ reason: 'approval_unavailable', retryable: false });
+  });
+
+  it('stdout carries only the protocol: the server logs to stderr', () => {
+    expect(stderr).toContain('MCP server on stdio');
+  });
+});
