@@ -1,11 +1,13 @@
 import type { Algorithm } from './algorithm.js';
 import { fixedWindow } from './fixed-window/fixed-window.js';
+import { gcra } from './gcra/gcra.js';
 import { tokenBucket } from './token-bucket/token-bucket.js';
 
 /** Every algorithm a policy can name, by its policy-file name. */
 export const algorithms = {
   token_bucket: tokenBucket,
   fixed_window: fixedWindow,
+  gcra,
 } as const satisfies Record<string, Algorithm<never>>;
 
 export type AlgorithmName = keyof typeof algorithms;

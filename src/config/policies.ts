@@ -73,6 +73,12 @@ function toLimit(definition: LimitDefinition): Limit {
         algorithm: algorithms.fixed_window,
         params: { limit: definition.limit, window: definition.window },
       }) as Limit;
+    case 'gcra':
+      return Object.freeze({
+        ...common,
+        algorithm: algorithms.gcra,
+        params: { capacity: definition.capacity, refillPerSecond: definition.refill_per_second },
+      }) as Limit;
   }
 }
 

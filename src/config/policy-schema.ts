@@ -30,6 +30,19 @@ const tokenBucketLimit = z
     path: ['refill_per_second'],
   });
 
+/** Above 10,000/s GCRA's 10 µs slack would exceed a tenth of a unit (src/algorithms/gcra/model.ts). */
+const GCRA_MAX_RATE = 10_000;
+
+const gcraLimit = z.strictObject({
+  ...limitCommon,
+  algorithm: z.literal('gcra'),
+  capacity: z.number().positive().max(1e12),
+  refill_per_second: z.number().positive().max(GCRA_MAX_RATE),
+}).refine((l) => l.capacity / l.refill_per_second <= MAX_STATE_TTL_MS / 1000, {
+  message: 'capacity / refill_per_second is too large: an idle limit would have to be kept for over a year',
+  path: ['refill_per_second'],
+});
+
 const fixedWindowLimit = z.strictObject({
   ...limitCommon,
   algorithm: z.literal('fixed_window'),
@@ -37,9 +50,11 @@ const fixedWindowLimit = z.strictObject({
   window: z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]),
 });
 
-export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, fixedWindowLimit], {
+const ALGORITHM_NAMES_MESSAGE = 'must be one of "token_bucket", "fixed_window", "gcra"';
+
+export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, fixedWindowLimit, gcraLimit], {
   error: (issue) =>
-    issue.code === 'invalid_union' ? 'must be one of "token_bucket", "fixed_window"' : undefined,
+    issue.code === 'invalid_union' ? ALGORITHM_NAMES_MESSAGE : undefined,
 });
 
 const policySchema = z.strictObject({
