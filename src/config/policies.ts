@@ -73,6 +73,18 @@ function toLimit(definition: LimitDefinition): Limit {
         algorithm: algorithms.fixed_window,
         params: { limit: definition.limit, window: definition.window },
       }) as Limit;
+    case 'sliding_window_log':
+      return Object.freeze({
+        ...common,
+        algorithm: algorithms.sliding_window_log,
+        params: { limit: definition.limit, window: definition.window },
+      }) as Limit;
+    case 'sliding_window_counter':
+      return Object.freeze({
+        ...common,
+        algorithm: algorithms.sliding_window_counter,
+        params: { limit: definition.limit, window: definition.window },
+      }) as Limit;
     case 'gcra':
       return Object.freeze({
         ...common,

@@ -50,9 +50,31 @@ const fixedWindowLimit = z.strictObject({
   window: z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]),
 });
 
-const ALGORITHM_NAMES_MESSAGE = 'must be one of "token_bucket", "fixed_window", "gcra"';
+const ALGORITHM_NAMES_MESSAGE = 'must be one of "token_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter", "gcra"';
 
-export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, fixedWindowLimit, gcraLimit], {
+const windowName = z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]);
+
+/** The log stores one entry per unit: this bounds the memory and the script time of one identity. */
+export const SLIDING_LOG_MAX_LIMIT = 10_000;
+
+const slidingWindowLogLimit = z.strictObject({
+  ...limitCommon,
+  algorithm: z.literal('sliding_window_log'),
+  limit: z.number().int().positive().max(SLIDING_LOG_MAX_LIMIT, `at most ${SLIDING_LOG_MAX_LIMIT}: the log keeps one entry per unit (use sliding_window_counter for more)`),
+  window: windowName,
+});
+
+/** The counter computes limit * window_ms * 3 in whole numbers, which must stay below 2^53. */
+export const SLIDING_COUNTER_MAX_LIMIT = 10_000_000;
+
+const slidingWindowCounterLimit = z.strictObject({
+  ...limitCommon,
+  algorithm: z.literal('sliding_window_counter'),
+  limit: z.number().int().positive().max(SLIDING_COUNTER_MAX_LIMIT),
+  window: windowName,
+});
+
+export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, fixedWindowLimit, slidingWindowLogLimit, slidingWindowCounterLimit, gcraLimit], {
   error: (issue) =>
     issue.code === 'invalid_union' ? ALGORITHM_NAMES_MESSAGE : undefined,
 });

@@ -48,6 +48,10 @@ function toProtoLimit(definition: LimitFileDefinition): LimitDefinition {
       return { ...common, tokenBucket: { capacity: definition.capacity, refillPerSecond: definition.refill_per_second } };
     case 'fixed_window':
       return { ...common, fixedWindow: { limit: definition.limit, window: definition.window } };
+    case 'sliding_window_log':
+      return { ...common, slidingWindowLog: { limit: definition.limit, window: definition.window } };
+    case 'sliding_window_counter':
+      return { ...common, slidingWindowCounter: { limit: definition.limit, window: definition.window } };
     case 'gcra':
       return { ...common, gcra: { capacity: definition.capacity, refillPerSecond: definition.refill_per_second } };
   }

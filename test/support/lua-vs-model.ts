@@ -38,7 +38,12 @@ export function clearOfRealExpiry(now: number): number {
   return now % 1_000 > 900 ? now - (now % 1_000) + 1_000 : now;
 }
 
-export async function runBoth(lua: StoreFixture, model: StoreFixture, limit: Limit, start: number, steps: Step[]): Promise<void> {
+/**
+ * With `retryHolds`, every denial's retry_after_ms must mean what it says, on
+ * both stores: the same request (peeked, so nothing changes) passes at
+ * now + retry_after_ms and still fails 1 ms earlier.
+ */
+export async function runBoth(lua: StoreFixture, model: StoreFixture, limit: Limit, start: number, steps: Step[], options: { retryHolds?: boolean } = {}): Promise<void> {
   await Promise.all([lua.reset(), model.reset()]);
   let now = clearOfRealExpiry(start);
   for (const [i, { step, cost, who }] of steps.entries()) {
@@ -50,5 +55,15 @@ export async function runBoth(lua: StoreFixture, model: StoreFixture, limit: Lim
     expect(await lua.store.decideAll([call], 'peek'), `peek at ${context}`).toEqual(await model.store.decideAll([call], 'peek'));
     const [fromLua, fromModel] = [await lua.store.decide(limit, call.identityKey, cost), await model.store.decide(limit, call.identityKey, cost)];
     expect(fromLua, context).toEqual(fromModel);
+    if (options.retryHolds && !fromModel.allowed) {
+      for (const f of [lua, model]) {
+        const retry = { ...call, cost };
+        f.clock.set(now + fromModel.retryAfterMs);
+        expect((await f.store.decideAll([retry], 'peek'))[0]?.allowed, `${f.name}: passes after retry_after_ms, ${context}`).toBe(true);
+        f.clock.set(now + fromModel.retryAfterMs - 1);
+        expect((await f.store.decideAll([retry], 'peek'))[0]?.allowed, `${f.name}: fails 1 ms before, ${context}`).toBe(false);
+        f.clock.set(now);
+      }
+    }
   }
 }
