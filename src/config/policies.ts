@@ -85,6 +85,12 @@ function toLimit(definition: LimitDefinition): Limit {
         algorithm: algorithms.sliding_window_counter,
         params: { limit: definition.limit, window: definition.window },
       }) as Limit;
+    case 'leaky_bucket':
+      return Object.freeze({
+        ...common,
+        algorithm: algorithms.leaky_bucket,
+        params: { capacity: definition.capacity, leakPerSecond: definition.leak_per_second, mode: definition.mode },
+      }) as Limit;
     case 'gcra':
       return Object.freeze({
         ...common,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { WINDOWS } from '../algorithms/fixed-window/model.js';
+import { LEAKY_MODES } from '../algorithms/leaky-bucket/model.js';
 import { tokenBucketTtlMs } from '../algorithms/token-bucket/model.js';
 import { KEY_SEGMENT_PATTERN } from '../engine/keys.js';
 
@@ -50,7 +51,7 @@ const fixedWindowLimit = z.strictObject({
   window: z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]),
 });
 
-const ALGORITHM_NAMES_MESSAGE = 'must be one of "token_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter", "gcra"';
+const ALGORITHM_NAMES_MESSAGE = 'must be one of "token_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter", "leaky_bucket", "gcra"';
 
 const windowName = z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]);
 
@@ -74,7 +75,20 @@ const slidingWindowCounterLimit = z.strictObject({
   window: windowName,
 });
 
-export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, fixedWindowLimit, slidingWindowLogLimit, slidingWindowCounterLimit, gcraLimit], {
+const leakyBucketLimit = z
+  .strictObject({
+    ...limitCommon,
+    algorithm: z.literal('leaky_bucket'),
+    capacity: z.number().positive().max(1e12),
+    leak_per_second: z.number().positive().max(1e12),
+    mode: z.enum(LEAKY_MODES).default('policing'),
+  })
+  .refine((l) => l.capacity / l.leak_per_second <= MAX_STATE_TTL_MS / 1000, {
+    message: 'capacity / leak_per_second is too large: a full bucket would take over a year to drain',
+    path: ['leak_per_second'],
+  });
+
+export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, fixedWindowLimit, slidingWindowLogLimit, slidingWindowCounterLimit, leakyBucketLimit, gcraLimit], {
   error: (issue) =>
     issue.code === 'invalid_union' ? ALGORITHM_NAMES_MESSAGE : undefined,
 });

@@ -52,6 +52,8 @@ function toProtoLimit(definition: LimitFileDefinition): LimitDefinition {
       return { ...common, slidingWindowLog: { limit: definition.limit, window: definition.window } };
     case 'sliding_window_counter':
       return { ...common, slidingWindowCounter: { limit: definition.limit, window: definition.window } };
+    case 'leaky_bucket':
+      return { ...common, leakyBucket: { capacity: definition.capacity, leakPerSecond: definition.leak_per_second, mode: definition.mode } };
     case 'gcra':
       return { ...common, gcra: { capacity: definition.capacity, refillPerSecond: definition.refill_per_second } };
   }
