@@ -49,6 +49,7 @@ A.fixed_window = function(keys, args, now)
     return { 0, reset_after_ms, limit - count, reset_after_ms, 0 }, nil
   end
   local write = nil
+  if count + cost == 0 then return { 1, 0, limit, 0, 0 }, nil end -- a peek at an unused window: full, nothing to reset
   if cost > 0 then
     write = function()
       if count == 0 then

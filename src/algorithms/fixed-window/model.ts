@@ -47,6 +47,8 @@ export function decideFixedWindow(count: number, params: FixedWindowParams, cost
   if (count + cost > params.limit) {
     return { outcome: { allowed: false, retryAfterMs: resetAfterMs, remaining: params.limit - count, resetAfterMs }, count, ttlMs: resetAfterMs };
   }
+  // A peek at an unused window: full, nothing to reset.
+  if (count + cost === 0) return { outcome: { allowed: true, retryAfterMs: 0, remaining: params.limit, resetAfterMs: 0 }, count, ttlMs: resetAfterMs };
   return {
     outcome: { allowed: true, retryAfterMs: 0, remaining: params.limit - count - cost, resetAfterMs },
     count: count + cost,
