@@ -34,26 +34,26 @@ const tokenBucketLimit = z
 /** Above 10,000/s GCRA's 10 µs slack would exceed a tenth of a unit (src/algorithms/gcra/model.ts). */
 const GCRA_MAX_RATE = 10_000;
 
-const gcraLimit = z.strictObject({
-  ...limitCommon,
-  algorithm: z.literal('gcra'),
-  capacity: z.number().positive().max(1e12),
-  refill_per_second: z.number().positive().max(GCRA_MAX_RATE),
-}).refine((l) => l.capacity / l.refill_per_second <= MAX_STATE_TTL_MS / 1000, {
+const gcraLimit = z
+  .strictObject({
+    ...limitCommon,
+    algorithm: z.literal('gcra'),
+    capacity: z.number().positive().max(1e12),
+    refill_per_second: z.number().positive().max(GCRA_MAX_RATE),
+  })
+  .refine((l) => l.capacity / l.refill_per_second <= MAX_STATE_TTL_MS / 1000, {
   message: 'capacity / refill_per_second is too large: an idle limit would have to be kept for over a year',
   path: ['refill_per_second'],
 });
+
+const windowName = z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]);
 
 const fixedWindowLimit = z.strictObject({
   ...limitCommon,
   algorithm: z.literal('fixed_window'),
   limit: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-  window: z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]),
+  window: windowName,
 });
-
-const ALGORITHM_NAMES_MESSAGE = 'must be one of "token_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter", "leaky_bucket", "gcra"';
-
-const windowName = z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]);
 
 /** The log stores one entry per unit: this bounds the memory and the script time of one identity. */
 export const SLIDING_LOG_MAX_LIMIT = 10_000;
@@ -87,6 +87,9 @@ const leakyBucketLimit = z
     message: 'capacity / leak_per_second is too large: a full bucket would take over a year to drain',
     path: ['leak_per_second'],
   });
+
+const ALGORITHM_NAMES_MESSAGE =
+  'must be one of "token_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter", "leaky_bucket", "gcra"';
 
 export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, fixedWindowLimit, slidingWindowLogLimit, slidingWindowCounterLimit, leakyBucketLimit, gcraLimit], {
   error: (issue) =>
