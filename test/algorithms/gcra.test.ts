@@ -68,7 +68,7 @@ describe.each(bothStores(redis))('GCRA on the %s store', (_name, makeFixture) =>
 });
 
 describe('GCRA properties', () => {
-  it('Lua equals model: same decisions, retry, remaining (bit for bit), reset, and peeks', async () => {
+  it('Lua equals model: same decisions, retry, remaining (bit for bit), reset, and peeks; retry_after_ms holds', async () => {
     const lua = redisFixture(redis());
     const model = memoryFixture();
     // rate <= 5 x capacity and every cost >= rate / 5 keep each write's TTL at 200 ms or more.
@@ -84,7 +84,7 @@ describe('GCRA properties', () => {
         const limit = limitFrom({ name: 'g', key_by: 'user', algorithm: 'gcra', capacity, refill_per_second: rate });
         const floor = rate / 5;
         const cost = (share: number) => Math.min(capacity, Math.max(floor, share < 0.3 ? 1 : share * capacity));
-        await runBoth(lua, model, limit, start, raw.map(([step, share, who]) => ({ step, cost: cost(share), who })));
+        await runBoth(lua, model, limit, start, raw.map(([step, share, who]) => ({ step, cost: cost(share), who })), { retryHolds: true });
       }),
       { numRuns: 150 },
     );

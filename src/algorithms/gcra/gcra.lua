@@ -24,7 +24,7 @@ A.gcra = function(keys, args, now)
   local after = backlog + cost * interval
 
   if after - tau > SLACK_MS then
-    return { 0, math.ceil(after - tau), math.max(0, capacity - backlog / interval), math.ceil(backlog), 0 }, nil
+    return { 0, math.ceil(after - tau - SLACK_MS), math.max(0, capacity - backlog / interval), math.ceil(backlog), 0 }, nil
   end
   local write = nil
   if cost > 0 then

@@ -37,7 +37,8 @@ export function decideGcra(tat: number | undefined, params: GcraParams, cost: nu
   const after = backlog + cost * interval;
 
   if (after - tau > GCRA_SLACK_MS) {
-    return { outcome: outcomeOf(false, Math.ceil(after - tau), remainingOf(params, backlog, interval), Math.ceil(backlog)) };
+    // The first whole ms at which the overshoot is within the slack, i.e. when the request passes.
+    return { outcome: outcomeOf(false, Math.ceil(after - tau - GCRA_SLACK_MS), remainingOf(params, backlog, interval), Math.ceil(backlog)) };
   }
   const outcome = outcomeOf(true, 0, remainingOf(params, after, interval), Math.ceil(after));
   return cost > 0 ? { outcome, write: { tat: nowMs + after, ttlMs: Math.ceil(after) } } : { outcome };
