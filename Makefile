@@ -55,6 +55,7 @@ test: deps redis typecheck
 
 bench: deps redis gen
 	npx tsx bench/run.ts
+	npx tsx bench/algorithms.ts
 
 clean:
 	rm -rf dist src/gen node_modules

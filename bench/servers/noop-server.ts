@@ -15,6 +15,7 @@ const ALLOWED: AllowResponse = {
   retryAfterMs: 0,
   deniedBy: '',
   limits: [{ name: 'bench', algorithm: 'token_bucket', limit: 1_000_000_000, remaining: 999_999_999, resetAfterMs: 1 }],
+  delayMs: 0,
 };
 
 const noop: QuotaServiceImplementation = {
@@ -23,6 +24,9 @@ const noop: QuotaServiceImplementation = {
   },
   async listPolicies() {
     return { policies: [] };
+  },
+  async getQuota() {
+    return { limits: ALLOWED.limits };
   },
 };
 

@@ -10,50 +10,61 @@ export interface LimitOutcome {
   remaining: number;
   /** Milliseconds until the limit is fully replenished. */
   resetAfterMs: number;
+  /**
+   * Shaping only (leaky bucket in shaping mode): how long the caller should wait
+   * before doing the allowed work. Left out when 0, so outcomes of the other
+   * algorithms keep their four fields.
+   */
+  delayMs?: number;
 }
 
 /**
- * One algorithm, two bodies: the Lua script Redis runs and the TypeScript
- * model the embedded store runs. Both take the same inputs and give the same
- * outcome; property tests hold them to that.
+ * One limit decided but not yet written: the store checks every limit of a
+ * request first, then commits all of them or none (spec 3.3). `commit` is
+ * absent when the decision changes nothing. A rejecting limit's commit never
+ * spends (at most it stores the refill it computed), so a store may run it
+ * even when the request as a whole is rejected.
+ */
+export interface Decided {
+  outcome: LimitOutcome;
+  commit?: () => void;
+}
+
+/**
+ * One algorithm, two bodies: a Lua function the shared driver script runs in
+ * Redis (src/algorithms/decide.lua) and a pure TypeScript model the embedded
+ * store runs. Both take the same inputs and give the same outcome; property
+ * tests hold them to that.
  */
 export interface Algorithm<P> {
+  /** Policy-file name, also the key of the Lua function in the driver's table. */
   readonly name: string;
-  /** Command name under which the script is registered (ioredis defineCommand). */
-  readonly scriptName: string;
-  /** The Lua source; KEYS and ARGV are documented in its header. */
+  /**
+   * Lua chunk defining `A.<name> = function(keys, args, now)` that returns the
+   * outcome `{ allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms }`
+   * and a function that writes the new state (or nil when nothing changes).
+   */
   readonly lua: string;
-  /** KEYS for the script, from the identity's key (src/engine/keys.ts). */
+  /** The function's `keys`, from the identity's key (src/engine/keys.ts). */
   scriptKeys(identityKey: string, params: P): string[];
-  /** ARGV for the script, without the trailing `now` that only tests send. */
+  /** The function's `args` (the driver passes `now` separately). */
   scriptArgs(params: P, cost: number): string[];
-  /** Parses the script's reply; throws if it is not the documented shape. */
-  parseReply(reply: unknown, params: P): LimitOutcome;
-  /** The same decision on the embedded store. */
-  decideInMemory(space: MemorySpace, identityKey: string, params: P, cost: number, nowMs: number): LimitOutcome;
+  /** The same decision on the embedded store; writes nothing until `commit`. */
+  decideInMemory(space: MemorySpace, identityKey: string, params: P, cost: number, nowMs: number): Decided;
   /** The most units the limit grants at once (AllowResponse LimitStatus.limit). */
   capacity(params: P): number;
   /** Why this limit can never grant `cost` (it is bad input), or undefined when it can. */
   rejectCost(params: P, cost: number): string | undefined;
 }
 
-/** Reads a Lua script that sits beside the module that uses it (the build copies .lua files). */
+/** Reads a Lua file that sits beside the module that uses it (the build copies .lua files). */
 export function readLua(moduleUrl: string, fileName: string): string {
   return readFileSync(new URL(fileName, moduleUrl), 'utf8');
 }
 
-/** Scripts reply with integers and strings only; this reads one integer of a reply. */
-export function replyInteger(reply: unknown[], index: number, script: string): number {
-  const value = reply[index];
-  if (typeof value !== 'number' || !Number.isInteger(value)) {
-    throw new Error(`${script}: reply[${index}] is not an integer: ${String(value)}`);
-  }
-  return value;
-}
-
-export function replyArray(reply: unknown, length: number, script: string): unknown[] {
-  if (!Array.isArray(reply) || reply.length !== length) {
-    throw new Error(`${script}: expected a reply of ${length} elements, got ${JSON.stringify(reply)}`);
-  }
-  return reply;
+/** Outcome with `delayMs` only when there is a delay (see LimitOutcome.delayMs). */
+export function outcomeOf(allowed: boolean, retryAfterMs: number, remaining: number, resetAfterMs: number, delayMs = 0): LimitOutcome {
+  const outcome: LimitOutcome = { allowed, retryAfterMs, remaining, resetAfterMs };
+  if (delayMs > 0) outcome.delayMs = delayMs;
+  return outcome;
 }

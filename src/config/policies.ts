@@ -73,6 +73,30 @@ function toLimit(definition: LimitDefinition): Limit {
         algorithm: algorithms.fixed_window,
         params: { limit: definition.limit, window: definition.window },
       }) as Limit;
+    case 'sliding_window_log':
+      return Object.freeze({
+        ...common,
+        algorithm: algorithms.sliding_window_log,
+        params: { limit: definition.limit, window: definition.window },
+      }) as Limit;
+    case 'sliding_window_counter':
+      return Object.freeze({
+        ...common,
+        algorithm: algorithms.sliding_window_counter,
+        params: { limit: definition.limit, window: definition.window },
+      }) as Limit;
+    case 'leaky_bucket':
+      return Object.freeze({
+        ...common,
+        algorithm: algorithms.leaky_bucket,
+        params: { capacity: definition.capacity, leakPerSecond: definition.leak_per_second, mode: definition.mode },
+      }) as Limit;
+    case 'gcra':
+      return Object.freeze({
+        ...common,
+        algorithm: algorithms.gcra,
+        params: { capacity: definition.capacity, refillPerSecond: definition.refill_per_second },
+      }) as Limit;
   }
 }
 

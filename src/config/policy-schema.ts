@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { WINDOWS } from '../algorithms/fixed-window/model.js';
+import { LEAKY_MODES } from '../algorithms/leaky-bucket/model.js';
 import { tokenBucketTtlMs } from '../algorithms/token-bucket/model.js';
 import { KEY_SEGMENT_PATTERN } from '../engine/keys.js';
 
@@ -30,16 +31,69 @@ const tokenBucketLimit = z
     path: ['refill_per_second'],
   });
 
+/** Above 10,000/s GCRA's 10 µs slack would exceed a tenth of a unit (src/algorithms/gcra/model.ts). */
+const GCRA_MAX_RATE = 10_000;
+
+const gcraLimit = z
+  .strictObject({
+    ...limitCommon,
+    algorithm: z.literal('gcra'),
+    capacity: z.number().positive().max(1e12),
+    refill_per_second: z.number().positive().max(GCRA_MAX_RATE),
+  })
+  .refine((l) => l.capacity / l.refill_per_second <= MAX_STATE_TTL_MS / 1000, {
+  message: 'capacity / refill_per_second is too large: an idle limit would have to be kept for over a year',
+  path: ['refill_per_second'],
+});
+
+const windowName = z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]);
+
 const fixedWindowLimit = z.strictObject({
   ...limitCommon,
   algorithm: z.literal('fixed_window'),
   limit: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-  window: z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]),
+  window: windowName,
 });
 
-export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, fixedWindowLimit], {
+/** The log stores one entry per unit: this bounds the memory and the script time of one identity. */
+export const SLIDING_LOG_MAX_LIMIT = 10_000;
+
+const slidingWindowLogLimit = z.strictObject({
+  ...limitCommon,
+  algorithm: z.literal('sliding_window_log'),
+  limit: z.number().int().positive().max(SLIDING_LOG_MAX_LIMIT, `at most ${SLIDING_LOG_MAX_LIMIT}: the log keeps one entry per unit (use sliding_window_counter for more)`),
+  window: windowName,
+});
+
+/** The counter computes limit * window_ms * 3 in whole numbers, which must stay below 2^53. */
+export const SLIDING_COUNTER_MAX_LIMIT = 10_000_000;
+
+const slidingWindowCounterLimit = z.strictObject({
+  ...limitCommon,
+  algorithm: z.literal('sliding_window_counter'),
+  limit: z.number().int().positive().max(SLIDING_COUNTER_MAX_LIMIT),
+  window: windowName,
+});
+
+const leakyBucketLimit = z
+  .strictObject({
+    ...limitCommon,
+    algorithm: z.literal('leaky_bucket'),
+    capacity: z.number().positive().max(1e12),
+    leak_per_second: z.number().positive().max(1e12),
+    mode: z.enum(LEAKY_MODES).default('policing'),
+  })
+  .refine((l) => l.capacity / l.leak_per_second <= MAX_STATE_TTL_MS / 1000, {
+    message: 'capacity / leak_per_second is too large: a full bucket would take over a year to drain',
+    path: ['leak_per_second'],
+  });
+
+const ALGORITHM_NAMES_MESSAGE =
+  'must be one of "token_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter", "leaky_bucket", "gcra"';
+
+export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, fixedWindowLimit, slidingWindowLogLimit, slidingWindowCounterLimit, leakyBucketLimit, gcraLimit], {
   error: (issue) =>
-    issue.code === 'invalid_union' ? 'must be one of "token_bucket", "fixed_window"' : undefined,
+    issue.code === 'invalid_union' ? ALGORITHM_NAMES_MESSAGE : undefined,
 });
 
 const policySchema = z.strictObject({

@@ -2,7 +2,7 @@
  * Redis key layout. One place builds every key so that the layout can be
  * read, documented (docs/keys.md) and tested in one spot.
  *
- *   rl:v1:<limit>:<key_by>:{<encoded identity>}        token bucket
+ *   rl:v1:<limit>:<key_by>:{<encoded identity>}        token bucket, GCRA, leaky bucket, sliding windows
  *   rl:v1:<limit>:<key_by>:{<encoded identity>}:minute:<yyyymmddHHMM>   fixed window
  *
  * The identity value sits inside a hash tag so that all keys of one identity

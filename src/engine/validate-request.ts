@@ -25,9 +25,7 @@ const CONTROL_CHARACTER = /\p{Cc}/u;
  * that bad input is rejected with the field named and no key is written.
  */
 export function validateRequest(policies: PolicySet, input: AllowInput): ValidRequest {
-  if (input.policy === '') throw new InvalidArgumentError('policy', 'must not be empty');
-  const policy = policies.get(input.policy);
-  if (policy === undefined) throw new PolicyNotFoundError(input.policy);
+  const policy = findPolicy(policies, input.policy);
 
   if (!Number.isFinite(input.cost)) throw new InvalidArgumentError('cost', `must be a finite number, got ${input.cost}`);
   if (input.cost < 0) throw new InvalidArgumentError('cost', `must not be negative, got ${input.cost}`);
@@ -44,6 +42,24 @@ export function validateRequest(policies: PolicySet, input: AllowInput): ValidRe
     return value;
   });
   return { policy, cost, identityValues };
+}
+
+export interface PeekInput {
+  policy: string;
+  identity: Readonly<Record<string, string>>;
+}
+
+/** GetQuota's input: the policy and identity checks of Allow, without a cost. */
+export function validatePeek(policies: PolicySet, input: PeekInput): ValidRequest {
+  const policy = findPolicy(policies, input.policy);
+  return { policy, cost: 0, identityValues: policy.limits.map((limit) => identityValue(policy, limit, input.identity)) };
+}
+
+function findPolicy(policies: PolicySet, name: string): Policy {
+  if (name === '') throw new InvalidArgumentError('policy', 'must not be empty');
+  const policy = policies.get(name);
+  if (policy === undefined) throw new PolicyNotFoundError(name);
+  return policy;
 }
 
 function identityValue(policy: Policy, limit: Limit, identity: Readonly<Record<string, string>>): string {

@@ -4,6 +4,8 @@ import type { QuotaEngine } from '../engine/engine.js';
 import type {
   AllowRequest,
   AllowResponse,
+  GetQuotaRequest,
+  GetQuotaResponse,
   LimitDefinition,
   ListPoliciesResponse,
   QuotaServiceImplementation,
@@ -19,6 +21,10 @@ export function quotaService(engine: QuotaEngine): QuotaServiceImplementation {
         cost: request.cost,
         requestId: request.requestId,
       });
+    },
+
+    async getQuota(request: GetQuotaRequest): Promise<GetQuotaResponse> {
+      return { limits: await engine.getQuota({ policy: request.policy, identity: request.identity }) };
     },
 
     async listPolicies(): Promise<ListPoliciesResponse> {
@@ -42,5 +48,13 @@ function toProtoLimit(definition: LimitFileDefinition): LimitDefinition {
       return { ...common, tokenBucket: { capacity: definition.capacity, refillPerSecond: definition.refill_per_second } };
     case 'fixed_window':
       return { ...common, fixedWindow: { limit: definition.limit, window: definition.window } };
+    case 'sliding_window_log':
+      return { ...common, slidingWindowLog: { limit: definition.limit, window: definition.window } };
+    case 'sliding_window_counter':
+      return { ...common, slidingWindowCounter: { limit: definition.limit, window: definition.window } };
+    case 'leaky_bucket':
+      return { ...common, leakyBucket: { capacity: definition.capacity, leakPerSecond: definition.leak_per_second, mode: definition.mode } };
+    case 'gcra':
+      return { ...common, gcra: { capacity: definition.capacity, refillPerSecond: definition.refill_per_second } };
   }
 }

@@ -1,4 +1,5 @@
 import type { LimitOutcome } from '../algorithms/algorithm.js';
+import type { DecideMode, LimitCall } from '../algorithms/decide-script.js';
 import { MemorySpace } from '../algorithms/memory-space.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Limit } from '../config/policies.js';
@@ -24,8 +25,18 @@ export class MemoryStore implements QuotaStore {
   }
 
   async decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome> {
+    const [outcome] = await this.decideAll([{ limit, identityKey, cost }], 'spend');
+    return outcome as LimitOutcome;
+  }
+
+  async decideAll(calls: readonly LimitCall[], mode: DecideMode): Promise<LimitOutcome[]> {
     // Synchronous inside: nothing can interleave, which is what makes it atomic.
-    return limit.algorithm.decideInMemory(this.space, identityKey, limit.params, cost, this.clock.now());
+    const now = this.clock.now();
+    const decided = calls.map(({ limit, identityKey, cost }) => limit.algorithm.decideInMemory(this.space, identityKey, limit.params, cost, now));
+    const all = decided.every((d) => d.outcome.allowed);
+    // The same rule as the driver script (src/algorithms/decide.lua).
+    if (mode === 'spend') for (const d of decided) if (all || !d.outcome.allowed) d.commit?.();
+    return decided.map((d) => d.outcome);
   }
 
   async ready(): Promise<void> {}

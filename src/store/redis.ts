@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import type { LimitOutcome } from '../algorithms/algorithm.js';
-import { algorithms } from '../algorithms/registry.js';
+import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, parseDecideReply, type DecideMode, type LimitCall } from '../algorithms/decide-script.js';
 import type { Clock } from '../clock.js';
 import type { Limit } from '../config/policies.js';
 import { StoreUnavailableError } from '../engine/errors.js';
@@ -17,7 +17,7 @@ export interface RedisStoreOptions {
 /** Redis errors that mean "not now" rather than "this script is wrong". */
 const TRANSIENT_REPLY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/;
 
-type ScriptRunner = (...args: string[]) => Promise<unknown>;
+type ScriptRunner = (...args: (string | number)[]) => Promise<unknown>;
 
 /** Decisions inside Redis: one Lua script per decision, EVALSHA with EVAL fallback (ioredis defineCommand). */
 export class RedisStore implements QuotaStore {
@@ -28,9 +28,8 @@ export class RedisStore implements QuotaStore {
     private readonly options: RedisStoreOptions = {},
   ) {
     this.description = `redis ${redis.options.host}:${redis.options.port}`;
-    for (const algorithm of Object.values(algorithms)) {
-      redis.defineCommand(algorithm.scriptName, { numberOfKeys: 1, lua: algorithm.lua });
-    }
+    // No numberOfKeys: the key count varies with the limits, so each call passes it first.
+    redis.defineCommand(DECIDE_SCRIPT_NAME, { lua: decideLua });
   }
 
   /** A client tuned for a decision path: fail fast instead of queueing while Redis is away. */
@@ -48,19 +47,22 @@ export class RedisStore implements QuotaStore {
   }
 
   async decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome> {
-    const keys = limit.algorithm.scriptKeys(identityKey, limit.params);
-    const args = limit.algorithm.scriptArgs(limit.params, cost);
-    if (this.options.testClock) args.push(String(this.options.testClock.now()));
-    const run = (this.redis as unknown as Record<string, ScriptRunner>)[limit.algorithm.scriptName];
-    if (run === undefined) throw new Error(`script ${limit.algorithm.scriptName} is not registered`);
+    const [outcome] = await this.decideAll([{ limit, identityKey, cost }], 'spend');
+    return outcome as LimitOutcome;
+  }
+
+  async decideAll(calls: readonly LimitCall[], mode: DecideMode): Promise<LimitOutcome[]> {
+    const { keys, args } = decideArguments(calls, mode, this.options.testClock?.now());
+    const run = (this.redis as unknown as Record<string, ScriptRunner>)[DECIDE_SCRIPT_NAME];
+    if (run === undefined) throw new Error(`script ${DECIDE_SCRIPT_NAME} is not registered`);
     let reply: unknown;
     try {
-      reply = await run.call(this.redis, ...keys, ...args);
+      reply = await run.call(this.redis, keys.length, ...keys, ...args);
     } catch (error) {
       if (isScriptError(error)) throw error;
       throw new StoreUnavailableError(error);
     }
-    return limit.algorithm.parseReply(reply, limit.params);
+    return parseDecideReply(reply, calls.length);
   }
 
   /** Waits until Redis answers a PING; ioredis keeps reconnecting meanwhile. */

@@ -1,4 +1,5 @@
 import type { LimitOutcome } from '../algorithms/algorithm.js';
+import type { DecideMode, LimitCall } from '../algorithms/decide-script.js';
 import type { Limit } from '../config/policies.js';
 
 /**
@@ -10,6 +11,12 @@ export interface QuotaStore {
   readonly description: string;
   /** Decides one limit for one identity and spends `cost` if allowed; atomic. */
   decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome>;
+  /**
+   * Decides every call in one atomic step: checks all, then (mode 'spend')
+   * spends on all only if all allow, or (mode 'peek') writes nothing. Outcomes
+   * in the order of `calls`. Redis needs all keys of one call in one slot.
+   */
+  decideAll(calls: readonly LimitCall[], mode: DecideMode): Promise<LimitOutcome[]>;
   /** Resolves once the store has answered; the service reports SERVING only after that. */
   ready(): Promise<void>;
   close(): Promise<void>;

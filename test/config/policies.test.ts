@@ -41,6 +41,14 @@ describe('policy file validation: errors name the policy and field', () => {
     ['limit name with a brace', { user: { limits: [{ ...window, name: 'a{b}' }] } }, 'policies.user.limits[0].name:'],
     ['policy name with spaces', { 'my policy': { limits: [window] } }, 'my policy'],
     ['idle bucket kept for over a year', { orders: { limits: [{ ...bucket, capacity: 1e6, refill_per_second: 1e-6 }] } }, 'policies.orders.limits[0].refill_per_second: capacity / refill_per_second is too large'],
+    ['sliding log over its cap', { t: { limits: [{ ...window, algorithm: 'sliding_window_log', limit: 10_001 }] } }, 'policies.t.limits[0].limit: at most 10000'],
+    ['sliding counter, fractional limit', { t: { limits: [{ ...window, algorithm: 'sliding_window_counter', limit: 2.5 }] } }, 'policies.t.limits[0].limit:'],
+    ['sliding counter, unknown window', { t: { limits: [{ ...window, algorithm: 'sliding_window_counter', window: 'week' }] } }, 'policies.t.limits[0].window:'],
+    ['leaky bucket, unknown mode', { t: { limits: [{ name: 'l', key_by: 'user', algorithm: 'leaky_bucket', capacity: 5, leak_per_second: 1, mode: 'queue' }] } }, 'policies.t.limits[0].mode:'],
+    ['leaky bucket, zero leak', { t: { limits: [{ name: 'l', key_by: 'user', algorithm: 'leaky_bucket', capacity: 5, leak_per_second: 0 }] } }, 'policies.t.limits[0].leak_per_second:'],
+    ['leaky bucket, token bucket field', { t: { limits: [{ name: 'l', key_by: 'user', algorithm: 'leaky_bucket', capacity: 5, refill_per_second: 1 }] } }, 'refill_per_second'],
+    ['gcra over its rate cap', { t: { limits: [{ ...bucket, algorithm: 'gcra', refill_per_second: 20_000 }] } }, 'policies.t.limits[0].refill_per_second:'],
+    ['gcra kept for over a year', { t: { limits: [{ ...bucket, algorithm: 'gcra', capacity: 1e6, refill_per_second: 1e-6 }] } }, 'policies.t.limits[0].refill_per_second: capacity / refill_per_second is too large'],
     ['one limit name, two definitions', { a: { limits: [window] }, b: { limits: [{ ...window, limit: 5 }] } }, 'policies.b.limits[0].name: limit "per-user" is also defined in policy "a" with other settings'],
   ])('%s', (_name, policies, expected) => {
     expect(errorOf(file(policies))).toContain(expected);

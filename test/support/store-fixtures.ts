@@ -22,6 +22,8 @@ export interface StoreFixture {
   readonly store: QuotaStore;
   tokenBucket(key: string): Promise<TokenBucketState | undefined>;
   counter(key: string): Promise<number | undefined>;
+  /** Entries of a sliding window log (live or not yet dropped), undefined when the key does not exist. */
+  logSize(key: string): Promise<number | undefined>;
   /** Remaining time to live in ms, undefined when the key does not exist or has none. */
   ttl(key: string): Promise<number | undefined>;
   keys(): Promise<string[]>;
@@ -38,6 +40,7 @@ export function memoryFixture(): StoreFixture {
     store,
     tokenBucket: async (key) => space.get<TokenBucketState>(key, clock.now()),
     counter: async (key) => space.get<number>(key, clock.now()),
+    logSize: async (key) => space.get<number[]>(key, clock.now())?.length,
     ttl: async (key) => space.ttl(key, clock.now()),
     keys: async () => space.keys(clock.now()).sort(),
     reset: async () => {
@@ -63,6 +66,9 @@ export function redisFixture(server: RedisServer): StoreFixture {
     async counter(key) {
       const value = await redis.get(key);
       return value === null ? undefined : Number(value);
+    },
+    async logSize(key) {
+      return (await redis.exists(key)) === 1 ? redis.zcard(key) : undefined;
     },
     async ttl(key) {
       const ms = await redis.pttl(key);

@@ -2,31 +2,23 @@
   Fixed window counter (spec 3.1): one counter per identity and window, the
   window stamp taken from the store's clock. The counter is created with its
   expiry in the same SET, so no counter key can ever live forever.
-  Mirrors model.ts; tests hold the two equal.
+  Mirrors model.ts; tests hold the two equal. Called by the driver
+  (../decide.lua), which runs the returned write only when the request is spent.
 
-  KEYS[1]  counter key prefix, e.g. rl:v1:per-user:user:{42}:minute; the
-           counter is KEYS[1] .. ':' .. <UTC stamp of the window start>, which
-           shares KEYS[1]'s hash tag and so its cluster slot
-  ARGV[1]  limit: whole units granted per window (> 0)
-  ARGV[2]  window: 'second' | 'minute' | 'hour' | 'day'
-  ARGV[3]  cost: whole units this request spends (> 0)
-  ARGV[4]  now, unix ms. Absent in production, where the clock is Redis TIME;
-           only tests send it, to run on virtual time.
+  keys[1]  counter key prefix, e.g. rl:v1:per-user:user:{42}:minute; the
+           counter is keys[1] .. ':' .. <UTC stamp of the window start>, which
+           shares keys[1]'s hash tag and so its cluster slot
+  args[1]  limit: whole units granted per window (> 0)
+  args[2]  window: 'second' | 'minute' | 'hour' | 'day'
+  args[3]  cost: whole units this request spends (>= 0; a peek sends 0)
+  now      unix ms (Redis TIME, or the test clock)
 
-  Reply: { allowed (1|0), retry_after_ms, count, reset_after_ms }
-    count is the units spent in this window after the decision.
+  Returns: { allowed (1|0), retry_after_ms, remaining, reset_after_ms, 0 }, write
+    remaining is limit - units spent in this window after the decision; write
+    is nil when nothing is spent (a denial writes nothing).
 ]]
 -- window name -> { length in ms, digits of yyyymmddHHMMSS that name it }
 local WINDOWS = { second = { 1000, 14 }, minute = { 60000, 12 }, hour = { 3600000, 10 }, day = { 86400000, 8 } }
-
-local limit = tonumber(ARGV[1])
-local window = WINDOWS[ARGV[2]]
-local cost = tonumber(ARGV[3])
-local now = tonumber(ARGV[4])
-if not now then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
 
 -- yyyymmddHHMMSS of a unix ms time, in UTC (Howard Hinnant's civil_from_days).
 local function utc_stamp(ms)
@@ -46,17 +38,26 @@ local function utc_stamp(ms)
     math.floor(rem / 3600), math.floor((rem % 3600) / 60), rem % 60)
 end
 
-local start = now - (now % window[1])
-local key = KEYS[1] .. ':' .. string.sub(utc_stamp(start), 1, window[2])
-local reset_after_ms = start + window[1] - now
-local count = tonumber(redis.call('GET', key) or '0')
+A.fixed_window = function(keys, args, now)
+  local limit, window, cost = tonumber(args[1]), WINDOWS[args[2]], tonumber(args[3])
+  local start = now - (now % window[1])
+  local key = keys[1] .. ':' .. string.sub(utc_stamp(start), 1, window[2])
+  local reset_after_ms = start + window[1] - now
+  local count = tonumber(redis.call('GET', key) or '0')
 
-if count + cost > limit then
-  return { 0, reset_after_ms, count, reset_after_ms }
+  if count + cost > limit then
+    return { 0, reset_after_ms, limit - count, reset_after_ms, 0 }, nil
+  end
+  local write = nil
+  if count + cost == 0 then return { 1, 0, limit, 0, 0 }, nil end -- a peek at an unused window: full, nothing to reset
+  if cost > 0 then
+    write = function()
+      if count == 0 then
+        redis.call('SET', key, string.format('%d', cost), 'PX', string.format('%d', reset_after_ms))
+      else
+        redis.call('INCRBY', key, string.format('%d', cost))
+      end
+    end
+  end
+  return { 1, 0, limit - count - cost, reset_after_ms, 0 }, write
 end
-if count == 0 then
-  redis.call('SET', key, string.format('%d', cost), 'PX', string.format('%d', reset_after_ms))
-else
-  redis.call('INCRBY', key, string.format('%d', cost))
-end
-return { 1, 0, count + cost, reset_after_ms }

@@ -18,9 +18,7 @@ export interface FixedWindowParams {
 
 export interface FixedWindowStep {
   outcome: LimitOutcome;
-  /** Counter key of the window `nowMs` falls in. */
-  key: string;
-  /** Units spent in that window after the decision. */
+  /** Units spent in the window after the decision; written only when allowed. */
   count: number;
   /** Expiry for a newly created counter: the end of its window. */
   ttlMs: number;
@@ -32,35 +30,27 @@ export function windowStamp(window: WindowName, startMs: number): string {
   return digits.slice(0, WINDOWS[window].stampDigits);
 }
 
-/**
- * The fixed window decision of spec 3.1 as a pure function: `currentCount` is
- * the counter of the window `nowMs` falls in (0 when absent). Same steps as
- * the Lua script.
- */
-export function decideFixedWindow(
-  keyPrefix: string,
-  readCount: (key: string) => number,
-  params: FixedWindowParams,
-  cost: number,
-  nowMs: number,
-): FixedWindowStep {
-  const windowMs = WINDOWS[params.window].ms;
-  const start = nowMs - (nowMs % windowMs);
-  const key = `${keyPrefix}:${windowStamp(params.window, start)}`;
-  const resetAfterMs = start + windowMs - nowMs;
-  const count = readCount(key);
+/** Counter key of the window `nowMs` falls in: `<prefix>:<stamp of the window start>`. */
+export function fixedWindowKey(keyPrefix: string, window: WindowName, nowMs: number): string {
+  const windowMs = WINDOWS[window].ms;
+  return `${keyPrefix}:${windowStamp(window, nowMs - (nowMs % windowMs))}`;
+}
 
+/**
+ * The fixed window decision of spec 3.1 as a pure function: `count` is the
+ * counter of the window `nowMs` falls in (0 when absent). Same steps as the
+ * Lua function.
+ */
+export function decideFixedWindow(count: number, params: FixedWindowParams, cost: number, nowMs: number): FixedWindowStep {
+  const windowMs = WINDOWS[params.window].ms;
+  const resetAfterMs = windowMs - (nowMs % windowMs);
   if (count + cost > params.limit) {
-    return {
-      outcome: { allowed: false, retryAfterMs: resetAfterMs, remaining: params.limit - count, resetAfterMs },
-      key,
-      count,
-      ttlMs: resetAfterMs,
-    };
+    return { outcome: { allowed: false, retryAfterMs: resetAfterMs, remaining: params.limit - count, resetAfterMs }, count, ttlMs: resetAfterMs };
   }
+  // A peek at an unused window: full, nothing to reset.
+  if (count + cost === 0) return { outcome: { allowed: true, retryAfterMs: 0, remaining: params.limit, resetAfterMs: 0 }, count, ttlMs: resetAfterMs };
   return {
     outcome: { allowed: true, retryAfterMs: 0, remaining: params.limit - count - cost, resetAfterMs },
-    key,
     count: count + cost,
     ttlMs: resetAfterMs,
   };

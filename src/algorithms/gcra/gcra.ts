@@ -1,0 +1,24 @@
+import { readLua, type Algorithm } from '../algorithm.js';
+import { decideGcra, type GcraParams } from './model.js';
+
+/** GCRA: a token bucket's guarantees in one timestamp per identity. */
+export const gcra: Algorithm<GcraParams> = {
+  name: 'gcra',
+  lua: readLua(import.meta.url, './gcra.lua'),
+
+  scriptKeys: (identityKey) => [identityKey],
+
+  scriptArgs: (params, cost) => [String(params.capacity), String(params.refillPerSecond), String(cost)],
+
+  decideInMemory(space, identityKey, params, cost, nowMs) {
+    const step = decideGcra(space.get<number>(identityKey, nowMs), params, cost, nowMs);
+    const write = step.write;
+    if (write === undefined) return { outcome: step.outcome };
+    return { outcome: step.outcome, commit: () => space.set(identityKey, write.tat, write.ttlMs, nowMs) };
+  },
+
+  capacity: (params) => params.capacity,
+
+  rejectCost: (params, cost) =>
+    cost > params.capacity ? `${cost} exceeds the burst capacity of ${params.capacity}, so it could never be granted` : undefined,
+};

@@ -1,0 +1,45 @@
+--[[
+  Leaky bucket, policing or shaping. The level drains at the leak rate; a
+  request passes when level + cost <= capacity. Shaping also says how long
+  the admitted request waits for the units queued ahead of it. Mirrors
+  model.ts line for line; tests hold the two equal. Called by the driver
+  (../decide.lua).
+
+  keys[1]  a hash {level, ts}, e.g. rl:v1:downstream:tenant:{acme}
+  args[1]  capacity: units the bucket / queue holds (> 0)
+  args[2]  rate: units leaking out per second (> 0)
+  args[3]  cost: units this request adds (>= 0; a peek sends 0)
+  args[4]  mode: 'policing' | 'shaping'
+  now      unix ms (Redis TIME, or the test clock)
+
+  Returns: { allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms }, write
+    remaining is capacity - level; delay_ms is 0 unless shaping; write stores
+    {level, ts = now} and expires the key when the bucket is empty (absent =
+    empty); nil on a denial.
+]]
+A.leaky_bucket = function(keys, args, now)
+  local capacity, rate, cost = tonumber(args[1]), tonumber(args[2]), tonumber(args[3])
+  local level, ts = 0, now
+  local stored = redis.call('HMGET', keys[1], 'level', 'ts')
+  if stored[1] and stored[2] then
+    level, ts = tonumber(stored[1]), tonumber(stored[2])
+  end
+  local elapsed = math.max(0, now - ts)
+  level = math.max(0, level - elapsed * rate / 1000)
+
+  if level + cost > capacity then
+    local retry_after_ms = math.ceil((level + cost - capacity) * 1000 / rate)
+    return { 0, retry_after_ms, capacity - level, math.ceil(level * 1000 / rate), 0 }, nil
+  end
+  local delay_ms = 0
+  if args[4] == 'shaping' then delay_ms = math.ceil(level * 1000 / rate) end
+  level = level + cost
+  local write = nil
+  if cost > 0 then
+    write = function()
+      redis.call('HSET', keys[1], 'level', string.format('%.17g', level), 'ts', string.format('%d', now))
+      redis.call('PEXPIRE', keys[1], string.format('%d', math.ceil(level * 1000 / rate)))
+    end
+  end
+  return { 1, 0, capacity - level, math.ceil(level * 1000 / rate), delay_ms }, write
+end

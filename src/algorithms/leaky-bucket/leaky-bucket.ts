@@ -1,0 +1,24 @@
+import { readLua, type Algorithm } from '../algorithm.js';
+import { decideLeakyBucket, type LeakyBucketParams, type LeakyBucketState } from './model.js';
+
+/** Leaky bucket: a steady outflow; policing rejects over the rate, shaping delays within a bounded queue. */
+export const leakyBucket: Algorithm<LeakyBucketParams> = {
+  name: 'leaky_bucket',
+  lua: readLua(import.meta.url, './leaky-bucket.lua'),
+
+  scriptKeys: (identityKey) => [identityKey],
+
+  scriptArgs: (params, cost) => [String(params.capacity), String(params.leakPerSecond), String(cost), params.mode],
+
+  decideInMemory(space, identityKey, params, cost, nowMs) {
+    const step = decideLeakyBucket(space.get<LeakyBucketState>(identityKey, nowMs), params, cost, nowMs);
+    const write = step.write;
+    if (write === undefined) return { outcome: step.outcome };
+    return { outcome: step.outcome, commit: () => space.set(identityKey, write.state, write.ttlMs, nowMs) };
+  },
+
+  capacity: (params) => params.capacity,
+
+  rejectCost: (params, cost) =>
+    cost > params.capacity ? `${cost} exceeds the bucket's capacity of ${params.capacity}, so it could never be granted` : undefined,
+};

@@ -1,0 +1,28 @@
+import { readLua, type Algorithm } from '../algorithm.js';
+import { WINDOWS } from '../fixed-window/model.js';
+import { decideSlidingWindowCounter, type SlidingWindowCounterParams, type SlidingWindowCounterState } from './model.js';
+
+/** Sliding window counter (spec 2.2): two counters, an estimate of the rolling window. */
+export const slidingWindowCounter: Algorithm<SlidingWindowCounterParams> = {
+  name: 'sliding_window_counter',
+  lua: readLua(import.meta.url, './sliding-window-counter.lua'),
+
+  scriptKeys: (identityKey) => [identityKey],
+
+  scriptArgs: (params, cost) => [String(params.limit), String(WINDOWS[params.window].ms), String(cost)],
+
+  decideInMemory(space, identityKey, params, cost, nowMs) {
+    const step = decideSlidingWindowCounter(space.get<SlidingWindowCounterState>(identityKey, nowMs), params, cost, nowMs);
+    const write = step.write;
+    if (write === undefined) return { outcome: step.outcome };
+    return { outcome: step.outcome, commit: () => space.set(identityKey, write.state, write.ttlMs, nowMs) };
+  },
+
+  capacity: (params) => params.limit,
+
+  rejectCost(params, cost) {
+    if (!Number.isInteger(cost)) return `must be a whole number for a sliding window counter, got ${cost}`;
+    if (cost > params.limit) return `${cost} exceeds the window's limit of ${params.limit}, so it could never be granted`;
+    return undefined;
+  },
+};

@@ -1,0 +1,45 @@
+--[[
+  Sliding window log: one sorted-set entry per unit accepted, an exact rolling
+  window (now - window, now]. Mirrors model.ts; tests hold the two equal.
+  Called by the driver (../decide.lua).
+
+  keys[1]  a sorted set, score = unix ms of the accept, member = "<ms>:<n>"
+           (n counts the entries of that ms, so entries of one millisecond
+           never collapse into one), e.g. rl:v1:api:user:{42}
+  args[1]  limit: whole units in any rolling window (> 0)
+  args[2]  window length in ms (1000 | 60000 | 3600000 | 86400000)
+  args[3]  cost: whole units this request spends (>= 0; a peek sends 0)
+  now      unix ms (Redis TIME, or the test clock)
+
+  Returns: { allowed (1|0), retry_after_ms, remaining, reset_after_ms, 0 }, write
+    write drops entries that left the window, logs cost entries stamped now
+    and expires the set a window after now (nil on a denial: a rejected
+    request stores nothing). At most limit entries are ever live.
+]]
+A.sliding_window_log = function(keys, args, now)
+  local limit, window, cost = tonumber(args[1]), tonumber(args[2]), tonumber(args[3])
+  local key, after = keys[1], '(' .. string.format('%d', now - window)
+  local count = redis.call('ZCOUNT', key, after, '+inf')
+  local newest = nil
+  if count > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
+  local function reset_after(at)
+    if at then return at + window - now end
+    return 0
+  end
+
+  if count + cost > limit then
+    -- The entry whose expiry leaves room for cost.
+    local freeing = redis.call('ZRANGEBYSCORE', key, after, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
+    return { 0, tonumber(freeing[2]) + window - now, limit - count, reset_after(newest), 0 }, nil
+  end
+  if cost == 0 then return { 1, 0, limit - count, reset_after(newest), 0 }, nil end
+  return { 1, 0, limit - count - cost, reset_after(math.max(newest or now, now)), 0 }, function()
+    local stamp = string.format('%d', now)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
+    local n = redis.call('ZCOUNT', key, stamp, stamp)
+    for i = 1, cost do
+      redis.call('ZADD', key, stamp, stamp .. ':' .. (n + i))
+    end
+    redis.call('PEXPIRE', key, string.format('%d', window))
+  end
+end

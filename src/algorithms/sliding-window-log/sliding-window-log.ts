@@ -1,0 +1,28 @@
+import { readLua, type Algorithm } from '../algorithm.js';
+import { WINDOWS } from '../fixed-window/model.js';
+import { decideSlidingWindowLog, type SlidingWindowLogParams } from './model.js';
+
+/** Sliding window log: an exact rolling window, one stored entry per unit accepted. */
+export const slidingWindowLog: Algorithm<SlidingWindowLogParams> = {
+  name: 'sliding_window_log',
+  lua: readLua(import.meta.url, './sliding-window-log.lua'),
+
+  scriptKeys: (identityKey) => [identityKey],
+
+  scriptArgs: (params, cost) => [String(params.limit), String(WINDOWS[params.window].ms), String(cost)],
+
+  decideInMemory(space, identityKey, params, cost, nowMs) {
+    const step = decideSlidingWindowLog(space.get<number[]>(identityKey, nowMs), params, cost, nowMs);
+    const write = step.write;
+    if (write === undefined) return { outcome: step.outcome };
+    return { outcome: step.outcome, commit: () => space.set(identityKey, write.log, write.ttlMs, nowMs) };
+  },
+
+  capacity: (params) => params.limit,
+
+  rejectCost(params, cost) {
+    if (!Number.isInteger(cost)) return `must be a whole number for a sliding window log, got ${cost}`;
+    if (cost > params.limit) return `${cost} exceeds the window's limit of ${params.limit}, so it could never be granted`;
+    return undefined;
+  },
+};
