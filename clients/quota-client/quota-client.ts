@@ -31,6 +31,9 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
   const logger = options.logger;
 
   const channel = createChannel(options.address, options.credentials ?? ChannelCredentials.createInsecure());
+  // Connect now rather than on the first call, so that call does not spend
+  // its whole deadline on TCP and HTTP/2 setup.
+  channel.getConnectivityState(true);
   const factory = options.middleware === undefined ? createClientFactory() : createClientFactory().use(options.middleware);
   const client = factory.create(QuotaServiceDefinition, channel);
   const batcher = batch === false ? undefined : new Batcher(client, batch);
