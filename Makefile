@@ -46,6 +46,7 @@ test: deps redis typecheck
 
 bench: deps redis gen
 	npx tsx bench/run.ts
+	npx tsx bench/batch-run.ts
 
 clean:
 	rm -rf dist src/gen node_modules
