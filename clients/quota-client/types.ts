@@ -54,7 +54,7 @@ export interface AllowOptions {
 
 export interface QuotaClient {
   allow(params: AllowParams, options?: AllowOptions): Promise<QuotaDecision>;
-  /** Sends what is queued, then closes the channel. Later allow() calls reject. */
+  /** Closes the channel; later allow() calls reject. Calls still in flight may get the failure policy's answer. */
   close(): Promise<void>;
 }
 
