@@ -47,6 +47,7 @@ test: deps redis typecheck
 bench: deps redis gen
 	npx tsx bench/run.ts
 	npx tsx bench/batch-run.ts
+	npx tsx bench/order-api-run.ts
 
 clean:
 	rm -rf dist src/gen node_modules
