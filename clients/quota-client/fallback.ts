@@ -36,7 +36,9 @@ export function createFallback(onUnavailable: OnUnavailable, failClosedRetryAfte
         cost: params.cost ?? 0,
         requestId: params.requestId ?? '',
       });
-      return { ...decision, delayMs: 0, source: 'local' };
+      // delayMs: the engine reports it once shaping limits exist; 0 until then.
+      const delayMs = (decision as { delayMs?: number }).delayMs ?? 0;
+      return { allowed: decision.allowed, retryAfterMs: decision.retryAfterMs, deniedBy: decision.deniedBy, limits: decision.limits, delayMs, source: 'local' };
     } catch (error) {
       if (error instanceof PolicyNotFoundError) return otherwise(params);
       if (error instanceof InvalidArgumentError) throw new QuotaInvalidArgumentError(Status.INVALID_ARGUMENT, error.message);
