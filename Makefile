@@ -5,10 +5,11 @@ SHELL := /bin/bash
 
 NPM_INSTALL_STAMP := node_modules/.install-stamp
 
-.PHONY: help deps redis gen build run run-mcp-quota run-mcp mcp-conformance test typecheck bench clean
+.PHONY: help deps redis gen build run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench clean
 
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL is set)"
+	@echo "make run-demo  the quota service (embedded store) and the reference order API on http://127.0.0.1:8080"
 	@echo "make test   install what is missing (node packages, redis-server), then run the whole suite"
 	@echo "make bench  run the benchmarks in bench/ (not part of make test)"
 	@echo "make run-mcp-quota  the quota service with the MCP demo policies (config/mcp-policies.yaml)"
@@ -35,6 +36,10 @@ build: gen
 run: build
 	node dist/src/main.js
 
+# The reference order API in front of the quota service; see clients/README.md.
+run-demo: gen
+	scripts/run-demo.sh
+
 typecheck: gen
 	npx tsc -p tsconfig.json --noEmit
 
@@ -56,6 +61,8 @@ test: deps redis typecheck
 bench: deps redis gen
 	npx tsx bench/run.ts
 	npx tsx bench/algorithms.ts
+	npx tsx bench/batch-run.ts
+	npx tsx bench/order-api-run.ts
 
 clean:
 	rm -rf dist src/gen node_modules

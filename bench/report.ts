@@ -2,7 +2,8 @@ import type { CpuSample } from './cpu.js';
 import type { LoadResult } from './load.js';
 import { median } from './stats.js';
 
-export type Kind = 'noop' | 'service';
+/** noop/service: bench/run.ts; raw/unary/batched: bench/batch-run.ts. */
+export type Kind = 'noop' | 'service' | 'raw' | 'unary' | 'batched';
 
 /** The target: the service sustains at least this share of the no-op server's unary throughput. */
 export const TARGET_RATIO = 0.6;

@@ -56,7 +56,7 @@ async function main(): Promise<number> {
   const serviceChild = await startServerChild('service', 'quota-server.ts', [redis.url], { cpuProfDir: options.cpuProfDir });
   cleanups.push(() => serviceChild.stop());
 
-  const callers: Record<Kind, AllowCaller> = { noop: allowCaller(noopChild.port), service: allowCaller(serviceChild.port) };
+  const callers: Partial<Record<Kind, AllowCaller>> = { noop: allowCaller(noopChild.port), service: allowCaller(serviceChild.port) };
   cleanups.push(async () => Object.values(callers).forEach((c) => c.close()));
 
   process.stdout.write(
@@ -69,19 +69,19 @@ async function main(): Promise<number> {
   const kinds: Kind[] = ['noop', 'service'];
   if (options.warmupSeconds > 0) {
     for (const kind of kinds) {
-      await driveLoad({ call: callers[kind].call, concurrency: options.concurrency, durationMs: options.warmupSeconds * 1000, graceMs: ROUND_GRACE_MS });
+      await driveLoad({ call: (callers[kind] as AllowCaller).call, concurrency: options.concurrency, durationMs: options.warmupSeconds * 1000, graceMs: ROUND_GRACE_MS });
     }
   }
 
   // Alternate the kinds round by round: on a shared, noisy machine a slow spell
   // then hurts both kinds instead of whichever happened to run during it.
   const redisInfo = redis.client();
-  const pids: Record<Kind, number | undefined> = { noop: noopChild.pid, service: serviceChild.pid };
+  const pids: Partial<Record<Kind, number | undefined>> = { noop: noopChild.pid, service: serviceChild.pid };
   const rounds: Round[] = [];
   for (let round = 1; round <= options.rounds; round++) {
     for (const kind of kinds) {
       const before = await sampleCpu(pids[kind], redisInfo);
-      const result = await driveLoad({ call: callers[kind].call, concurrency: options.concurrency, durationMs: options.seconds * 1000, graceMs: ROUND_GRACE_MS });
+      const result = await driveLoad({ call: (callers[kind] as AllowCaller).call, concurrency: options.concurrency, durationMs: options.seconds * 1000, graceMs: ROUND_GRACE_MS });
       const after = await sampleCpu(pids[kind], redisInfo);
       const entry: Round = { round, kind, result, cpu: cpuBetween(before, after) };
       rounds.push(entry);

@@ -22,6 +22,9 @@ const noop: QuotaServiceImplementation = {
   async allow() {
     return ALLOWED;
   },
+  async allowBatch(request) {
+    return { results: request.requests.map(() => ({ response: ALLOWED })) };
+  },
   async listPolicies() {
     return { policies: [] };
   },

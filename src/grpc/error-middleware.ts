@@ -1,5 +1,6 @@
 import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc';
 import { InvalidArgumentError, PolicyNotFoundError, StoreUnavailableError } from '../engine/errors.js';
+import type { BatchItemError } from '../gen/quota/v1/quota.js';
 import type { Logger } from '../logger.js';
 
 /**
@@ -20,7 +21,19 @@ export function errorMiddleware(logger: Logger) {
   };
 }
 
-function toServerError(error: unknown, method: string, logger: Logger): unknown {
+/**
+ * One item of AllowBatch failed: the status Allow would have failed with, its
+ * message placed inside the batch (`requests[3].cost: ...`), so one bad item
+ * of a coalesced batch fails only its own caller.
+ */
+export function batchItemError(error: unknown, index: number, method: string, logger: Logger): BatchItemError {
+  const status = toServerError(error, method, logger);
+  // Field errors start with the field name; others are a plain sentence.
+  const fieldError = error instanceof InvalidArgumentError || error instanceof PolicyNotFoundError;
+  return { code: status.code, message: `requests[${index}]${fieldError ? '.' : ': '}${status.details}` };
+}
+
+function toServerError(error: unknown, method: string, logger: Logger): ServerError {
   if (error instanceof ServerError) return error;
   if (error instanceof InvalidArgumentError) return new ServerError(Status.INVALID_ARGUMENT, error.message);
   if (error instanceof PolicyNotFoundError) return new ServerError(Status.NOT_FOUND, error.message);

@@ -1,7 +1,11 @@
 import type { Policy } from '../config/policies.js';
 import type { LimitDefinition as LimitFileDefinition } from '../config/policy-schema.js';
 import type { QuotaEngine } from '../engine/engine.js';
+import { InvalidArgumentError } from '../engine/errors.js';
+import type { Logger } from '../logger.js';
 import type {
+  AllowBatchRequest,
+  AllowBatchResponse,
   AllowRequest,
   AllowResponse,
   GetQuotaRequest,
@@ -10,17 +14,38 @@ import type {
   ListPoliciesResponse,
   QuotaServiceImplementation,
 } from '../gen/quota/v1/quota.js';
+import { batchItemError } from './error-middleware.js';
+
+/** The most requests one AllowBatch call may carry; a bigger batch is rejected whole. */
+export const MAX_BATCH_SIZE = 1000;
 
 /** quota.v1.QuotaService: maps proto messages to the engine and back, nothing more. */
-export function quotaService(engine: QuotaEngine): QuotaServiceImplementation {
+export function quotaService(engine: QuotaEngine, logger: Logger): QuotaServiceImplementation {
+  const allow = (request: AllowRequest): Promise<AllowResponse> =>
+    engine.allow({
+      policy: request.policy,
+      identity: request.identity,
+      cost: request.cost,
+      requestId: request.requestId,
+    });
   return {
-    async allow(request: AllowRequest): Promise<AllowResponse> {
-      return engine.allow({
-        policy: request.policy,
-        identity: request.identity,
-        cost: request.cost,
-        requestId: request.requestId,
-      });
+    allow,
+
+    async allowBatch(request: AllowBatchRequest): Promise<AllowBatchResponse> {
+      if (request.requests.length > MAX_BATCH_SIZE) {
+        throw new InvalidArgumentError('requests', `at most ${MAX_BATCH_SIZE} per batch, got ${request.requests.length}`);
+      }
+      // All started at once, in order: the store sees them in request order
+      // (ioredis pipelines them) and each is decided on its own.
+      const results = await Promise.all(
+        request.requests.map((item, index) =>
+          allow(item).then(
+            (response) => ({ response }),
+            (error: unknown) => ({ error: batchItemError(error, index, ALLOW_BATCH_PATH, logger) }),
+          ),
+        ),
+      );
+      return { results };
     },
 
     async getQuota(request: GetQuotaRequest): Promise<GetQuotaResponse> {
@@ -32,6 +57,8 @@ export function quotaService(engine: QuotaEngine): QuotaServiceImplementation {
     },
   };
 }
+
+const ALLOW_BATCH_PATH = '/quota.v1.QuotaService/AllowBatch';
 
 function toProtoPolicy(policy: Policy) {
   return {

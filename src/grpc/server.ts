@@ -27,7 +27,7 @@ export async function startQuotaServer(options: {
   logger: Logger;
 }): Promise<QuotaServer> {
   const server: Server = createServer().use(errorMiddleware(options.logger));
-  server.add(QuotaServiceDefinition, quotaService(options.engine));
+  server.add(QuotaServiceDefinition, quotaService(options.engine, options.logger));
 
   const health = HealthState();
   server.add(HealthDefinition, HealthServiceImpl(health));

@@ -1,0 +1,44 @@
+// Child process: the reference order API (clients/order-api) for the order API
+// bench. argv: <quota port> <limited|unlimited>. "unlimited" is the baseline:
+// the same app with a quota client that allows at once without asking anyone,
+// so the difference between the two is what the limiter adds to a request.
+import { buildOrderApi } from '../../clients/order-api/app.js';
+import { Credentials } from '../../clients/order-api/credentials.js';
+import { createOrderApiLogger } from '../../clients/order-api/logger.js';
+import { OrderStore } from '../../clients/order-api/order-store.js';
+import { createQuotaClient, type QuotaClient } from '../../clients/quota-client/index.js';
+import { failStart, serveUntilParentLeaves } from './lifecycle.js';
+
+const noLimiter: QuotaClient = {
+  async allow() {
+    return { allowed: true, retryAfterMs: 0, deniedBy: '', limits: [], delayMs: 0, source: 'store' };
+  },
+  async close() {},
+};
+
+async function main(): Promise<void> {
+  const [quotaPort, mode] = process.argv.slice(2);
+  if (quotaPort === undefined || (mode !== 'limited' && mode !== 'unlimited')) {
+    throw new Error('usage: order-api-server.ts <quota port> limited|unlimited');
+  }
+  const quota = mode === 'limited' ? createQuotaClient({ address: `127.0.0.1:${quotaPort}`, deadlineMs: 5_000 }) : noLimiter;
+  const app = buildOrderApi({
+    quota,
+    credentials: await Credentials.load('clients/order-api/dev-credentials.yaml'),
+    // Stock that never runs out: every request is a created order.
+    orders: new OrderStore({ widget: Number.MAX_SAFE_INTEGER }),
+    logger: createOrderApiLogger('silent'),
+    // The bench policy of quota-server.ts: a bucket per user that never runs dry.
+    ordersPolicy: 'bench',
+    maxInFlight: 10_000,
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  serveUntilParentLeaves(address.port, async () => {
+    await app.close();
+    await quota.close();
+  });
+}
+
+main().catch(failStart);

@@ -1,0 +1,160 @@
+import { createHash } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { clientIpResolver, fastifyRateLimit } from '../http/index.js';
+import type { QuotaClient } from '../quota-client/index.js';
+import { ConcurrencyLimit } from './concurrency-limit.js';
+import type { Authentication, Credentials, Principal } from './credentials.js';
+import { IdempotencyStore } from './idempotency.js';
+import type { OrderStore } from './order-store.js';
+
+export interface OrderApiOptions {
+  quota: QuotaClient;
+  credentials: Credentials;
+  orders: OrderStore;
+  logger: Logger;
+  /** Policy of the per-user order limit. Default "orders" (becomes "orders.create" with multi-limit policies). */
+  ordersPolicy?: string;
+  /** Policy of the IP limit for unauthenticated traffic. Default "ip" (30/min in config/policies.yaml). */
+  ipPolicy?: string;
+  /** Proxies whose X-Forwarded-For is believed (proxy-addr syntax). Default none. */
+  trustedProxies?: string[];
+  /** Orders processed at once; more get 503. Default 64. */
+  maxInFlight?: number;
+}
+
+/** Per-request state of the layers, kept off the request object's type. */
+interface RequestState {
+  auth: Authentication;
+  principal?: Principal;
+}
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/**
+ * The reference order service: POST /api/orders, in the layer order of spec
+ * 4.1: edge (IP limit for unauthenticated traffic) -> authentication ->
+ * application limiter (per user) -> business logic (validation, stock check,
+ * order creation, Idempotency-Key) inside a concurrency limit.
+ */
+export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
+  // pino's Logger is a FastifyBaseLogger; the cast keeps the instance's default type parameters.
+  const app = Fastify({ loggerInstance: options.logger as FastifyBaseLogger });
+  const clientIp = clientIpResolver(options.trustedProxies ?? []);
+  const state = new WeakMap<FastifyRequest, RequestState>();
+  const stateOf = (request: FastifyRequest) => state.get(request) as RequestState;
+  const idempotency = new IdempotencyStore();
+  const concurrency = new ConcurrencyLimit(options.maxInFlight ?? 64);
+  const ordersPolicy = options.ordersPolicy ?? 'orders';
+
+  // 1. Edge: read the credentials (cheap, no business state) and count
+  //    requests that do not authenticate against their client IP.
+  const ipLimit = fastifyRateLimit({
+    client: options.quota,
+    policy: options.ipPolicy ?? 'ip',
+    identify: (request) => (stateOf(request).auth.kind === 'ok' ? undefined : { ip: clientIp(request.raw) }),
+  });
+  // 2. Authentication: 401 unless the credentials resolve to a principal.
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
+    const { auth } = stateOf(request);
+    if (auth.kind === 'ok') {
+      stateOf(request).principal = auth.principal;
+      return;
+    }
+    // The kind of failure, never the credential (spec 5.5).
+    request.log.info({ auth: auth.kind, scheme: auth.kind === 'invalid' ? auth.scheme : undefined }, 'unauthenticated request');
+    return reply
+      .code(401)
+      .header('WWW-Authenticate', 'Bearer')
+      .send({ error: 'unauthenticated', message: 'Send Authorization: Bearer <token> or X-API-Key: <key>.' });
+  };
+  // 3. Replay of an earlier outcome for the same Idempotency-Key: before the
+  //    limiter, so a retry spends no second token.
+  const replay = async (request: FastifyRequest, reply: FastifyReply) => {
+    const key = request.headers['idempotency-key'];
+    if (key === undefined) return;
+    if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key)) {
+      return reply.code(400).send({ error: 'invalid_request', message: 'Idempotency-Key: 1 to 255 visible ASCII characters' });
+    }
+    const found = idempotency.lookup(scopeOf(stateOf(request).principal!), key, request.body);
+    if (found.kind === 'replay') return reply.code(found.outcome.status).header('Idempotent-Replayed', 'true').send(found.outcome.body);
+    if (found.kind === 'in_progress') return reply.code(409).send({ error: 'idempotency_key_in_use', message: 'A request with this Idempotency-Key is still being processed.' });
+    if (found.kind === 'mismatch') {
+      return reply.code(422).send({ error: 'idempotency_key_reused', message: 'This Idempotency-Key was used with a different request body.' });
+    }
+  };
+  // 4. Application limiter: the authenticated user's order bucket.
+  const ordersLimit = fastifyRateLimit({
+    client: options.quota,
+    policy: ordersPolicy,
+    identify: (request) => {
+      const { user, tenant } = stateOf(request).principal!;
+      return { user, tenant };
+    },
+  });
+
+  app.post(
+    '/api/orders',
+    {
+      onRequest: [
+        async (request) => {
+          state.set(request, { auth: options.credentials.authenticate(request.headers) });
+        },
+        ipLimit,
+        authenticate,
+      ],
+      preHandler: [replay, ordersLimit],
+    },
+    async (request, reply) => {
+      const principal = stateOf(request).principal!;
+      const input = validateOrder(request.body);
+      if ('error' in input) return reply.code(400).send({ error: 'invalid_request', message: input.error });
+
+      // 5. Concurrency limit around the work that touches stock and orders.
+      if (!concurrency.tryAcquire()) {
+        return reply.code(503).header('Retry-After', '1').send({ error: 'overloaded', message: 'Too many orders in progress; try again in 1 s.' });
+      }
+      const key = request.headers['idempotency-key'] as string | undefined;
+      const scope = scopeOf(principal);
+      try {
+        if (key !== undefined && !idempotency.begin(scope, key, request.body)) {
+          return reply.code(409).send({ error: 'idempotency_key_in_use', message: 'A request with this Idempotency-Key is still being processed.' });
+        }
+        const outcome = await placeOrder(options.orders, principal, input);
+        if (key !== undefined) idempotency.finish(scope, key, outcome);
+        if (outcome.status === 201) reply.header('Location', `/api/orders/${(outcome.body as { id: string }).id}`);
+        return reply.code(outcome.status).send(outcome.body);
+      } catch (error) {
+        if (key !== undefined) idempotency.abandon(scope, key);
+        throw error;
+      } finally {
+        concurrency.release();
+      }
+    },
+  );
+  return app;
+}
+
+async function placeOrder(orders: OrderStore, principal: Principal, input: { sku: string; quantity: number }) {
+  const stock = await orders.readStock(input.sku);
+  if (stock === undefined) return { status: 404, body: { error: 'unknown_sku', message: `No product with sku "${input.sku}".` } };
+  if (stock < input.quantity) return { status: 409, body: { error: 'out_of_stock', message: `Only ${stock} of "${input.sku}" left.` } };
+  const order = await orders.createOrder({ sku: input.sku, quantity: input.quantity, user: principal.user, tenant: principal.tenant });
+  if (order === undefined) return { status: 409, body: { error: 'out_of_stock', message: `"${input.sku}" ran out meanwhile.` } };
+  return { status: 201, body: order };
+}
+
+function validateOrder(body: unknown): { sku: string; quantity: number } | { error: string } {
+  if (typeof body !== 'object' || body === null) return { error: 'body: must be a JSON object {"sku": "...", "quantity": n}' };
+  const { sku, quantity } = body as Record<string, unknown>;
+  if (typeof sku !== 'string' || !/^[a-z0-9-]{1,64}$/.test(sku)) return { error: 'sku: must be 1 to 64 of a-z, 0-9, "-"' };
+  if (typeof quantity !== 'number' || !Number.isInteger(quantity) || quantity < 1 || quantity > 100) {
+    return { error: 'quantity: must be an integer from 1 to 100' };
+  }
+  return { sku, quantity };
+}
+
+/** Idempotency keys are per user: two users may pick the same key. */
+function scopeOf(principal: Principal): string {
+  return createHash('sha256').update(`${principal.tenant}\n${principal.user}`).digest('hex');
+}

@@ -1,0 +1,115 @@
+import { ChannelCredentials, ClientError, createChannel, createClientFactory, Status } from 'nice-grpc';
+import { QuotaServiceDefinition, type AllowRequest, type AllowResponse } from '../../src/gen/quota/v1/quota.js';
+import { Batcher, unarySender, type Send } from './batcher.js';
+import { requestError } from './errors.js';
+import { createFallback } from './fallback.js';
+import type { AllowOptions, AllowParams, DecisionSource, QuotaClient, QuotaClientOptions, QuotaDecision } from './types.js';
+
+export const DEFAULT_DEADLINE_MS = 250;
+export const DEFAULT_BATCH = { maxDelayMs: 0, maxSize: 100 } as const;
+/** The service rejects bigger batches (src/grpc/quota-service.ts MAX_BATCH_SIZE). */
+const MAX_BATCH_SIZE = 1000;
+
+/**
+ * A client of quota.v1.QuotaService for code that sits in front of business
+ * logic. Every call has a deadline; when the service cannot answer in time
+ * (unreachable, deadline passed, its store down) the `onUnavailable` policy
+ * answers and `source` says so. Caller bugs (bad input, unknown policy) reject
+ * with a QuotaRequestError instead and never fail open.
+ */
+export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
+  const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
+  if (!(deadlineMs > 0)) throw new RangeError(`deadlineMs must be > 0, got ${deadlineMs}`);
+  const batch = options.batch === undefined ? DEFAULT_BATCH : options.batch;
+  if (batch !== false) {
+    if (!Number.isInteger(batch.maxSize) || batch.maxSize < 1 || batch.maxSize > MAX_BATCH_SIZE) {
+      throw new RangeError(`batch.maxSize must be an integer from 1 to ${MAX_BATCH_SIZE}, got ${batch.maxSize}`);
+    }
+    if (!(batch.maxDelayMs >= 0)) throw new RangeError(`batch.maxDelayMs must be >= 0, got ${batch.maxDelayMs}`);
+  }
+  const fallback = createFallback(options.onUnavailable ?? 'fail_closed', options.failClosedRetryAfterMs ?? 1_000);
+  const logger = options.logger;
+
+  const channel = createChannel(options.address, options.credentials ?? ChannelCredentials.createInsecure());
+  // Connect now rather than on the first call, so that call does not spend
+  // its whole deadline on TCP and HTTP/2 setup.
+  channel.getConnectivityState(true);
+  const factory = options.middleware === undefined ? createClientFactory() : createClientFactory().use(options.middleware);
+  const client = factory.create(QuotaServiceDefinition, channel);
+  const batcher = batch === false ? undefined : new Batcher(client, batch);
+  const send: Send = batcher?.send ?? unarySender(client);
+
+  let closed = false;
+  // Log transitions only: during an outage every call falls back, one line each would flood.
+  let degraded = false;
+
+  async function allow(params: AllowParams, callOptions: AllowOptions = {}): Promise<QuotaDecision> {
+    if (closed) throw new Error('quota client is closed');
+    const request: AllowRequest = {
+      policy: params.policy,
+      identity: params.identity,
+      cost: params.cost ?? 0,
+      requestId: params.requestId ?? '',
+    };
+    const deadline = AbortSignal.timeout(callOptions.deadlineMs ?? deadlineMs);
+    const signal = callOptions.signal === undefined ? deadline : AbortSignal.any([deadline, callOptions.signal]);
+    let response: AllowResponse;
+    try {
+      response = await send(request, signal);
+    } catch (error) {
+      if (callOptions.signal?.aborted) throw callOptions.signal.reason;
+      if (error instanceof ClientError) {
+        const typed = requestError(error.code, error.details);
+        if (typed !== undefined) throw typed;
+      }
+      if (!degraded) {
+        degraded = true;
+        logger?.warn({ reason: describe(error, deadline) }, 'quota service unavailable: the failure policy answers');
+      }
+      return fallback(params);
+    }
+    if (degraded) {
+      degraded = false;
+      logger?.info('quota service answering again');
+    }
+    return toDecision(response);
+  }
+
+  return {
+    allow,
+    async close() {
+      closed = true;
+      batcher?.flush();
+      channel.close();
+    },
+  };
+}
+
+function describe(error: unknown, deadline: AbortSignal): string {
+  if (deadline.aborted) return 'deadline exceeded';
+  if (error instanceof ClientError) return `${Status[error.code]}: ${error.details}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Proto DecisionSource numbers (AllowResponse.source = 6, added by the failure-policy work). */
+const SOURCES: Record<number, DecisionSource> = { 1: 'store', 2: 'fail_open', 3: 'fail_closed', 4: 'local' };
+
+function toDecision(response: AllowResponse): QuotaDecision {
+  // delay_ms (5) and source (6) are assigned to other work in progress; read
+  // them when present so this client needs no change when they land.
+  const extra = response as AllowResponse & { delayMs?: number; source?: number };
+  return {
+    allowed: response.allowed,
+    retryAfterMs: response.retryAfterMs,
+    deniedBy: response.deniedBy,
+    limits: response.limits.map((limit) => ({
+      name: limit.name,
+      algorithm: limit.algorithm,
+      limit: limit.limit,
+      remaining: limit.remaining,
+      resetAfterMs: limit.resetAfterMs,
+    })),
+    delayMs: extra.delayMs ?? 0,
+    source: SOURCES[extra.source ?? 1] ?? 'store',
+  };
+}

@@ -1,0 +1,105 @@
+import type { ChannelCredentials, ClientMiddleware } from 'nice-grpc';
+import type { Clock } from '../../src/clock.js';
+import type { PolicySet } from '../../src/config/policies.js';
+import type { Logger } from '../../src/logger.js';
+
+/** One question to the quota service: may `identity` spend `cost` of `policy` now? */
+export interface AllowParams {
+  /** Policy name, e.g. "orders". */
+  policy: string;
+  /** Authenticated identity parts, e.g. { user: '42', tenant: 'acme' }; never values the end client chose. */
+  identity: Record<string, string>;
+  /** Units to spend; unset or 0 means 1. */
+  cost?: number;
+  /** Idempotency key (AllowRequest.request_id). */
+  requestId?: string;
+}
+
+export interface QuotaLimitStatus {
+  name: string;
+  algorithm: string;
+  limit: number;
+  remaining: number;
+  resetAfterMs: number;
+}
+
+/**
+ * Where a decision came from: 'store' = the service decided; 'fail_open' /
+ * 'fail_closed' = the service could not be asked (unreachable, deadline
+ * passed, store down) and the configured policy answered; 'local' = the
+ * per-process emergency limit answered.
+ */
+export type DecisionSource = 'store' | 'fail_open' | 'fail_closed' | 'local';
+
+export interface QuotaDecision {
+  allowed: boolean;
+  /** How long to wait before retrying, in ms; 0 when allowed. An estimate, not a promise. */
+  retryAfterMs: number;
+  /** The limit that rejected the request; '' when allowed or when no limit was asked (fail_closed). */
+  deniedBy: string;
+  /** Status of every limit of the policy after this decision; [] for fail_open / fail_closed. */
+  limits: QuotaLimitStatus[];
+  /** 0 unless a shaping limit asks the caller to wait. */
+  delayMs: number;
+  /** Where the decision came from ('store' = the service decided). */
+  source: DecisionSource;
+}
+
+export interface AllowOptions {
+  /** This call's deadline in ms, instead of the client's `deadlineMs`. */
+  deadlineMs?: number;
+  /** Aborting rejects the call with the signal's reason (no failure policy applies). */
+  signal?: AbortSignal;
+}
+
+export interface QuotaClient {
+  allow(params: AllowParams, options?: AllowOptions): Promise<QuotaDecision>;
+  /** Closes the channel; later allow() calls reject. Calls still in flight may get the failure policy's answer. */
+  close(): Promise<void>;
+}
+
+/**
+ * The emergency local limit: each process applies its own limits, decided by
+ * the same TypeScript models as the embedded store (MemoryStore). Not a global
+ * quota: with N replicas, give each 1/N of the global limit.
+ */
+export interface LocalLimitOptions {
+  /**
+   * The local limits, in the format of config/policies.yaml: YAML text, or a
+   * PolicySet from loadPolicyFile()/parsePolicies() (src/config/policies.ts).
+   * Parsed when the client is created, so a bad definition fails at startup.
+   */
+  policies: string | PolicySet;
+  /** For a policy the local set does not define. Default 'fail_closed'. */
+  otherwise?: 'fail_open' | 'fail_closed';
+  /** Tests only: the clock of the local models. */
+  clock?: Clock;
+}
+
+export type OnUnavailable = 'fail_open' | 'fail_closed' | { local: LocalLimitOptions };
+
+export interface BatchOptions {
+  /** How long the first queued call waits for others; 0 = until the current event-loop turn ends. */
+  maxDelayMs: number;
+  /** A batch is sent as soon as it holds this many calls (1..1000, the service's bound). */
+  maxSize: number;
+}
+
+export interface QuotaClientOptions {
+  /** host:port of the quota service, e.g. "127.0.0.1:50051". */
+  address: string;
+  /** Channel credentials; default insecure (plaintext), for loopback and meshes that add TLS. */
+  credentials?: ChannelCredentials;
+  /** Per-call deadline in ms; past it the failure policy answers. Default 250. */
+  deadlineMs?: number;
+  /** What answers when the service cannot: default 'fail_closed'. */
+  onUnavailable?: OnUnavailable;
+  /** retryAfterMs of a fail_closed decision. Default 1000. */
+  failClosedRetryAfterMs?: number;
+  /** Coalesce concurrent calls into AllowBatch calls; default { maxDelayMs: 0, maxSize: 100 }; false = one Allow per call. */
+  batch?: BatchOptions | false;
+  /** nice-grpc client middleware around every RPC (tracing, metrics); each batch is one RPC. */
+  middleware?: ClientMiddleware;
+  /** Warnings when the failure policy starts and stops answering. Default: silent. */
+  logger?: Logger;
+}

@@ -1,0 +1,265 @@
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildOrderApi, type OrderApiOptions } from '../../clients/order-api/app.js';
+import { Credentials } from '../../clients/order-api/credentials.js';
+import { createOrderApiLogger } from '../../clients/order-api/logger.js';
+import { OrderStore } from '../../clients/order-api/order-store.js';
+import { createQuotaClient, type QuotaClient } from '../../clients/quota-client/index.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { startTestService, type TestService } from '../support/quota-service.js';
+import type { StoreFixture } from '../support/store-fixtures.js';
+import { bothStores, useRedisServer } from '../support/use-redis.js';
+
+const redis = useRedisServer();
+const CREDENTIALS = 'clients/order-api/dev-credentials.yaml';
+const ALICE = { authorization: 'Bearer dev-token-alice' };
+const BOB = { authorization: 'Bearer dev-token-bob' };
+const API_KEY = { 'x-api-key': 'dev-key-acme-integration' };
+const SECRETS = ['dev-token-alice', 'dev-token-bob', 'dev-key-acme-integration', 'wrong-token-123', 'wrong-key-456'];
+
+interface RunningApi {
+  url: string;
+  orders: OrderStore;
+  logs: string[];
+  app: FastifyInstance;
+}
+
+async function startOrderApi(quota: QuotaClient, extra: Partial<OrderApiOptions> = {}, orders = new OrderStore({ widget: 1000, gadget: 3 })): Promise<RunningApi> {
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logs.push(chunk.toString());
+      done();
+    },
+  });
+  const app = buildOrderApi({
+    quota,
+    credentials: await Credentials.load(CREDENTIALS),
+    orders,
+    logger: createOrderApiLogger('debug', sink),
+    ...extra,
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, orders, logs, app };
+}
+
+const post = (api: RunningApi, headers: Record<string, string>, body: unknown = { sku: 'widget', quantity: 1 }) =>
+  fetch(`${api.url}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+
+describe.each(bothStores(redis))('POST /api/orders with the quota service on the %s store', (_store, makeFixture) => {
+  let fixture: StoreFixture;
+  let service: TestService;
+  let quota: QuotaClient;
+  let api: RunningApi;
+  let proxied: RunningApi;
+  beforeAll(async () => {
+    fixture = makeFixture();
+    service = await startTestService(fixture.store);
+    quota = createQuotaClient({ address: `127.0.0.1:${service.server.port}`, deadlineMs: 5_000 });
+  });
+  afterAll(async () => {
+    await api?.app.close();
+    await proxied?.app.close();
+    await quota?.close();
+    await service?.stop();
+  });
+  afterEach(async () => {
+    await api?.app.close();
+    await fixture.reset();
+  });
+
+  it('10 quick orders succeed (201 with the order); the 11th gets the 429 contract and runs no business logic; after Retry-After the next succeeds', async () => {
+    api = await startOrderApi(quota);
+    for (let i = 0; i < 10; i++) {
+      const response = await post(api, ALICE);
+      expect(response.status, `order ${i + 1}`).toBe(201);
+      const order = (await response.json()) as Record<string, unknown>;
+      expect(order).toMatchObject({ sku: 'widget', quantity: 1, user: 'alice', tenant: 'acme' });
+      expect(response.headers.get('location')).toBe(`/api/orders/${String(order.id)}`);
+    }
+    expect([api.orders.stockReads, api.orders.writes, api.orders.count()]).toEqual([10, 10, 10]);
+
+    const denied = await post(api, ALICE);
+    expect(denied.status).toBe(429);
+    expect(denied.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(denied.headers.get('retry-after')).toBe('1');
+    expect(denied.headers.get('ratelimit')).toBe('"orders";r=0;t=1');
+    expect(denied.headers.get('ratelimit-policy')).toBe('"orders";q=10');
+    expect(await denied.json()).toEqual({
+      error: 'rate_limit_exceeded',
+      message: 'Too many requests: limit "orders" of policy "orders" is used up; try again in 1 s.',
+      policy: 'orders',
+      retry_after_ms: 500,
+      limit: 'orders',
+    });
+    // No stock read, no write: the business layer never saw the rejected request.
+    expect([api.orders.stockReads, api.orders.writes, api.orders.count()]).toEqual([10, 10, 10]);
+
+    fixture.clock.advance(Number(denied.headers.get('retry-after')) * 1000);
+    expect((await post(api, ALICE)).status).toBe(201);
+    expect(api.orders.count()).toBe(11);
+  });
+
+  it('two users of one tenant have separate order buckets; an API key is a user of its own', async () => {
+    api = await startOrderApi(quota);
+    for (let i = 0; i < 10; i++) expect((await post(api, ALICE)).status).toBe(201);
+    expect((await post(api, ALICE)).status).toBe(429);
+    expect((await post(api, BOB)).status).toBe(201);
+    const viaKey = await post(api, API_KEY);
+    expect(viaKey.status).toBe(201);
+    expect(await viaKey.json()).toMatchObject({ user: 'acme-integration', tenant: 'acme' });
+  });
+
+  it('missing or invalid credentials: 401, and the IP limit (30/min) still applies to them', async () => {
+    api = await startOrderApi(quota);
+    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong-token-123' }, { 'x-api-key': 'wrong-key-456' }, { authorization: 'Basic abc' }];
+    for (let i = 0; i < 30; i++) {
+      const response = await post(api, attempts[i % attempts.length]!);
+      expect(response.status, `attempt ${i + 1}`).toBe(401);
+      expect(response.headers.get('www-authenticate')).toBe('Bearer');
+    }
+    const limited = await post(api, {});
+    expect(limited.status).toBe(429);
+    expect(await limited.json()).toMatchObject({ error: 'rate_limit_exceeded', policy: 'ip', limit: 'ip-per-minute' });
+    // Authenticated users are not counted against their IP.
+    expect((await post(api, ALICE)).status).toBe(201);
+    expect(api.orders.stockReads).toBe(1);
+    // No credential in any log line, valid or not.
+    const text = api.logs.join('');
+    expect(text).toContain('unauthenticated request');
+    for (const secret of SECRETS) expect(text).not.toContain(secret);
+  });
+
+  it('X-Forwarded-For is ignored from an untrusted peer and keys the IP limit through a trusted proxy', async () => {
+    api = await startOrderApi(quota);
+    for (let i = 0; i < 30; i++) expect((await post(api, { 'x-forwarded-for': `203.0.113.${i}` })).status).toBe(401);
+    expect((await post(api, { 'x-forwarded-for': '203.0.113.200' })).status).toBe(429);
+
+    proxied = await startOrderApi(quota, { trustedProxies: ['loopback'] });
+    for (let i = 0; i < 30; i++) expect((await post(proxied, { 'x-forwarded-for': '198.51.100.1' })).status).toBe(401);
+    expect((await post(proxied, { 'x-forwarded-for': '198.51.100.1' })).status).toBe(429);
+    expect((await post(proxied, { 'x-forwarded-for': '198.51.100.2' })).status).toBe(401);
+    await proxied.app.close();
+  });
+
+  it('Idempotency-Key: a retry returns the first order, spends no second token, creates no second order', async () => {
+    api = await startOrderApi(quota);
+    const headers = { ...ALICE, 'idempotency-key': 'order-7f3a' };
+    const first = await post(api, headers, { sku: 'widget', quantity: 2 });
+    expect(first.status).toBe(201);
+    const order = await first.json();
+    const bucket = await fixture.tokenBucket('rl:v1:orders:user:{alice}');
+    expect(bucket?.tokens).toBe(9);
+
+    const retry = await post(api, headers, { sku: 'widget', quantity: 2 });
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(await retry.json()).toEqual(order);
+    expect((await fixture.tokenBucket('rl:v1:orders:user:{alice}'))?.tokens).toBe(9);
+    expect([api.orders.count(), api.orders.writes, api.orders.stockReads]).toEqual([1, 1, 1]);
+
+    const reused = await post(api, headers, { sku: 'widget', quantity: 3 });
+    expect(reused.status).toBe(422);
+    expect(await reused.json()).toMatchObject({ error: 'idempotency_key_reused' });
+    // The same key of another user is another request.
+    expect((await post(api, { ...BOB, 'idempotency-key': 'order-7f3a' }, { sku: 'widget', quantity: 2 })).status).toBe(201);
+  });
+
+  it('business outcomes: 400 names the field, 404 unknown sku, 409 out of stock', async () => {
+    api = await startOrderApi(quota);
+    const bad = await post(api, ALICE, { sku: 'widget', quantity: 0 });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ error: 'invalid_request', message: 'quantity: must be an integer from 1 to 100' });
+    expect((await post(api, ALICE, { sku: 'nothing', quantity: 1 })).status).toBe(404);
+    const out = await post(api, ALICE, { sku: 'gadget', quantity: 4 });
+    expect(out.status).toBe(409);
+    expect(await out.json()).toMatchObject({ error: 'out_of_stock' });
+  });
+});
+
+describe('concurrency limit', () => {
+  const store = new MemoryStore();
+  let service: TestService;
+  let quota: QuotaClient;
+  let api: RunningApi | undefined;
+  beforeAll(async () => {
+    service = await startTestService(store);
+    quota = createQuotaClient({ address: `127.0.0.1:${service.server.port}`, deadlineMs: 5_000 });
+  });
+  afterAll(async () => {
+    await api?.app.close();
+    await quota?.close();
+    await service?.stop();
+  });
+
+  it('with max in flight 2 and both slots busy, the next order gets 503 at once; the held ones then complete', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let waiting = 0;
+    let bothWaiting!: () => void;
+    const bothHeld = new Promise<void>((resolve) => (bothWaiting = resolve));
+    const orders = new OrderStore({ widget: 100 }, async () => {
+      if (++waiting === 2) bothWaiting();
+      await gate;
+    });
+    api = await startOrderApi(quota, { maxInFlight: 2 }, orders);
+    const held = [post(api, ALICE), post(api, BOB)];
+    await bothHeld;
+    const rejected = await post(api, { authorization: 'Bearer dev-token-carol' });
+    expect(rejected.status).toBe(503);
+    expect(rejected.headers.get('retry-after')).toBe('1');
+    expect(await rejected.json()).toMatchObject({ error: 'overloaded' });
+    release();
+    expect((await Promise.all(held)).map((r) => r.status)).toEqual([201, 201]);
+    expect((await post(api, { authorization: 'Bearer dev-token-carol' })).status).toBe(201);
+  });
+});
+
+describe('the quota service stopped', () => {
+  const clients: QuotaClient[] = [];
+  const apis: RunningApi[] = [];
+  let port = 0;
+  beforeAll(async () => {
+    const service = await startTestService(new MemoryStore());
+    port = service.server.port;
+    await service.stop();
+  });
+  afterAll(async () => {
+    await Promise.all(apis.map((a) => a.app.close()));
+    await Promise.all(clients.map((c) => c.close()));
+  });
+  const apiWith = async (onUnavailable: 'fail_open' | 'fail_closed', deadlineMs: number) => {
+    const quota = createQuotaClient({ address: `127.0.0.1:${port}`, deadlineMs, onUnavailable });
+    clients.push(quota);
+    const api = await startOrderApi(quota);
+    apis.push(api);
+    return api;
+  };
+
+  it('fail_closed: 503 rate_limiter_unavailable with Retry-After, no business logic, within the deadline', async () => {
+    const deadlineMs = 1_000;
+    const api = await apiWith('fail_closed', deadlineMs);
+    const started = performance.now();
+    const response = await post(api, ALICE);
+    const elapsed = performance.now() - started;
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('1');
+    expect(await response.json()).toMatchObject({ error: 'rate_limiter_unavailable', policy: 'orders' });
+    expect(api.orders.stockReads).toBe(0);
+    // One quota call (an authenticated user skips the IP limit), bounded by the deadline; loose bound, shared machine.
+    expect(elapsed).toBeLessThan(2 * deadlineMs);
+  });
+
+  it('fail_open: orders proceed, within the deadline', async () => {
+    const deadlineMs = 1_000;
+    const api = await apiWith('fail_open', deadlineMs);
+    const started = performance.now();
+    const response = await post(api, ALICE);
+    expect(response.status).toBe(201);
+    expect(performance.now() - started).toBeLessThan(2 * deadlineMs);
+    expect(api.orders.count()).toBe(1);
+  });
+});
