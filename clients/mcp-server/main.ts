@@ -3,18 +3,18 @@
 // stdout is the protocol channel.
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { pino } from 'pino';
+import { createQuotaClient } from '../quota-client/index.js';
 import { loadMcpServerConfig } from './config.js';
 import { loadDevCredentials } from './dev-tokens.js';
 import { HelpDesk } from './help-desk.js';
 import { startHttpTransport } from './http-transport.js';
-import { connectQuotaDecider } from './quota-service-decider.js';
 import { createReferenceServer } from './reference-server.js';
 
 async function main(): Promise<void> {
   const config = loadMcpServerConfig(process.env);
   const logger = pino({ name: 'mcp-server', level: config.MCP_LOG_LEVEL }, pino.destination(2));
   const credentials = await loadDevCredentials(config.MCP_DEV_TOKENS);
-  const quota = connectQuotaDecider({ address: config.QUOTA_SERVICE_ADDR, timeoutMs: config.QUOTA_TIMEOUT_MS });
+  const quota = createQuotaClient({ address: config.QUOTA_SERVICE_ADDR, deadlineMs: config.QUOTA_TIMEOUT_MS, logger });
   const desk = new HelpDesk();
   const deps = { desk, quota, audit: config.MCP_AUDIT_FILE, logger };
 

@@ -11,7 +11,7 @@ import { REFUSAL_META_KEY } from '../../../clients/mcp/refusals.js';
 import { loadDevCredentials } from '../../../clients/mcp-server/dev-tokens.js';
 import { HelpDesk } from '../../../clients/mcp-server/help-desk.js';
 import { startHttpTransport, type RunningHttpServer } from '../../../clients/mcp-server/http-transport.js';
-import { connectQuotaDecider, type ConnectedQuotaDecider } from '../../../clients/mcp-server/quota-service-decider.js';
+import { createQuotaClient, type QuotaClient } from '../../../clients/quota-client/index.js';
 import { createReferenceServer } from '../../../clients/mcp-server/reference-server.js';
 import { VirtualClock } from '../../../src/clock.js';
 import { loadPolicyFile } from '../../../src/config/policies.js';
@@ -26,7 +26,7 @@ const ALICE_OTHER_AUDIENCE = 'dev-alice-other-audience-token';
 const RESOURCE = new URL('http://localhost:3333/mcp');
 
 let service: TestService;
-let quota: ConnectedQuotaDecider;
+let quota: QuotaClient;
 let http: RunningHttpServer;
 let dir: string;
 let base: string;
@@ -34,7 +34,7 @@ const logLines: string[] = [];
 
 beforeAll(async () => {
   service = await startTestService(new MemoryStore(new VirtualClock(T0)), await loadPolicyFile('config/mcp-policies.yaml'));
-  quota = connectQuotaDecider({ address: `127.0.0.1:${service.server.port}` });
+  quota = createQuotaClient({ address: `127.0.0.1:${service.server.port}` });
   dir = await mkdtemp(join(tmpdir(), 'mcp-http-'));
   const credentials = await loadDevCredentials('config/mcp-dev-tokens.yaml');
   const logger = pino({ level: 'trace' }, { write: (line: string) => void logLines.push(line) });

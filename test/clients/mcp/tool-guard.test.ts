@@ -3,7 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { REFUSAL_META_KEY, type Principal } from '../../../clients/mcp/index.js';
-import { connectQuotaDecider, type ConnectedQuotaDecider } from '../../../clients/mcp-server/quota-service-decider.js';
+import { createQuotaClient, type QuotaClient } from '../../../clients/quota-client/index.js';
 import { VirtualClock } from '../../../src/clock.js';
 import { loadPolicyFile } from '../../../src/config/policies.js';
 import { MemoryStore } from '../../../src/store/memory.js';
@@ -14,10 +14,10 @@ import { alice, startHarness, type Harness } from './guard-harness.js';
 // A real quota service (gRPC, memory store on a frozen virtual clock: no refill
 // happens between calls, so every count below is exact).
 let service: TestService;
-let quota: ConnectedQuotaDecider;
+let quota: QuotaClient;
 beforeAll(async () => {
   service = await startTestService(new MemoryStore(new VirtualClock(T0)), await loadPolicyFile('config/mcp-policies.yaml'));
-  quota = connectQuotaDecider({ address: `127.0.0.1:${service.server.port}` });
+  quota = createQuotaClient({ address: `127.0.0.1:${service.server.port}` });
 });
 afterAll(async () => {
   await quota?.close();
@@ -232,13 +232,13 @@ describe('approval step', () => {
 });
 
 describe('quota service down', () => {
-  let dead: ConnectedQuotaDecider;
+  let dead: QuotaClient;
   beforeEach(async () => {
     // A port where a quota service just stopped listening.
     const gone = await startTestService(new MemoryStore(new VirtualClock(T0)), await loadPolicyFile('config/mcp-policies.yaml'));
     const port = gone.server.port;
     await gone.stop();
-    dead = connectQuotaDecider({ address: `127.0.0.1:${port}` });
+    dead = createQuotaClient({ address: `127.0.0.1:${port}` });
   });
   afterEach(async () => {
     await dead.close();
@@ -276,7 +276,7 @@ describe('credentials', () => {
         done();
       },
     });
-    const dead = connectQuotaDecider({ address: '127.0.0.1:1' });
+    const dead = createQuotaClient({ address: '127.0.0.1:1' });
     harness = await startHarness({
       quota: dead,
       principal: principal('c-configured'),
