@@ -5,6 +5,7 @@ import { QuotaEngine } from './engine/engine.js';
 import { startQuotaServer } from './grpc/server.js';
 import { createLogger } from './logger.js';
 import { MemoryStore } from './store/memory.js';
+import { StoreFailurePolicy } from './store/failure.js';
 import { RedisStore } from './store/redis.js';
 import type { QuotaStore } from './store/store.js';
 
@@ -27,7 +28,14 @@ async function main(): Promise<void> {
     logger.warn({ addr: config.QUOTA_METRICS_ADDR }, 'QUOTA_METRICS_ADDR is accepted, but this release does not serve /metrics yet');
   }
 
-  const server = await startQuotaServer({ engine: new QuotaEngine(policies, store), address: config.QUOTA_GRPC_ADDR, logger });
+  const failure = new StoreFailurePolicy({
+    timeoutMs: config.QUOTA_STORE_TIMEOUT_MS,
+    breakerFailures: config.QUOTA_BREAKER_FAILURES,
+    halfOpenAfterMs: config.QUOTA_BREAKER_HALF_OPEN_MS,
+    logger: logger.child({ component: 'store-failure' }),
+  });
+  const engine = new QuotaEngine(policies, store, { failure });
+  const server = await startQuotaServer({ engine, address: config.QUOTA_GRPC_ADDR, logger });
   logger.info({ addr: config.QUOTA_GRPC_ADDR, port: server.port }, 'quota service listening');
   let stopping = false;
   const stop = async (signal: string) => {
@@ -36,6 +44,7 @@ async function main(): Promise<void> {
     logger.info({ signal, graceMs: config.QUOTA_SHUTDOWN_GRACE_MS }, 'shutting down: draining calls');
     await server.shutdown(config.QUOTA_SHUTDOWN_GRACE_MS);
     await store.close();
+    await failure.close();
     logger.info('stopped');
     process.exit(0);
   };

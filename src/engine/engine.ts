@@ -1,7 +1,9 @@
-import type { Policy, PolicySet } from '../config/policies.js';
+import type { Limit, Policy, PolicySet } from '../config/policies.js';
+import { createLogger } from '../logger.js';
+import { StoreFailurePolicy, type DecisionSource } from '../store/failure.js';
 import type { QuotaStore } from '../store/store.js';
 import { identityKey } from './keys.js';
-import { validateRequest, type AllowInput } from './validate-request.js';
+import { validateRequest, type AllowInput, type ValidRequest } from './validate-request.js';
 
 export interface LimitStatus {
   name: string;
@@ -18,24 +20,50 @@ export interface Decision {
   /** The limit that rejected the request; '' when allowed. */
   deniedBy: string;
   limits: LimitStatus[];
+  /** Where the decision came from: the store, or the policy's failure mode (src/store/failure.ts). */
+  source: DecisionSource;
+}
+
+export interface QuotaEngineOptions {
+  /** Timeout budget, circuit breaker and failure modes around the store call. */
+  failure?: StoreFailurePolicy;
 }
 
 /** The decision: policy -> limits -> keys -> store call -> result. Transport-free. */
 export class QuotaEngine {
+  readonly failure: StoreFailurePolicy;
+
   constructor(
     private readonly policies: PolicySet,
     private readonly store: QuotaStore,
-  ) {}
+    options: QuotaEngineOptions = {},
+  ) {
+    // Without explicit settings (tests, embedding): a generous budget, so a
+    // busy machine does not turn a slow answer into a failure-mode decision.
+    this.failure =
+      options.failure ??
+      new StoreFailurePolicy({ timeoutMs: 1_000, breakerFailures: 5, halfOpenAfterMs: 1_000, logger: createLogger('silent') });
+  }
 
   async allow(input: AllowInput): Promise<Decision> {
     const request = validateRequest(this.policies, input);
+    return this.failure.decide(
+      request.policy,
+      () => this.decideOn(this.store, request, (limit) => limit),
+      (store, scale) => this.decideOn(store, request, scale),
+    );
+  }
+
+  /** The decision on one store; `scale` gives the limit to apply (the local limiter's share, or the limit itself). */
+  private async decideOn(store: QuotaStore, request: ValidRequest, scale: (limit: Limit) => Limit): Promise<Omit<Decision, 'source'>> {
     // The policy schema allows exactly one limit for now, so one store call
     // decides the whole request atomically. Several limits need an
     // all-or-nothing decision across them (spec 3.3), not a loop.
-    const limit = request.policy.limits[0];
+    const policyLimit = request.policy.limits[0];
     const identityValue = request.identityValues[0];
-    if (limit === undefined || identityValue === undefined) throw new Error(`policy ${request.policy.name} has no limit`);
-    const outcome = await this.store.decide(limit, identityKey(limit.name, limit.keyBy, identityValue), request.cost);
+    if (policyLimit === undefined || identityValue === undefined) throw new Error(`policy ${request.policy.name} has no limit`);
+    const limit = scale(policyLimit);
+    const outcome = await store.decide(limit, identityKey(limit.name, limit.keyBy, identityValue), request.cost);
     return {
       allowed: outcome.allowed,
       retryAfterMs: outcome.retryAfterMs,

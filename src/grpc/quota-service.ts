@@ -1,24 +1,34 @@
 import type { Policy } from '../config/policies.js';
 import type { LimitDefinition as LimitFileDefinition } from '../config/policy-schema.js';
 import type { QuotaEngine } from '../engine/engine.js';
-import type {
-  AllowRequest,
-  AllowResponse,
-  LimitDefinition,
-  ListPoliciesResponse,
-  QuotaServiceImplementation,
+import type { DecisionSource as EngineDecisionSource } from '../store/failure.js';
+import {
+  DecisionSource,
+  type AllowRequest,
+  type AllowResponse,
+  type LimitDefinition,
+  type ListPoliciesResponse,
+  type QuotaServiceImplementation,
 } from '../gen/quota/v1/quota.js';
+
+const SOURCES: Record<EngineDecisionSource, DecisionSource> = {
+  store: DecisionSource.DECISION_SOURCE_STORE,
+  fail_open: DecisionSource.DECISION_SOURCE_FAIL_OPEN,
+  fail_closed: DecisionSource.DECISION_SOURCE_FAIL_CLOSED,
+  local: DecisionSource.DECISION_SOURCE_LOCAL,
+};
 
 /** quota.v1.QuotaService: maps proto messages to the engine and back, nothing more. */
 export function quotaService(engine: QuotaEngine): QuotaServiceImplementation {
   return {
     async allow(request: AllowRequest): Promise<AllowResponse> {
-      return engine.allow({
+      const decision = await engine.allow({
         policy: request.policy,
         identity: request.identity,
         cost: request.cost,
         requestId: request.requestId,
       });
+      return { ...decision, source: SOURCES[decision.source] };
     },
 
     async listPolicies(): Promise<ListPoliciesResponse> {
@@ -32,6 +42,7 @@ function toProtoPolicy(policy: Policy) {
     name: policy.name,
     description: policy.description,
     limits: policy.limits.map((limit) => toProtoLimit(limit.definition)),
+    failureMode: { mode: policy.failure.mode, localShare: policy.failure.mode === 'local' ? policy.failure.localShare : 0 },
   };
 }
 
