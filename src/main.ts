@@ -43,9 +43,10 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal, graceMs: config.QUOTA_SHUTDOWN_GRACE_MS }, 'shutting down: draining calls');
     await server.shutdown(config.QUOTA_SHUTDOWN_GRACE_MS);
+    // Only now: a call still draining may need the store.
     await store.close();
     await failure.close();
-    logger.info('stopped');
+    logger.info({ store: store.description }, 'calls drained, store closed: stopped');
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
@@ -54,6 +55,8 @@ async function main(): Promise<void> {
   const waiting = setTimeout(() => logger.warn({ store: store.description }, 'store not answering yet: health stays NOT_SERVING'), 5_000);
   await store.ready();
   clearTimeout(waiting);
+  // A SIGTERM during the wait wins: never SERVING again once shutting down.
+  if (stopping) return;
   server.setServing(true);
   logger.info({ store: store.description }, 'store ready: health SERVING');
 }

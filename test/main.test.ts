@@ -71,7 +71,7 @@ describe('the service process', () => {
     expect(await service.exit).toBe(0);
     const { stdout } = service.output();
     expect(stdout.match(logLine)).toHaveLength(1);
-    expect(stdout).toContain('"msg":"stopped"');
+    expect(stdout).toContain('"msg":"calls drained, store closed: stopped"');
   });
 
   it('stays NOT_SERVING while Redis does not answer, answers by the failure mode meanwhile, and still stops cleanly', async () => {

@@ -4,6 +4,7 @@ import type { QuotaEngine } from '../engine/engine.js';
 import { QuotaServiceDefinition } from '../gen/quota/v1/quota.js';
 import type { Logger } from '../logger.js';
 import { errorMiddleware } from './error-middleware.js';
+import { loggingMiddleware } from './logging-middleware.js';
 import { quotaService } from './quota-service.js';
 import { addReflection } from './reflection.js';
 
@@ -26,7 +27,8 @@ export async function startQuotaServer(options: {
   address: string;
   logger: Logger;
 }): Promise<QuotaServer> {
-  const server: Server = createServer().use(errorMiddleware(options.logger));
+  // Logging outermost, so it sees the status the error middleware chose.
+  const server: Server = createServer().use(loggingMiddleware(options.logger)).use(errorMiddleware(options.logger));
   server.add(QuotaServiceDefinition, quotaService(options.engine));
 
   const health = HealthState();
