@@ -4,6 +4,8 @@ import { loadPolicyFile, PolicyFileError } from './config/policies.js';
 import { QuotaEngine } from './engine/engine.js';
 import { startQuotaServer } from './grpc/server.js';
 import { createLogger } from './logger.js';
+import { QuotaMetrics } from './metrics/metrics.js';
+import { startMetricsServer, type MetricsServer } from './metrics/metrics-server.js';
 import { MemoryStore } from './store/memory.js';
 import { StoreFailurePolicy } from './store/failure.js';
 import { RedisStore } from './store/redis.js';
@@ -24,17 +26,23 @@ async function main(): Promise<void> {
   } else {
     logger.info({ store: store.description }, 'deciding in Redis');
   }
-  if (config.QUOTA_METRICS_ADDR) {
-    logger.warn({ addr: config.QUOTA_METRICS_ADDR }, 'QUOTA_METRICS_ADDR is accepted, but this release does not serve /metrics yet');
-  }
 
+  const metrics = new QuotaMetrics();
+  metrics.reloaded(true);
   const failure = new StoreFailurePolicy({
     timeoutMs: config.QUOTA_STORE_TIMEOUT_MS,
     breakerFailures: config.QUOTA_BREAKER_FAILURES,
     halfOpenAfterMs: config.QUOTA_BREAKER_HALF_OPEN_MS,
     logger: logger.child({ component: 'store-failure' }),
+    events: metrics,
   });
-  const engine = new QuotaEngine(policies, store, { failure });
+  metrics.watchStore({ shared: store, local: () => failure.localKeyCount() });
+  let metricsServer: MetricsServer | undefined;
+  if (config.QUOTA_METRICS_ADDR) {
+    metricsServer = await startMetricsServer(config.QUOTA_METRICS_ADDR, metrics.registry);
+    logger.info({ addr: config.QUOTA_METRICS_ADDR, port: metricsServer.port }, 'metrics at GET /metrics');
+  }
+  const engine = new QuotaEngine(policies, store, { failure, onDecision: (policy, decision, seconds) => metrics.decided(policy, decision, seconds) });
   const server = await startQuotaServer({ engine, address: config.QUOTA_GRPC_ADDR, logger });
   logger.info({ addr: config.QUOTA_GRPC_ADDR, port: server.port }, 'quota service listening');
   let stopping = false;
@@ -46,6 +54,7 @@ async function main(): Promise<void> {
     // Only now: a call still draining may need the store.
     await store.close();
     await failure.close();
+    await metricsServer?.close();
     logger.info({ store: store.description }, 'calls drained, store closed: stopped');
     process.exit(0);
   };

@@ -27,11 +27,14 @@ export interface Decision {
 export interface QuotaEngineOptions {
   /** Timeout budget, circuit breaker and failure modes around the store call. */
   failure?: StoreFailurePolicy;
+  /** Told of every decision and how long it took (metrics). */
+  onDecision?: (policy: string, decision: Decision, seconds: number) => void;
 }
 
 /** The decision: policy -> limits -> keys -> store call -> result. Transport-free. */
 export class QuotaEngine {
   readonly failure: StoreFailurePolicy;
+  private readonly onDecision: QuotaEngineOptions['onDecision'];
 
   constructor(
     private readonly policies: PolicySet,
@@ -43,15 +46,19 @@ export class QuotaEngine {
     this.failure =
       options.failure ??
       new StoreFailurePolicy({ timeoutMs: 1_000, breakerFailures: 5, halfOpenAfterMs: 1_000, logger: createLogger('silent') });
+    this.onDecision = options.onDecision;
   }
 
   async allow(input: AllowInput): Promise<Decision> {
     const request = validateRequest(this.policies, input);
-    return this.failure.decide(
+    const started = performance.now();
+    const decision = await this.failure.decide(
       request.policy,
       () => this.decideOn(this.store, request, (limit) => limit),
       (store, scale) => this.decideOn(store, request, scale),
     );
+    this.onDecision?.(request.policy.name, decision, (performance.now() - started) / 1000);
+    return decision;
   }
 
   /** The decision on one store; `scale` gives the limit to apply (the local limiter's share, or the limit itself). */

@@ -28,6 +28,11 @@ export class MemoryStore implements QuotaStore {
     return limit.algorithm.decideInMemory(this.space, identityKey, limit.params, cost, this.clock.now());
   }
 
+  /** Live keys; for the state-keys metric. */
+  async keyCount(): Promise<number> {
+    return this.space.keys(this.clock.now()).length;
+  }
+
   async ready(): Promise<void> {}
 
   async close(): Promise<void> {

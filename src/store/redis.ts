@@ -63,6 +63,11 @@ export class RedisStore implements QuotaStore {
     return limit.algorithm.parseReply(reply, limit.params);
   }
 
+  /** Keys in the quota database (DBSIZE, O(1)); for the state-keys metric. */
+  async keyCount(): Promise<number> {
+    return this.redis.dbsize();
+  }
+
   /** Waits until Redis answers a PING; ioredis keeps reconnecting meanwhile. */
   async ready(): Promise<void> {
     for (;;) {
