@@ -1,6 +1,7 @@
 // The only place that reads the environment, handles signals and wires the parts.
 import { ConfigError, loadConfig } from './config/env.js';
-import { loadPolicyFile, PolicyFileError } from './config/policies.js';
+import { PolicyFileError, readPolicyFile } from './config/policies.js';
+import { watchPolicyFile } from './config/policy-watcher.js';
 import { QuotaEngine } from './engine/engine.js';
 import { startQuotaServer } from './grpc/server.js';
 import { createLogger } from './logger.js';
@@ -17,7 +18,7 @@ async function main(): Promise<void> {
   if (config.unknownVariables.length > 0) {
     logger.warn({ variables: config.unknownVariables }, 'ignoring unknown QUOTA_* variables (typo?)');
   }
-  const policies = await loadPolicyFile(config.QUOTA_POLICIES);
+  const { text: policyText, policies } = await readPolicyFile(config.QUOTA_POLICIES);
   logger.info({ file: config.QUOTA_POLICIES, policies: [...policies.keys()] }, 'policies loaded');
 
   const store: QuotaStore = config.QUOTA_REDIS_URL ? RedisStore.connect(config.QUOTA_REDIS_URL) : new MemoryStore();
@@ -43,6 +44,13 @@ async function main(): Promise<void> {
     logger.info({ addr: config.QUOTA_METRICS_ADDR, port: metricsServer.port }, 'metrics at GET /metrics');
   }
   const engine = new QuotaEngine(policies, store, { failure, onDecision: (policy, decision, seconds) => metrics.decided(policy, decision, seconds) });
+  const watcher = watchPolicyFile({
+    path: config.QUOTA_POLICIES,
+    loadedText: policyText,
+    logger: logger.child({ component: 'policies' }),
+    onReload: (next) => engine.replacePolicies(next),
+    onResult: (success) => metrics.reloaded(success),
+  });
   const server = await startQuotaServer({ engine, address: config.QUOTA_GRPC_ADDR, logger });
   logger.info({ addr: config.QUOTA_GRPC_ADDR, port: server.port }, 'quota service listening');
   let stopping = false;
@@ -50,6 +58,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal, graceMs: config.QUOTA_SHUTDOWN_GRACE_MS }, 'shutting down: draining calls');
+    watcher.close();
     await server.shutdown(config.QUOTA_SHUTDOWN_GRACE_MS);
     // Only now: a call still draining may need the store.
     await store.close();

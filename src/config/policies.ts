@@ -36,13 +36,18 @@ export class PolicyFileError extends Error {
 }
 
 export async function loadPolicyFile(path: string): Promise<PolicySet> {
+  return (await readPolicyFile(path)).policies;
+}
+
+/** The policies and the text they came from (hot reload compares texts). */
+export async function readPolicyFile(path: string): Promise<{ text: string; policies: PolicySet }> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
     throw new PolicyFileError(`cannot read policy file ${path}: ${(error as Error).message}`);
   }
-  return parsePolicies(text, path);
+  return { text, policies: parsePolicies(text, path) };
 }
 
 /** Parses and validates policy YAML; every error names the policy and field at fault. */

@@ -37,7 +37,7 @@ export class QuotaEngine {
   private readonly onDecision: QuotaEngineOptions['onDecision'];
 
   constructor(
-    private readonly policies: PolicySet,
+    private policies: PolicySet,
     private readonly store: QuotaStore,
     options: QuotaEngineOptions = {},
   ) {
@@ -85,6 +85,14 @@ export class QuotaEngine {
         },
       ],
     };
+  }
+
+  /**
+   * Hot reload: every call reads the policies through this one reference, so
+   * a call sees either the old set or the new one whole, never a mix.
+   */
+  replacePolicies(policies: PolicySet): void {
+    this.policies = policies;
   }
 
   listPolicies(): Policy[] {

@@ -12,8 +12,8 @@ export interface ServiceProcess {
   readonly exit: Promise<number | null>;
   /** Everything it wrote so far. */
   output(): { stdout: string; stderr: string };
-  /** Resolves at the first stdout line matching `pattern` (already written or to come). */
-  logged(pattern: RegExp): Promise<string>;
+  /** Resolves at the `occurrence`th (default first) stdout line matching `pattern`, already written or to come. */
+  logged(pattern: RegExp, occurrence?: number): Promise<string>;
   signal(signal: NodeJS.Signals): void;
 }
 
@@ -25,10 +25,10 @@ export function startServiceProcess(env: Record<string, string>): ServiceProcess
   own(child);
   let stdout = '';
   let stderr = '';
-  const waiters: { pattern: RegExp; resolve: (line: string) => void }[] = [];
+  const waiters: { pattern: RegExp; occurrence: number; resolve: (line: string) => void }[] = [];
   const check = () => {
     for (const waiter of [...waiters]) {
-      const line = stdout.split('\n').find((l) => waiter.pattern.test(l));
+      const line = stdout.split('\n').filter((l) => waiter.pattern.test(l))[waiter.occurrence - 1];
       if (line !== undefined) {
         waiters.splice(waiters.indexOf(waiter), 1);
         waiter.resolve(line);
@@ -41,9 +41,9 @@ export function startServiceProcess(env: Record<string, string>): ServiceProcess
   });
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const logged = (pattern: RegExp) =>
+  const logged = (pattern: RegExp, occurrence = 1) =>
     new Promise<string>((resolve, reject) => {
-      waiters.push({ pattern, resolve });
+      waiters.push({ pattern, occurrence, resolve });
       check();
       void exit.then(() => reject(new Error(`service exited before logging ${pattern}: ${stderr}\n${stdout}`)));
     });
