@@ -1,9 +1,11 @@
 // The only place that reads the environment, handles signals and wires the parts.
+import { CallersFileError, loadCallersFile, type CallerRegistry } from './config/callers.js';
 import { ConfigError, loadConfig } from './config/env.js';
 import { PolicyFileError, readPolicyFile } from './config/policies.js';
 import { watchPolicyFile } from './config/policy-watcher.js';
 import { QuotaEngine } from './engine/engine.js';
 import { startQuotaServer } from './grpc/server.js';
+import { serverCredentials } from './grpc/tls.js';
 import { createLogger } from './logger.js';
 import { QuotaMetrics } from './metrics/metrics.js';
 import { startMetricsServer, type MetricsServer } from './metrics/metrics-server.js';
@@ -18,6 +20,8 @@ async function main(): Promise<void> {
   if (config.unknownVariables.length > 0) {
     logger.warn({ variables: config.unknownVariables }, 'ignoring unknown QUOTA_* variables (typo?)');
   }
+  const credentials = serverCredentials({ cert: config.QUOTA_TLS_CERT, key: config.QUOTA_TLS_KEY, clientCa: config.QUOTA_TLS_CLIENT_CA });
+  const callers: CallerRegistry | undefined = config.QUOTA_AUTH_TOKENS ? await loadCallersFile(config.QUOTA_AUTH_TOKENS) : undefined;
   const { text: policyText, policies } = await readPolicyFile(config.QUOTA_POLICIES);
   logger.info({ file: config.QUOTA_POLICIES, policies: [...policies.keys()] }, 'policies loaded');
 
@@ -51,7 +55,14 @@ async function main(): Promise<void> {
     onReload: (next) => engine.replacePolicies(next),
     onResult: (success) => metrics.reloaded(success),
   });
-  const server = await startQuotaServer({ engine, address: config.QUOTA_GRPC_ADDR, logger });
+  const server = await startQuotaServer({ engine, address: config.QUOTA_GRPC_ADDR, logger, credentials, callers });
+  logger.info(
+    { tls: config.QUOTA_TLS_CERT ? (config.QUOTA_TLS_CLIENT_CA ? 'mutual' : 'server') : 'off', callers: callers?.size ?? 'off' },
+    'caller authentication',
+  );
+  if (callers === undefined && !/^(127\.|\[::1\]|localhost:)/.test(config.QUOTA_GRPC_ADDR)) {
+    logger.warn({ addr: config.QUOTA_GRPC_ADDR }, 'no caller authentication (QUOTA_AUTH_TOKENS unset) on a non-loopback address: any client may spend any quota');
+  }
   logger.info({ addr: config.QUOTA_GRPC_ADDR, port: server.port }, 'quota service listening');
   let stopping = false;
   const stop = async (signal: string) => {
@@ -81,7 +92,7 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // Before the logger exists (bad env) this is the only voice we have.
-  const known = error instanceof ConfigError || error instanceof PolicyFileError;
+  const known = error instanceof ConfigError || error instanceof PolicyFileError || error instanceof CallersFileError;
   process.stderr.write(`quota-service: ${known ? (error as Error).message : (error as Error).stack ?? String(error)}\n`);
   process.exit(1);
 });
