@@ -1,6 +1,7 @@
 import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc';
 import type { CallerRegistry } from '../config/callers.js';
 import type { Logger } from '../logger.js';
+import type { CallLogContext } from './logging-middleware.js';
 
 /** Only the quota API needs a caller; health and reflection stay open for probes and grpcurl. */
 const PROTECTED_PREFIX = '/quota.v1.';
@@ -22,6 +23,9 @@ export function authMiddleware(callers: CallerRegistry, logger: Logger) {
       logger.debug({ method: call.method.path }, 'unknown bearer token');
       throw new ServerError(Status.UNAUTHENTICATED, 'unknown bearer token');
     }
+    // The caller's name (never its token) goes on the call's log lines.
+    const callLog = (context as CallContext & CallLogContext).callLog;
+    if (callLog) callLog.caller = caller.name;
     if (!call.requestStream && caller.policies !== undefined) {
       for (const policy of policiesNamedIn(call.request)) {
         if (!caller.policies.has(policy)) {

@@ -1,6 +1,11 @@
 import { ServerError, type CallContext, type ServerMiddlewareCall } from 'nice-grpc';
 import type { Logger } from '../logger.js';
 
+/** Fields of the current call's log lines; inner middleware (auth) may add to them. */
+export interface CallLogContext {
+  callLog?: Record<string, unknown>;
+}
+
 /**
  * One debug line when a call starts and one when it ends, with the fields an
  * operator can search by: method, policy id, request id, status. Identity
@@ -10,11 +15,11 @@ import type { Logger } from '../logger.js';
 export function loggingMiddleware(logger: Logger) {
   return async function* logCalls<Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
     if (call.requestStream || !logger.isLevelEnabled('debug')) return yield* call.next(call.request, context);
-    const fields = { method: call.method.path, ...requestFields(call.request) };
+    const fields: Record<string, unknown> = { method: call.method.path, ...requestFields(call.request) };
     logger.debug(fields, 'call started');
     const started = performance.now();
     try {
-      const response = yield* call.next(call.request, context);
+      const response = yield* call.next(call.request, { ...context, callLog: fields } as CallContext);
       logger.debug({ ...fields, ms: elapsed(started) }, 'call finished');
       return response;
     } catch (error) {

@@ -72,7 +72,7 @@ describe('bearer tokens per calling service', () => {
     expect(await codeOf(client.allow({ policy: 'user', identity: { user: 'auth' } }, bearer(ORDER_API_TOKEN)))).toBe('PERMISSION_DENIED');
     expect(await codeOf(client.listPolicies({}))).toBe('UNAUTHENTICATED');
 
-    expect((await client.allow(orders, bearer(ORDER_API_TOKEN))).allowed).toBe(true);
+    expect((await client.allow({ ...orders, requestId: 'req-1' }, bearer(ORDER_API_TOKEN))).allowed).toBe(true);
     // The gateway's file entry holds only the token's hash, and it may use every policy.
     expect((await client.allow({ policy: 'user', identity: { user: 'auth' } }, bearer(GATEWAY_TOKEN))).allowed).toBe(true);
     expect((await client.listPolicies({}, bearer(ORDER_API_TOKEN))).policies.length).toBeGreaterThan(0);
@@ -88,7 +88,9 @@ describe('bearer tokens per calling service', () => {
   it('tokens never reach the logs, at the most verbose level', () => {
     const log = lines.join('');
     expect(log).toContain('"msg":"call started"');
-    expect(log).toContain('"caller":"order-api"');
+    // Each call's lines carry the policy id, the request id and the caller's name, never the identity values.
+    expect(lines.some((l) => /"policy":"orders".*"requestId":"req-1".*"caller":"order-api".*"msg":"call finished"/.test(l))).toBe(true);
+    expect(log).not.toContain('"user":"auth"');
     expect(log).not.toContain(ORDER_API_TOKEN);
     expect(log).not.toContain(GATEWAY_TOKEN);
     expect(log).not.toContain('not-a-known-token-at-all');
