@@ -1,10 +1,11 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Writable } from 'node:stream';
 import { ClientError } from 'nice-grpc';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parsePolicies } from '../../src/config/policies.js';
 import { DecisionSource, type AllowResponse } from '../../src/gen/quota/v1/quota.js';
 import { createLogger } from '../../src/logger.js';
-import { StoreFailurePolicy } from '../../src/store/failure.js';
+import { StoreFailurePolicy, type StoreFailureKind } from '../../src/store/failure.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
@@ -15,14 +16,21 @@ import { startTestService, type TestService } from '../support/quota-service.js'
  * mode must hold, without a gRPC error and without the outage adding more
  * than the timeout budget to the latency.
  *
- * The latency margin: on the 2-core CI machine shared with other suites,
- * event-loop stalls of a few tens of ms happen in healthy phases too. The
- * added p99 measured here was 45-60 ms with a 50 ms budget (docs/operations.md);
- * MARGIN_MS absorbs scheduler noise without hiding a store call that waits for
- * ioredis's own 1 s command timeout, which is what the test is there to catch.
+ * Latency is checked twice. Inside the service (the engine's decision time,
+ * what the budget bounds): p99 during the outage <= budget + the longest
+ * event-loop stall seen during the run + SERVICE_MARGIN_MS. End to end (gRPC
+ * client in the same process, 8 concurrent callers): outage p99 minus healthy
+ * p99 <= budget + that stall + E2E_MARGIN_MS. The budget is a timer, and a
+ * timer fires late by exactly the event loop's lag: on the 2-core machine
+ * shared with other suites, stalls of 100-300 ms were measured (figures in
+ * docs/operations.md), so a fixed margin is either flaky or too loose to
+ * mean anything. A hard ceiling below ioredis's own 1 s command timeout
+ * catches what the test is there for: calls waiting on the dead store.
  */
 const TIMEOUT_MS = 50;
-const MARGIN_MS = 150;
+const SERVICE_MARGIN_MS = 25;
+const E2E_MARGIN_MS = 50;
+const CEILING_MS = 900;
 const HALF_OPEN_MS = 300;
 const HEALTHY_MS = 800;
 const FROZEN_MS = 1_200;
@@ -76,14 +84,22 @@ describe('store outage under load (spec 7.2, verification 4)', () => {
     redis = await startRedisServer();
     const lines: string[] = [];
     const logger = createLogger('debug', new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }));
-    const failure = new StoreFailurePolicy({ timeoutMs: TIMEOUT_MS, breakerFailures: 5, halfOpenAfterMs: HALF_OPEN_MS, logger });
-    service = await startTestService(RedisStore.connect(redis.url), policies, { failure });
+    const failures: { kind: StoreFailureKind; at: number }[] = [];
+    const events = { storeFailure: (kind: StoreFailureKind) => failures.push({ kind, at: performance.now() }), circuitState: () => {} };
+    const failure = new StoreFailurePolicy({ timeoutMs: TIMEOUT_MS, breakerFailures: 5, halfOpenAfterMs: HALF_OPEN_MS, logger, events });
+    const decided: { at: number; ms: number }[] = [];
+    service = await startTestService(RedisStore.connect(redis.url), policies, {
+      failure,
+      onDecision: (_policy, _decision, seconds) => decided.push({ at: performance.now() - seconds * 1000, ms: seconds * 1000 }),
+    });
     const client = service.client;
 
     // Warm up (connections, script cache, JIT) so the healthy p99 is not the first call's.
     for (let i = 0; i < 50; i++) await client.allow({ policy, identity: { user: 'warm-up' } });
 
     const calls: Call[] = [];
+    const lag = monitorEventLoopDelay({ resolution: 10 });
+    lag.enable();
     let running = true;
     const worker = async (w: number) => {
       for (let i = 0; running; i++) {
@@ -103,6 +119,7 @@ describe('store outage under load (spec 7.2, verification 4)', () => {
 
     await sleep(HEALTHY_MS);
     const frozenAt = performance.now();
+    const frozenAtEpoch = Date.now();
     redis.signal('SIGSTOP');
     await sleep(FROZEN_MS);
     const deadAt = performance.now();
@@ -111,6 +128,8 @@ describe('store outage under load (spec 7.2, verification 4)', () => {
     running = false;
     await load;
     const outageEnd = performance.now();
+    lag.disable();
+    const stallMs = lag.max / 1e6;
 
     // No call fails: not UNKNOWN, not INTERNAL, not UNAVAILABLE.
     const errors = calls.filter((c) => c.error !== undefined).map((c) => (c.error instanceof ClientError ? `${c.error.code} ${c.error.details}` : String(c.error)));
@@ -120,7 +139,11 @@ describe('store outage under load (spec 7.2, verification 4)', () => {
     const outage = calls.filter((c) => c.startedAt >= frozenAt);
     expect(healthy.length).toBeGreaterThan(50);
     expect(outage.length).toBeGreaterThan(50);
-    expect(healthy.every((c) => c.response!.source === DecisionSource.DECISION_SOURCE_STORE)).toBe(true);
+    // Healthy Redis: the store decides, except where a stall of this busy machine ran past the
+    // budget; each of those is a counted timeout, never an error.
+    const healthyFailures = failures.filter((f) => f.at < frozenAt);
+    expect(healthyFailures.filter((f) => f.kind === 'error')).toEqual([]);
+    expect(healthy.filter((c) => c.response!.source !== DecisionSource.DECISION_SOURCE_STORE).length).toBeLessThanOrEqual(healthyFailures.length);
 
     const sources = new Set(outage.map((c) => c.response!.source));
     const allowed = outage.filter((c) => c.response!.allowed);
@@ -148,15 +171,20 @@ describe('store outage under load (spec 7.2, verification 4)', () => {
       }
     }
 
+    const serviceP99 = p99(decided.filter((d) => d.at >= frozenAt).map((d) => d.ms));
+    expect(serviceP99).toBeLessThanOrEqual(TIMEOUT_MS + stallMs + SERVICE_MARGIN_MS);
+    expect(serviceP99).toBeLessThan(CEILING_MS);
     const healthyP99 = p99(healthy.map((c) => c.ms));
     const outageP99 = p99(outage.map((c) => c.ms));
     const addedP99 = outageP99 - healthyP99;
-    expect(addedP99).toBeLessThanOrEqual(TIMEOUT_MS + MARGIN_MS);
+    expect(addedP99).toBeLessThanOrEqual(TIMEOUT_MS + stallMs + E2E_MARGIN_MS);
+    expect(addedP99).toBeLessThan(CEILING_MS);
 
     // One warning when the circuit opens, however many calls and probes fail.
-    const warnings = lines.filter((l) => l.includes('store circuit open'));
-    expect(warnings).toHaveLength(1);
-    expect(lines.filter((l) => l.includes('"level":40')).length).toBe(1);
+    // (A stall of this busy machine in the healthy phase may have opened it once already.)
+    const since = (epochMs: number) => lines.filter((l) => (JSON.parse(l) as { time: number }).time >= epochMs);
+    expect(since(frozenAtEpoch).filter((l) => l.includes('store circuit open'))).toHaveLength(1);
+    expect(since(frozenAtEpoch).filter((l) => l.includes('"level":40'))).toHaveLength(1);
 
     const frozenCalls = outage.filter((c) => c.startedAt < deadAt);
     const report = {
@@ -170,13 +198,17 @@ describe('store outage under load (spec 7.2, verification 4)', () => {
         deadP99Ms: round(p99(outage.filter((c) => c.startedAt >= deadAt).map((c) => c.ms))),
         p99Ms: round(outageP99),
         addedP99Ms: round(addedP99),
+        serviceP99Ms: round(serviceP99),
       },
+      longestStallMs: round(stallMs),
+      healthyTimeouts: healthyFailures.length,
     };
     // The figures docs/operations.md quotes (run: npx vitest run test/store/failure-outage.test.ts).
     process.stdout.write(`outage figures ${JSON.stringify(report)}\n`);
 
     // Redis back on the same port: a probe succeeds, the circuit closes, one line says so.
     const port = redis.port;
+    const restartedAtEpoch = Date.now();
     await redis.stop();
     redis = await startRedisServer({ port });
     const deadline = Date.now() + 10_000;
@@ -186,7 +218,7 @@ describe('store outage under load (spec 7.2, verification 4)', () => {
       if (response.source !== DecisionSource.DECISION_SOURCE_STORE) await sleep(50);
     }
     expect(response?.source).toBe(DecisionSource.DECISION_SOURCE_STORE);
-    expect(lines.filter((l) => l.includes('circuit closed'))).toHaveLength(1);
+    expect(since(restartedAtEpoch).filter((l) => l.includes('circuit closed'))).toHaveLength(1);
     await failure.close();
   });
 });
