@@ -11,7 +11,8 @@ import { startRedisServer, type RedisServer } from './support/redis-server.js';
 /** The service as `make run` starts it (through tsx, so no build step is needed). */
 function startService(env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', ...env },
+    // A generous store budget: a stall of a busy CI machine must not hand a decision to the failure mode.
+    env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', QUOTA_STORE_TIMEOUT_MS: '2000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

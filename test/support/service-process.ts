@@ -19,7 +19,9 @@ export interface ServiceProcess {
 
 export function startServiceProcess(env: Record<string, string>): ServiceProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', ...env },
+    // A generous store budget unless the test sets one: on a busy CI machine a stall past the
+    // production default (50 ms) would hand a decision to the failure mode and skew counts.
+    env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', QUOTA_STORE_TIMEOUT_MS: '2000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   own(child);
