@@ -7,7 +7,6 @@ export const algorithms = {
   token_bucket: tokenBucket,
   fixed_window: fixedWindow,
   // `any`: each entry has its own parameter type, used both as input and output (scaleParams).
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
 } as const satisfies Record<string, Algorithm<any>>;
 
 export type AlgorithmName = keyof typeof algorithms;

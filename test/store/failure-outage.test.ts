@@ -160,12 +160,14 @@ describe('store outage under load (spec 7.2, verification 4)', () => {
       case 'local': {
         expect([...sources]).toEqual([DecisionSource.DECISION_SOURCE_LOCAL]);
         // Each user gets at most this instance's share: a bucket of share*capacity, refilled at share*rate.
+        // At least the refill: the local bucket may have been spent by healthy-phase timeouts.
         const seconds = (outageEnd - frozenAt) / 1000;
-        const bound = SHARE * CAPACITY + SHARE * RATE * seconds + 1;
+        const most = SHARE * CAPACITY + SHARE * RATE * seconds + 1;
+        const least = Math.floor(SHARE * RATE * seconds) - 1;
         for (const user of USERS) {
           const granted = allowed.filter((c) => c.user === user).length;
-          expect(granted).toBeGreaterThanOrEqual(SHARE * CAPACITY);
-          expect(granted).toBeLessThanOrEqual(bound);
+          expect(granted).toBeGreaterThanOrEqual(least);
+          expect(granted).toBeLessThanOrEqual(most);
         }
         break;
       }
