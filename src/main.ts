@@ -1,10 +1,16 @@
 // The only place that reads the environment, handles signals and wires the parts.
+import { CallersFileError, loadCallersFile, type CallerRegistry } from './config/callers.js';
 import { ConfigError, loadConfig } from './config/env.js';
-import { loadPolicyFile, PolicyFileError } from './config/policies.js';
+import { PolicyFileError, readPolicyFile } from './config/policies.js';
+import { watchPolicyFile } from './config/policy-watcher.js';
 import { QuotaEngine } from './engine/engine.js';
 import { startQuotaServer } from './grpc/server.js';
+import { serverCredentials } from './grpc/tls.js';
 import { createLogger } from './logger.js';
+import { QuotaMetrics } from './metrics/metrics.js';
+import { startMetricsServer, type MetricsServer } from './metrics/metrics-server.js';
 import { MemoryStore } from './store/memory.js';
+import { StoreFailurePolicy } from './store/failure.js';
 import { RedisStore } from './store/redis.js';
 import type { QuotaStore } from './store/store.js';
 
@@ -14,7 +20,9 @@ async function main(): Promise<void> {
   if (config.unknownVariables.length > 0) {
     logger.warn({ variables: config.unknownVariables }, 'ignoring unknown QUOTA_* variables (typo?)');
   }
-  const policies = await loadPolicyFile(config.QUOTA_POLICIES);
+  const credentials = serverCredentials({ cert: config.QUOTA_TLS_CERT, key: config.QUOTA_TLS_KEY, clientCa: config.QUOTA_TLS_CLIENT_CA });
+  const callers: CallerRegistry | undefined = config.QUOTA_AUTH_TOKENS ? await loadCallersFile(config.QUOTA_AUTH_TOKENS) : undefined;
+  const { text: policyText, policies } = await readPolicyFile(config.QUOTA_POLICIES);
   logger.info({ file: config.QUOTA_POLICIES, policies: [...policies.keys()] }, 'policies loaded');
 
   const store: QuotaStore = config.QUOTA_REDIS_URL ? RedisStore.connect(config.QUOTA_REDIS_URL) : new MemoryStore();
@@ -23,20 +31,51 @@ async function main(): Promise<void> {
   } else {
     logger.info({ store: store.description }, 'deciding in Redis');
   }
-  if (config.QUOTA_METRICS_ADDR) {
-    logger.warn({ addr: config.QUOTA_METRICS_ADDR }, 'QUOTA_METRICS_ADDR is accepted, but this release does not serve /metrics yet');
-  }
 
-  const server = await startQuotaServer({ engine: new QuotaEngine(policies, store), address: config.QUOTA_GRPC_ADDR, logger });
+  const metrics = new QuotaMetrics();
+  metrics.reloaded(true);
+  const failure = new StoreFailurePolicy({
+    timeoutMs: config.QUOTA_STORE_TIMEOUT_MS,
+    breakerFailures: config.QUOTA_BREAKER_FAILURES,
+    halfOpenAfterMs: config.QUOTA_BREAKER_HALF_OPEN_MS,
+    logger: logger.child({ component: 'store-failure' }),
+    events: metrics,
+  });
+  metrics.watchStore({ shared: store, local: () => failure.localKeyCount() });
+  let metricsServer: MetricsServer | undefined;
+  if (config.QUOTA_METRICS_ADDR) {
+    metricsServer = await startMetricsServer(config.QUOTA_METRICS_ADDR, metrics.registry);
+    logger.info({ addr: config.QUOTA_METRICS_ADDR, port: metricsServer.port }, 'metrics at GET /metrics');
+  }
+  const engine = new QuotaEngine(policies, store, { failure, onDecision: (policy, decision, seconds) => metrics.decided(policy, decision, seconds) });
+  const watcher = watchPolicyFile({
+    path: config.QUOTA_POLICIES,
+    loadedText: policyText,
+    logger: logger.child({ component: 'policies' }),
+    onReload: (next) => engine.replacePolicies(next),
+    onResult: (success) => metrics.reloaded(success),
+  });
+  const server = await startQuotaServer({ engine, address: config.QUOTA_GRPC_ADDR, logger, credentials, callers });
+  logger.info(
+    { tls: config.QUOTA_TLS_CERT ? (config.QUOTA_TLS_CLIENT_CA ? 'mutual' : 'server') : 'off', callers: callers?.size ?? 'off' },
+    'caller authentication',
+  );
+  if (callers === undefined && !/^(127\.|\[::1\]|localhost:)/.test(config.QUOTA_GRPC_ADDR)) {
+    logger.warn({ addr: config.QUOTA_GRPC_ADDR }, 'no caller authentication (QUOTA_AUTH_TOKENS unset) on a non-loopback address: any client may spend any quota');
+  }
   logger.info({ addr: config.QUOTA_GRPC_ADDR, port: server.port }, 'quota service listening');
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal, graceMs: config.QUOTA_SHUTDOWN_GRACE_MS }, 'shutting down: draining calls');
+    watcher.close();
     await server.shutdown(config.QUOTA_SHUTDOWN_GRACE_MS);
+    // Only now: a call still draining may need the store.
     await store.close();
-    logger.info('stopped');
+    await failure.close();
+    await metricsServer?.close();
+    logger.info({ store: store.description }, 'calls drained, store closed: stopped');
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
@@ -45,13 +84,15 @@ async function main(): Promise<void> {
   const waiting = setTimeout(() => logger.warn({ store: store.description }, 'store not answering yet: health stays NOT_SERVING'), 5_000);
   await store.ready();
   clearTimeout(waiting);
+  // A SIGTERM during the wait wins: never SERVING again once shutting down.
+  if (stopping) return;
   server.setServing(true);
   logger.info({ store: store.description }, 'store ready: health SERVING');
 }
 
 main().catch((error: unknown) => {
   // Before the logger exists (bad env) this is the only voice we have.
-  const known = error instanceof ConfigError || error instanceof PolicyFileError;
+  const known = error instanceof ConfigError || error instanceof PolicyFileError || error instanceof CallersFileError;
   process.stderr.write(`quota-service: ${known ? (error as Error).message : (error as Error).stack ?? String(error)}\n`);
   process.exit(1);
 });

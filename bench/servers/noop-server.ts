@@ -2,7 +2,7 @@
 // same process model as the quota service, but Allow does no work at all, so
 // its throughput is what the transport alone allows on this machine right now.
 import { createServer } from 'nice-grpc';
-import { QuotaServiceDefinition, type AllowResponse, type QuotaServiceImplementation } from '../../src/gen/quota/v1/quota.js';
+import { DecisionSource, QuotaServiceDefinition, type AllowResponse, type QuotaServiceImplementation } from '../../src/gen/quota/v1/quota.js';
 import { failStart, serveUntilParentLeaves } from './lifecycle.js';
 
 /**
@@ -16,6 +16,7 @@ const ALLOWED: AllowResponse = {
   deniedBy: '',
   limits: [{ name: 'bench', algorithm: 'token_bucket', limit: 1_000_000_000, remaining: 999_999_999, resetAfterMs: 1 }],
   delayMs: 0,
+  source: DecisionSource.DECISION_SOURCE_STORE,
 };
 
 const noop: QuotaServiceImplementation = {

@@ -1,5 +1,5 @@
 import { ChannelCredentials, ClientError, createChannel, createClientFactory, Status } from 'nice-grpc';
-import { QuotaServiceDefinition, type AllowRequest, type AllowResponse } from '../../src/gen/quota/v1/quota.js';
+import { DecisionSource as ProtoDecisionSource, QuotaServiceDefinition, type AllowRequest, type AllowResponse } from '../../src/gen/quota/v1/quota.js';
 import { Batcher, unarySender, type Send } from './batcher.js';
 import { requestError } from './errors.js';
 import { createFallback } from './fallback.js';
@@ -91,13 +91,15 @@ function describe(error: unknown, deadline: AbortSignal): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** Proto DecisionSource numbers (AllowResponse.source = 6, added by the failure-policy work). */
-const SOURCES: Record<number, DecisionSource> = { 1: 'store', 2: 'fail_open', 3: 'fail_closed', 4: 'local' };
+/** The service's DecisionSource; an older service that sends none decided in its store. */
+const SOURCES: Partial<Record<ProtoDecisionSource, DecisionSource>> = {
+  [ProtoDecisionSource.DECISION_SOURCE_STORE]: 'store',
+  [ProtoDecisionSource.DECISION_SOURCE_FAIL_OPEN]: 'fail_open',
+  [ProtoDecisionSource.DECISION_SOURCE_FAIL_CLOSED]: 'fail_closed',
+  [ProtoDecisionSource.DECISION_SOURCE_LOCAL]: 'local',
+};
 
 function toDecision(response: AllowResponse): QuotaDecision {
-  // delay_ms (5) and source (6) are assigned to other work in progress; read
-  // them when present so this client needs no change when they land.
-  const extra = response as AllowResponse & { delayMs?: number; source?: number };
   return {
     allowed: response.allowed,
     retryAfterMs: response.retryAfterMs,
@@ -109,7 +111,7 @@ function toDecision(response: AllowResponse): QuotaDecision {
       remaining: limit.remaining,
       resetAfterMs: limit.resetAfterMs,
     })),
-    delayMs: extra.delayMs ?? 0,
-    source: SOURCES[extra.source ?? 1] ?? 'store',
+    delayMs: response.delayMs,
+    source: SOURCES[response.source] ?? 'store',
   };
 }

@@ -55,6 +55,11 @@ export interface Algorithm<P> {
   capacity(params: P): number;
   /** Why this limit can never grant `cost` (it is bad input), or undefined when it can. */
   rejectCost(params: P, cost: number): string | undefined;
+  /**
+   * The same limit with its numbers scaled by `share` (0 < share <= 1): what
+   * one instance grants on its own under the `local` failure mode.
+   */
+  scaleParams(params: P, share: number): P;
 }
 
 /** Reads a Lua file that sits beside the module that uses it (the build copies .lua files). */

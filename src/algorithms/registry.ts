@@ -14,6 +14,7 @@ export const algorithms = {
   sliding_window_counter: slidingWindowCounter,
   leaky_bucket: leakyBucket,
   gcra,
-} as const satisfies Record<string, Algorithm<never>>;
+  // `any`: each entry has its own parameter type, used both as input and output (scaleParams).
+} as const satisfies Record<string, Algorithm<any>>;
 
 export type AlgorithmName = keyof typeof algorithms;

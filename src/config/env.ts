@@ -22,6 +22,15 @@ export const envSchema = z.object({
   QUOTA_METRICS_ADDR: hostPort.optional(),
   QUOTA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   QUOTA_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  // Store failure handling (src/store/failure.ts, docs/operations.md).
+  QUOTA_STORE_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(50),
+  QUOTA_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1_000).default(5),
+  QUOTA_BREAKER_HALF_OPEN_MS: z.coerce.number().int().min(10).max(600_000).default(1_000),
+  // Authenticated callers (docs/operations.md): TLS/mTLS on the gRPC port, bearer tokens per caller.
+  QUOTA_TLS_CERT: z.string().min(1).optional(),
+  QUOTA_TLS_KEY: z.string().min(1).optional(),
+  QUOTA_TLS_CLIENT_CA: z.string().min(1).optional(),
+  QUOTA_AUTH_TOKENS: z.string().min(1).optional(),
 });
 
 export type ServiceConfig = Readonly<z.infer<typeof envSchema>> & {

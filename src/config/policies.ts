@@ -3,7 +3,7 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import type { Algorithm } from '../algorithms/algorithm.js';
 import { algorithms } from '../algorithms/registry.js';
-import { policyFileSchema, type LimitDefinition, type PolicyFile } from './policy-schema.js';
+import { policyFileSchema, type FailureModeName, type LimitDefinition, type PolicyFile } from './policy-schema.js';
 
 /** A limit ready for the engine: its algorithm with parsed parameters. */
 export interface Limit<P = unknown> {
@@ -15,10 +15,18 @@ export interface Limit<P = unknown> {
   readonly definition: LimitDefinition;
 }
 
+/** What the policy does when the store cannot be asked in time (src/store/failure.ts). */
+export interface FailureMode {
+  readonly mode: FailureModeName;
+  /** For mode local: the share of each limit one instance grants; 1 otherwise. */
+  readonly localShare: number;
+}
+
 export interface Policy {
   readonly name: string;
   readonly description: string;
   readonly limits: readonly Limit[];
+  readonly failure: FailureMode;
 }
 
 export type PolicySet = ReadonlyMap<string, Policy>;
@@ -28,13 +36,18 @@ export class PolicyFileError extends Error {
 }
 
 export async function loadPolicyFile(path: string): Promise<PolicySet> {
+  return (await readPolicyFile(path)).policies;
+}
+
+/** The policies and the text they came from (hot reload compares texts). */
+export async function readPolicyFile(path: string): Promise<{ text: string; policies: PolicySet }> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
     throw new PolicyFileError(`cannot read policy file ${path}: ${(error as Error).message}`);
   }
-  return parsePolicies(text, path);
+  return { text, policies: parsePolicies(text, path) };
 }
 
 /** Parses and validates policy YAML; every error names the policy and field at fault. */
@@ -47,15 +60,30 @@ export function parsePolicies(yamlText: string, source = 'policies'): PolicySet 
   if (!parsed.success) {
     throw new PolicyFileError(`${source}: invalid policies:\n${formatIssues(parsed.error)}`);
   }
-  return buildPolicySet(parsed.data);
+  return buildPolicySet(parsed.data, source);
 }
 
-function buildPolicySet(file: PolicyFile): PolicySet {
+function buildPolicySet(file: PolicyFile, source: string): PolicySet {
   const policies = new Map<string, Policy>();
   for (const [name, policy] of Object.entries(file.policies)) {
-    policies.set(name, Object.freeze({ name, description: policy.description, limits: Object.freeze(policy.limits.map(toLimit)) }));
+    const failure = Object.freeze({ mode: policy.failure_mode, localShare: policy.local_share ?? 1 });
+    const limits = Object.freeze(policy.limits.map(toLimit));
+    if (failure.mode === 'local') checkLocalShare(source, name, limits, failure.localShare);
+    policies.set(name, Object.freeze({ name, description: policy.description, limits, failure }));
   }
   return policies;
+}
+
+/** A share so small that a limit's local copy could never grant one unit is a mistake, not a policy. */
+function checkLocalShare(source: string, policy: string, limits: readonly Limit[], share: number): void {
+  for (const limit of limits) {
+    const scaled = limit.algorithm.capacity(limit.algorithm.scaleParams(limit.params, share));
+    if (scaled < 1) {
+      throw new PolicyFileError(
+        `${source}: invalid policies:\n  policies.${policy}.local_share: ${share} of limit "${limit.name}" grants ${scaled} units per instance; it must grant at least 1`,
+      );
+    }
+  }
 }
 
 function toLimit(definition: LimitDefinition): Limit {

@@ -96,14 +96,31 @@ export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, 
     issue.code === 'invalid_union' ? ALGORITHM_NAMES_MESSAGE : undefined,
 });
 
+/** What a policy does when the store cannot be asked in time (spec 7.2; docs/operations.md). */
+export const FAILURE_MODES = ['fail_open', 'fail_closed', 'local'] as const;
+export type FailureModeName = (typeof FAILURE_MODES)[number];
+
 const policySchema = z.strictObject({
   description: z.string().default(''),
+  // fail_open by default: the limiter is one control among several (spec 1.2) and
+  // must not turn a store outage into an outage of every endpoint; policies that
+  // guard costly or strictly metered work say fail_closed or local.
+  failure_mode: z.enum(FAILURE_MODES, { error: 'must be one of "fail_open", "fail_closed", "local"' }).default('fail_open'),
+  /** For failure_mode local: the share of each limit one instance grants on its own. */
+  local_share: z.number().gt(0, 'must be above 0').lte(1, 'must be at most 1').optional(),
   limits: z
     .array(limitSchema)
     .min(1, 'a policy needs at least one limit')
     // Several limits decided all-or-nothing need the multi-limit engine; until it
     // exists, refuse them rather than spend from one limit and deny on another.
     .max(1, 'a policy takes exactly one limit in this release (several limits decided all-or-nothing are planned)'),
+}).superRefine((policy, ctx) => {
+  if (policy.failure_mode === 'local' && policy.local_share === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['local_share'], message: 'required with failure_mode local: the share of each limit one instance grants on its own, e.g. 0.25 for 4 replicas' });
+  }
+  if (policy.failure_mode !== 'local' && policy.local_share !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['local_share'], message: `only meaningful with failure_mode local (this policy is ${policy.failure_mode})` });
+  }
 });
 
 export const policyFileSchema = z

@@ -1,6 +1,8 @@
 import type { LimitOutcome } from '../algorithms/algorithm.js';
 import type { LimitCall } from '../algorithms/decide-script.js';
 import type { Limit, Policy, PolicySet } from '../config/policies.js';
+import { createLogger } from '../logger.js';
+import { StoreFailurePolicy, type DecisionSource } from '../store/failure.js';
 import type { QuotaStore } from '../store/store.js';
 import { identityKey } from './keys.js';
 import { validatePeek, validateRequest, type AllowInput, type PeekInput, type ValidRequest } from './validate-request.js';
@@ -22,27 +24,60 @@ export interface Decision {
   limits: LimitStatus[];
   /** Shaping: wait this long before doing the allowed work; 0 otherwise. */
   delayMs: number;
+  /** Where the decision came from: the store, or the policy's failure mode (src/store/failure.ts). */
+  source: DecisionSource;
+}
+
+export interface QuotaEngineOptions {
+  /** Timeout budget, circuit breaker and failure modes around the store call. */
+  failure?: StoreFailurePolicy;
+  /** Told of every decision and how long it took (metrics). */
+  onDecision?: (policy: string, decision: Decision, seconds: number) => void;
 }
 
 /** The decision: policy -> limits -> keys -> store call -> result. Transport-free. */
 export class QuotaEngine {
+  readonly failure: StoreFailurePolicy;
+  private readonly onDecision: QuotaEngineOptions['onDecision'];
+
   constructor(
-    private readonly policies: PolicySet,
+    private policies: PolicySet,
     private readonly store: QuotaStore,
-  ) {}
+    options: QuotaEngineOptions = {},
+  ) {
+    // Without explicit settings (tests, embedding): a generous budget, so a
+    // busy machine does not turn a slow answer into a failure-mode decision.
+    this.failure =
+      options.failure ??
+      new StoreFailurePolicy({ timeoutMs: 1_000, breakerFailures: 5, halfOpenAfterMs: 1_000, logger: createLogger('silent') });
+    this.onDecision = options.onDecision;
+  }
 
   async allow(input: AllowInput): Promise<Decision> {
     const request = validateRequest(this.policies, input);
+    const started = performance.now();
+    const decision = await this.failure.decide(
+      request.policy,
+      () => this.decideOn(this.store, request, (limit) => limit),
+      (store, scale) => this.decideOn(store, request, scale),
+    );
+    this.onDecision?.(request.policy.name, decision, (performance.now() - started) / 1000);
+    return decision;
+  }
+
+  /** The decision on one store; `scale` gives the limit to apply (the local limiter's share, or the limit itself). */
+  private async decideOn(store: QuotaStore, request: ValidRequest, scale: (limit: Limit) => Limit): Promise<Omit<Decision, 'source'>> {
+    const limits = request.policy.limits.map(scale);
     // The policy schema allows exactly one limit for now, so one store call on
     // one identity's keys (one slot) decides the whole request atomically.
-    const outcomes = await this.store.decideAll(limitCalls(request), 'spend');
-    const denied = request.policy.limits.findIndex((_, i) => outcomes[i]?.allowed !== true);
+    const outcomes = await store.decideAll(limitCalls(limits, request), 'spend');
+    const denied = limits.findIndex((_, i) => outcomes[i]?.allowed !== true);
     const allowed = denied === -1;
     return {
       allowed,
       retryAfterMs: allowed ? 0 : (outcomes[denied]?.retryAfterMs ?? 0),
-      deniedBy: allowed ? '' : (request.policy.limits[denied]?.name ?? ''),
-      limits: statuses(request.policy.limits, outcomes),
+      deniedBy: allowed ? '' : (limits[denied]?.name ?? ''),
+      limits: statuses(limits, outcomes),
       delayMs: allowed ? Math.max(0, ...outcomes.map((o) => o.delayMs ?? 0)) : 0,
     };
   }
@@ -50,7 +85,16 @@ export class QuotaEngine {
   /** GetQuota: every limit's status now, spending nothing and writing nothing. */
   async getQuota(input: PeekInput): Promise<LimitStatus[]> {
     const request = validatePeek(this.policies, input);
-    return statuses(request.policy.limits, await this.store.decideAll(limitCalls(request), 'peek'));
+    const limits = request.policy.limits;
+    return statuses(limits, await this.store.decideAll(limitCalls(limits, request), 'peek'));
+  }
+
+  /**
+   * Hot reload: every call reads the policies through this one reference, so
+   * a call sees either the old set or the new one whole, never a mix.
+   */
+  replacePolicies(policies: PolicySet): void {
+    this.policies = policies;
   }
 
   listPolicies(): Policy[] {
@@ -58,8 +102,8 @@ export class QuotaEngine {
   }
 }
 
-function limitCalls(request: ValidRequest): LimitCall[] {
-  return request.policy.limits.map((limit, i) => {
+function limitCalls(limits: readonly Limit[], request: ValidRequest): LimitCall[] {
+  return limits.map((limit, i) => {
     const value = request.identityValues[i];
     if (value === undefined) throw new Error(`policy ${request.policy.name}: no identity value for limit ${limit.name}`);
     return { limit, identityKey: identityKey(limit.name, limit.keyBy, value), cost: request.cost };

@@ -3,31 +3,42 @@ import type { LimitDefinition as LimitFileDefinition } from '../config/policy-sc
 import type { QuotaEngine } from '../engine/engine.js';
 import { InvalidArgumentError } from '../engine/errors.js';
 import type { Logger } from '../logger.js';
-import type {
-  AllowBatchRequest,
-  AllowBatchResponse,
-  AllowRequest,
-  AllowResponse,
-  GetQuotaRequest,
-  GetQuotaResponse,
-  LimitDefinition,
-  ListPoliciesResponse,
-  QuotaServiceImplementation,
+import type { DecisionSource as EngineDecisionSource } from '../store/failure.js';
+import {
+  DecisionSource,
+  type AllowBatchRequest,
+  type AllowBatchResponse,
+  type AllowRequest,
+  type AllowResponse,
+  type GetQuotaRequest,
+  type GetQuotaResponse,
+  type LimitDefinition,
+  type ListPoliciesResponse,
+  type QuotaServiceImplementation,
 } from '../gen/quota/v1/quota.js';
 import { batchItemError } from './error-middleware.js';
 
 /** The most requests one AllowBatch call may carry; a bigger batch is rejected whole. */
 export const MAX_BATCH_SIZE = 1000;
 
+const SOURCES: Record<EngineDecisionSource, DecisionSource> = {
+  store: DecisionSource.DECISION_SOURCE_STORE,
+  fail_open: DecisionSource.DECISION_SOURCE_FAIL_OPEN,
+  fail_closed: DecisionSource.DECISION_SOURCE_FAIL_CLOSED,
+  local: DecisionSource.DECISION_SOURCE_LOCAL,
+};
+
 /** quota.v1.QuotaService: maps proto messages to the engine and back, nothing more. */
 export function quotaService(engine: QuotaEngine, logger: Logger): QuotaServiceImplementation {
-  const allow = (request: AllowRequest): Promise<AllowResponse> =>
-    engine.allow({
+  const allow = async (request: AllowRequest): Promise<AllowResponse> => {
+    const decision = await engine.allow({
       policy: request.policy,
       identity: request.identity,
       cost: request.cost,
       requestId: request.requestId,
     });
+    return { ...decision, source: SOURCES[decision.source] };
+  };
   return {
     allow,
 
@@ -65,6 +76,7 @@ function toProtoPolicy(policy: Policy) {
     name: policy.name,
     description: policy.description,
     limits: policy.limits.map((limit) => toProtoLimit(limit.definition)),
+    failureMode: { mode: policy.failure.mode, localShare: policy.failure.mode === 'local' ? policy.failure.localShare : 0 },
   };
 }
 

@@ -1,9 +1,13 @@
+import type { ServerCredentials } from '@grpc/grpc-js';
 import { createServer, type Server } from 'nice-grpc';
 import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
 import type { QuotaEngine } from '../engine/engine.js';
 import { QuotaServiceDefinition } from '../gen/quota/v1/quota.js';
 import type { Logger } from '../logger.js';
+import type { CallerRegistry } from '../config/callers.js';
+import { authMiddleware } from './auth-middleware.js';
 import { errorMiddleware } from './error-middleware.js';
+import { loggingMiddleware } from './logging-middleware.js';
 import { quotaService } from './quota-service.js';
 import { addReflection } from './reflection.js';
 
@@ -25,8 +29,15 @@ export async function startQuotaServer(options: {
   engine: QuotaEngine;
   address: string;
   logger: Logger;
+  /** TLS or mTLS (src/grpc/tls.ts); plaintext by default. */
+  credentials?: ServerCredentials;
+  /** Bearer tokens per caller; unset: no caller authentication. */
+  callers?: CallerRegistry;
 }): Promise<QuotaServer> {
-  const server: Server = createServer().use(errorMiddleware(options.logger));
+  // Logging outermost, so it sees the status the error middleware chose.
+  let chain = createServer().use(loggingMiddleware(options.logger)).use(errorMiddleware(options.logger));
+  if (options.callers) chain = chain.use(authMiddleware(options.callers, options.logger));
+  const server: Server = chain;
   server.add(QuotaServiceDefinition, quotaService(options.engine, options.logger));
 
   const health = HealthState();
@@ -40,7 +51,7 @@ export async function startQuotaServer(options: {
   };
   // NOT_SERVING until the caller says the store is ready.
   setServing(false);
-  const port = await server.listen(options.address);
+  const port = await server.listen(options.address, options.credentials);
 
   return {
     port,

@@ -39,6 +39,11 @@ export class MemoryStore implements QuotaStore {
     return decided.map((d) => d.outcome);
   }
 
+  /** Live keys; for the state-keys metric. */
+  async keyCount(): Promise<number> {
+    return this.space.keys(this.clock.now()).length;
+  }
+
   async ready(): Promise<void> {}
 
   async close(): Promise<void> {

@@ -65,6 +65,11 @@ export class RedisStore implements QuotaStore {
     return parseDecideReply(reply, calls.length);
   }
 
+  /** Keys in the quota database (DBSIZE, O(1)); for the state-keys metric. */
+  async keyCount(): Promise<number> {
+    return this.redis.dbsize();
+  }
+
   /** Waits until Redis answers a PING; ioredis keeps reconnecting meanwhile. */
   async ready(): Promise<void> {
     for (;;) {

@@ -1,6 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock.js';
+import { createLogger } from '../../src/logger.js';
+import { StoreFailurePolicy } from '../../src/store/failure.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { createQuotaClient, QuotaInvalidArgumentError, type QuotaClient, type QuotaClientOptions } from '../../clients/quota-client/index.js';
 import { closedPort } from '../support/closed-port.js';
@@ -18,6 +20,10 @@ const connect = (options: QuotaClientOptions) => {
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
 });
+
+/** A store budget longer than any client deadline here, so the service itself never answers first. */
+const patientFailurePolicy = () =>
+  new StoreFailurePolicy({ timeoutMs: 600_000, breakerFailures: 5, halfOpenAfterMs: 1_000, logger: createLogger('silent') });
 
 const LOCAL_POLICIES = `
 policies:
@@ -82,7 +88,7 @@ describe('the service takes longer than the deadline (its store never answers)',
     ['unary', false],
     ['batching', undefined],
   ] as const)('%s: after deadlineMs the failure policy answers, every caller on its own', async (_mode, batch) => {
-    service ??= await startTestService(store);
+    service ??= await startTestService(store, undefined, { failure: patientFailurePolicy() });
     // Long enough for the calls to reach the server on a busy machine (asserted below), short enough to wait for.
     const deadlineMs = 1_000;
     const client = connect({ address: `127.0.0.1:${service.server.port}`, batch, deadlineMs, onUnavailable: 'fail_open' });
@@ -99,7 +105,7 @@ describe('the service takes longer than the deadline (its store never answers)',
   });
 
   it('a per-call deadline overrides the client default', async () => {
-    service ??= await startTestService(store);
+    service ??= await startTestService(store, undefined, { failure: patientFailurePolicy() });
     const client = connect({ address: `127.0.0.1:${service.server.port}`, deadlineMs: 60_000, onUnavailable: 'fail_closed' });
     const started = performance.now();
     expect(await client.allow({ policy: 'orders', identity: { user: 'p' } }, { deadlineMs: 200 })).toMatchObject({ source: 'fail_closed' });
@@ -107,7 +113,7 @@ describe('the service takes longer than the deadline (its store never answers)',
   });
 });
 
-describe('the service is up but its Redis is down (UNAVAILABLE)', () => {
+describe("the service is up but its Redis is down: the service's failure mode answers", () => {
   let redis: RedisServer | undefined;
   let service: TestService | undefined;
   let store: RedisStore | undefined;
@@ -117,15 +123,17 @@ describe('the service is up but its Redis is down (UNAVAILABLE)', () => {
     await redis?.stop();
   });
 
-  it('the failure policy answers, for single and batched calls', async () => {
+  it("the client passes the service's decision and its source on, for single and batched calls", async () => {
     redis = await startRedisServer();
     store = RedisStore.connect(redis.url);
     service = await startTestService(store);
     const client = connect({ address: `127.0.0.1:${service.server.port}`, deadlineMs: 5_000, onUnavailable: 'fail_open' });
     expect(await client.allow({ policy: 'orders', identity: { user: 'r' } })).toMatchObject({ allowed: true, source: 'store' });
     await redis.stop();
-    expect(await client.allow({ policy: 'orders', identity: { user: 'r' } })).toMatchObject({ allowed: true, source: 'fail_open' });
+    // The shipped `orders` policy fails over to the service's local share; the
+    // client's own onUnavailable is for a service that cannot answer at all.
+    expect(await client.allow({ policy: 'orders', identity: { user: 'r' } })).toMatchObject({ allowed: true, source: 'local' });
     const batched = await Promise.all([1, 2, 3].map((i) => client.allow({ policy: 'orders', identity: { user: `r${i}` } })));
-    expect(batched.map((d) => d.source)).toEqual(['fail_open', 'fail_open', 'fail_open']);
+    expect(batched.map((d) => d.source)).toEqual(['local', 'local', 'local']);
   });
 });

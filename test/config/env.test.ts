@@ -8,6 +8,9 @@ describe('environment configuration', () => {
       QUOTA_POLICIES: 'config/policies.yaml',
       QUOTA_LOG_LEVEL: 'info',
       QUOTA_SHUTDOWN_GRACE_MS: 10_000,
+      QUOTA_STORE_TIMEOUT_MS: 50,
+      QUOTA_BREAKER_FAILURES: 5,
+      QUOTA_BREAKER_HALF_OPEN_MS: 1_000,
       unknownVariables: [],
     });
   });

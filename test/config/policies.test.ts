@@ -49,6 +49,11 @@ describe('policy file validation: errors name the policy and field', () => {
     ['leaky bucket, token bucket field', { t: { limits: [{ name: 'l', key_by: 'user', algorithm: 'leaky_bucket', capacity: 5, refill_per_second: 1 }] } }, 'refill_per_second'],
     ['gcra over its rate cap', { t: { limits: [{ ...bucket, algorithm: 'gcra', refill_per_second: 20_000 }] } }, 'policies.t.limits[0].refill_per_second:'],
     ['gcra kept for over a year', { t: { limits: [{ ...bucket, algorithm: 'gcra', capacity: 1e6, refill_per_second: 1e-6 }] } }, 'policies.t.limits[0].refill_per_second: capacity / refill_per_second is too large'],
+    ['unknown failure mode', { user: { failure_mode: 'fail_sometimes', limits: [window] } }, 'policies.user.failure_mode: must be one of "fail_open", "fail_closed", "local"'],
+    ['local without a share', { user: { failure_mode: 'local', limits: [window] } }, 'policies.user.local_share: required with failure_mode local'],
+    ['share above 1', { user: { failure_mode: 'local', local_share: 1.5, limits: [window] } }, 'policies.user.local_share: must be at most 1'],
+    ['share without local', { user: { failure_mode: 'fail_closed', local_share: 0.5, limits: [window] } }, 'policies.user.local_share: only meaningful with failure_mode local'],
+    ['share granting nothing', { user: { failure_mode: 'local', local_share: 0.001, limits: [window] } }, 'policies.user.local_share: 0.001 of limit "per-user" grants 0 units per instance'],
     ['one limit name, two definitions', { a: { limits: [window] }, b: { limits: [{ ...window, limit: 5 }] } }, 'policies.b.limits[0].name: limit "per-user" is also defined in policy "a" with other settings'],
   ])('%s', (_name, policies, expected) => {
     expect(errorOf(file(policies))).toContain(expected);
@@ -57,6 +62,17 @@ describe('policy file validation: errors name the policy and field', () => {
   it('one limit shared by two policies with the same settings is allowed (they share state)', () => {
     const policies = parsePolicies(file({ a: { limits: [window] }, b: { limits: [{ ...window, description: 'same limit' }] } }));
     expect([...policies.keys()]).toEqual(['a', 'b']);
+  });
+
+  it('failure modes: fail_open by default, local scales each limit by its share', () => {
+    const policies = parsePolicies(file({ a: { limits: [window] }, b: { failure_mode: 'local', local_share: 0.25, limits: [bucket] } }));
+    expect(policies.get('a')!.failure).toEqual({ mode: 'fail_open', localShare: 1 });
+    const b = policies.get('b')!;
+    expect(b.failure).toEqual({ mode: 'local', localShare: 0.25 });
+    const limit = b.limits[0]!;
+    expect(limit.algorithm.scaleParams(limit.params, 0.25)).toEqual({ capacity: 2.5, refillPerSecond: 0.5 });
+    const perUser = policies.get('a')!.limits[0]!;
+    expect(perUser.algorithm.scaleParams(perUser.params, 0.25)).toEqual({ limit: 30, window: 'minute' });
   });
 
   it('YAML syntax errors say so, with the file name', () => {

@@ -1,6 +1,6 @@
 import { ClientError, Status } from 'nice-grpc';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { AllowRequest } from '../../src/gen/quota/v1/quota.js';
+import { DecisionSource, type AllowRequest } from '../../src/gen/quota/v1/quota.js';
 import { MAX_BATCH_SIZE } from '../../src/grpc/quota-service.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
@@ -100,16 +100,17 @@ describe('AllowBatch with the store down', () => {
     await own?.stop();
   });
 
-  it('every item gets UNAVAILABLE on its own; a bad item still gets its own code', async () => {
+  it("every item gets its policy's failure-mode decision on its own; a bad item still gets its own code", async () => {
     own = await startRedisServer();
     const store = RedisStore.connect(own.url);
     service = await startTestService(store);
     await own.stop();
     const { results } = await service.client.allowBatch({ requests: [order('a'), order('b', { policy: 'nope' }), order('c')] });
-    expect(results).toEqual([
-      { error: { code: Status.UNAVAILABLE, message: 'requests[0]: quota store unavailable' } },
+    // The shipped `orders` policy fails over to its local share (docs/operations.md).
+    expect(results).toMatchObject([
+      { response: { allowed: true, source: DecisionSource.DECISION_SOURCE_LOCAL } },
       { error: { code: Status.NOT_FOUND, message: 'requests[1].policy: no policy named "nope"' } },
-      { error: { code: Status.UNAVAILABLE, message: 'requests[2]: quota store unavailable' } },
+      { response: { allowed: true, source: DecisionSource.DECISION_SOURCE_LOCAL } },
     ]);
     await store.close();
   });

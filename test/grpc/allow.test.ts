@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock.js';
+import { DecisionSource } from '../../src/gen/quota/v1/quota.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
@@ -33,6 +34,7 @@ describe('Allow over gRPC on Redis (Redis clock)', () => {
     const denied = await call();
     expect(denied.allowed).toBe(false);
     expect(denied.deniedBy).toBe('orders');
+    expect(denied.source).toBe(DecisionSource.DECISION_SOURCE_STORE);
     // Fewer than one token left at 2 tokens/s: the wait for the next is at most 500 ms.
     expect(denied.retryAfterMs).toBeGreaterThanOrEqual(1);
     expect(denied.retryAfterMs).toBeLessThanOrEqual(500);
@@ -65,6 +67,8 @@ describe('Allow over gRPC on Redis (Redis clock)', () => {
       { name: 'orders', keyBy: 'user', tokenBucket: { capacity: 10, refillPerSecond: 2 }, fixedWindow: undefined },
     ]);
     expect(policies[3]!.limits[0]).toMatchObject({ name: 'ip-per-minute', keyBy: 'ip', fixedWindow: { limit: 30, window: 'minute' } });
+    expect(policies[0]!.failureMode).toEqual({ mode: 'local', localShare: 0.5 });
+    expect(policies[1]!.failureMode).toEqual({ mode: 'fail_open', localShare: 0 });
   });
 });
 

@@ -1,5 +1,5 @@
-import { ClientError, Status } from 'nice-grpc';
 import { afterAll, describe, expect, it } from 'vitest';
+import { DecisionSource } from '../../src/gen/quota/v1/quota.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
@@ -12,28 +12,31 @@ describe('store trouble', () => {
     await redis?.stop();
   });
 
-  it('Redis gone: UNAVAILABLE with a plain message, no crash; back again (empty script cache): decisions resume', async () => {
+  it('Redis gone: the failure mode decides, no gRPC error, no crash; back again (empty script cache): the store decides', async () => {
     redis = await startRedisServer();
     const port = redis.port;
     const store = RedisStore.connect(redis.url);
     service = await startTestService(store);
-    const allow = () => service!.client.allow({ policy: 'orders', identity: { user: 'u' } });
-    expect((await allow()).allowed).toBe(true);
+    // orders fails over to a local limiter (config/policies.yaml); ip fails open.
+    const orders = () => service!.client.allow({ policy: 'orders', identity: { user: 'u' } });
+    expect(await orders()).toMatchObject({ allowed: true, source: DecisionSource.DECISION_SOURCE_STORE });
 
     await redis.stop();
-    const error = await allow().then(() => undefined, (e: unknown) => e);
-    expect(error).toBeInstanceOf(ClientError);
-    expect((error as ClientError).code).toBe(Status.UNAVAILABLE);
-    expect((error as ClientError).details).toBe('quota store unavailable');
+    const local = await orders();
+    // The local limiter has half the bucket (capacity 5) and starts full.
+    expect(local).toMatchObject({ allowed: true, source: DecisionSource.DECISION_SOURCE_LOCAL, limits: [{ name: 'orders', limit: 5, remaining: 4 }] });
+    const open = await service.client.allow({ policy: 'ip', identity: { ip: '203.0.113.9' } });
+    expect(open).toMatchObject({ allowed: true, source: DecisionSource.DECISION_SOURCE_FAIL_OPEN, limits: [] });
 
     // A new Redis on the same port knows no scripts: EVALSHA falls back to EVAL.
     redis = await startRedisServer({ port });
     const deadline = Date.now() + 10_000;
     let response;
-    while (response === undefined && Date.now() < deadline) {
-      response = await allow().catch(() => undefined);
-      if (response === undefined) await new Promise((r) => setTimeout(r, 50));
+    while (response?.source !== DecisionSource.DECISION_SOURCE_STORE && Date.now() < deadline) {
+      response = await orders();
+      if (response.source !== DecisionSource.DECISION_SOURCE_STORE) await new Promise((r) => setTimeout(r, 50));
     }
-    expect(response).toMatchObject({ allowed: true, limits: [{ remaining: 9 }] });
+    // The store decides again: the new Redis holds no state, so a full global bucket (10), not the local one (5).
+    expect(response).toMatchObject({ allowed: true, source: DecisionSource.DECISION_SOURCE_STORE, limits: [{ limit: 10, remaining: 9 }] });
   });
 });

@@ -1,6 +1,6 @@
 import { createChannel, createClient, type Channel } from 'nice-grpc';
 import { loadPolicyFile, type PolicySet } from '../../src/config/policies.js';
-import { QuotaEngine } from '../../src/engine/engine.js';
+import { QuotaEngine, type QuotaEngineOptions } from '../../src/engine/engine.js';
 import { QuotaServiceDefinition, type QuotaServiceClient } from '../../src/gen/quota/v1/quota.js';
 import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
 import { createLogger } from '../../src/logger.js';
@@ -16,8 +16,8 @@ export interface TestService {
 
 export const shippedPolicies = (): Promise<PolicySet> => loadPolicyFile('config/policies.yaml');
 
-export async function startTestService(store: QuotaStore, policies?: PolicySet): Promise<TestService> {
-  const engine = new QuotaEngine(policies ?? (await shippedPolicies()), store);
+export async function startTestService(store: QuotaStore, policies?: PolicySet, options?: QuotaEngineOptions): Promise<TestService> {
+  const engine = new QuotaEngine(policies ?? (await shippedPolicies()), store, options);
   const server = await startQuotaServer({ engine, address: '127.0.0.1:0', logger: createLogger('silent') });
   await store.ready();
   server.setServing(true);

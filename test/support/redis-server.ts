@@ -12,6 +12,8 @@ export interface RedisServer {
   readonly url: string;
   /** A fresh client; the caller closes it (or `stop` does). */
   client(): Redis;
+  /** Sends a signal to the process, e.g. SIGSTOP to freeze it (a hung store) or SIGKILL (a dead one). */
+  signal(signal: NodeJS.Signals): void;
   stop(): Promise<void>;
 }
 
@@ -111,6 +113,9 @@ async function launch(binary: string, port: number, extraArgs: string[]): Promis
       const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
       clients.push(client);
       return client;
+    },
+    signal(signal) {
+      child.kill(signal);
     },
     stop,
   };

@@ -21,6 +21,9 @@ export const fixedWindow: Algorithm<FixedWindowParams> = {
 
   capacity: (params) => params.limit,
 
+  // A window counts whole units: round down so N instances never exceed the global limit.
+  scaleParams: (params, share) => ({ limit: Math.floor(params.limit * share), window: params.window }),
+
   rejectCost(params, cost) {
     if (!Number.isInteger(cost)) return `must be a whole number for a fixed window, got ${cost}`;
     if (cost > params.limit) return `${cost} exceeds the window's limit of ${params.limit}, so it could never be granted`;

@@ -19,6 +19,9 @@ export const leakyBucket: Algorithm<LeakyBucketParams> = {
 
   capacity: (params) => params.capacity,
 
+  // The queue and the leak rate shrink, so N instances together serve about the global pace.
+  scaleParams: (params, share) => ({ ...params, capacity: params.capacity * share, leakPerSecond: params.leakPerSecond * share }),
+
   rejectCost: (params, cost) =>
     cost > params.capacity ? `${cost} exceeds the bucket's capacity of ${params.capacity}, so it could never be granted` : undefined,
 };

@@ -20,6 +20,9 @@ export const slidingWindowCounter: Algorithm<SlidingWindowCounterParams> = {
 
   capacity: (params) => params.limit,
 
+  // Whole units: round down so N instances never exceed the global limit.
+  scaleParams: (params, share) => ({ limit: Math.floor(params.limit * share), window: params.window }),
+
   rejectCost(params, cost) {
     if (!Number.isInteger(cost)) return `must be a whole number for a sliding window counter, got ${cost}`;
     if (cost > params.limit) return `${cost} exceeds the window's limit of ${params.limit}, so it could never be granted`;

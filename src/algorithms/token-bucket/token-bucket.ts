@@ -17,6 +17,9 @@ export const tokenBucket: Algorithm<TokenBucketParams> = {
 
   capacity: (params) => params.capacity,
 
+  // Both the burst and the pace shrink, so N instances together grant about the global limit.
+  scaleParams: (params, share) => ({ capacity: params.capacity * share, refillPerSecond: params.refillPerSecond * share }),
+
   rejectCost: (params, cost) =>
     cost > params.capacity ? `${cost} exceeds the bucket's capacity of ${params.capacity}, so it could never be granted` : undefined,
 };

@@ -1,0 +1,33 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+
+export interface MetricsServer {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** Serves GET /metrics (Prometheus text format) on `address` (host:port, IPv6 in brackets). */
+export async function startMetricsServer(address: string, registry: Registry): Promise<MetricsServer> {
+  const separator = address.lastIndexOf(':');
+  const host = address.slice(0, separator).replace(/^\[(.*)\]$/, '$1');
+  const port = Number(address.slice(separator + 1));
+  const server: Server = createServer((request, response) => {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at GET /metrics\n');
+      return;
+    }
+    registry.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      () => response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics collection failed\n'),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

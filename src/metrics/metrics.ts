@@ -1,0 +1,141 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Decision } from '../engine/engine.js';
+import type { CircuitStateName, DecisionSource, StoreFailureEvents, StoreFailureKind } from '../store/failure.js';
+
+/** Something that can count its state keys (Redis: DBSIZE; embedded store: live keys). */
+export interface KeyCounter {
+  keyCount(): Promise<number>;
+}
+
+/** Issue 4's Redis store may say whether its maxmemory-policy can evict quota state early (spec 3.2 rule 3). */
+interface EvictionRiskSource {
+  evictionRisk(): boolean | Promise<boolean>;
+}
+
+/** How long a scrape waits for a key count before reporting the last one it got. */
+const SAMPLE_TIMEOUT_MS = 200;
+const CIRCUIT_STATES: readonly CircuitStateName[] = ['closed', 'open', 'half_open'];
+
+/**
+ * Every Prometheus metric of the service (spec section 8 "suggested metrics"),
+ * on one registry. Names follow Prometheus conventions: quota_ prefix, _total
+ * for counters, _seconds for durations. Label values are policy and limit
+ * names from the policy file (bounded), never identities.
+ */
+export class QuotaMetrics implements StoreFailureEvents {
+  readonly registry = new Registry();
+
+  private readonly decisions = new Counter({
+    name: 'quota_decisions_total',
+    help: 'Allow decisions by policy, limit (the rejecting one, else the first of the policy), result (allowed|rejected) and source (store|fail_open|fail_closed|local).',
+    labelNames: ['policy', 'limit', 'result', 'source'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly checkDuration = new Histogram({
+    name: 'quota_check_duration_seconds',
+    help: 'Time to decide one Allow call inside the service (store call or failure mode included), by source.',
+    labelNames: ['source'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [this.registry],
+  });
+
+  private readonly storeFailures = new Counter({
+    name: 'quota_store_failures_total',
+    help: 'Store calls that did not decide: kind timeout (over QUOTA_STORE_TIMEOUT_MS), error (connection or Redis reply), circuit_open (not attempted).',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly circuit = new Gauge({
+    name: 'quota_store_circuit_state',
+    help: 'Circuit breaker in front of the store: 1 for the current state (closed, open, half_open), 0 for the others.',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly reloads = new Counter({
+    name: 'quota_config_reloads_total',
+    help: 'Policy file reloads by result (success, failure: the old policies stay in force).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly lastReload = new Gauge({
+    name: 'quota_config_last_reload_success_timestamp_seconds',
+    help: 'Unix time of the last successful policy load.',
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+    this.circuitState('closed');
+    for (const result of ['success', 'failure']) this.reloads.inc({ result }, 0);
+  }
+
+  /** Samples the state keys of the shared store and of the local limiter on each scrape. */
+  watchStore(stores: { shared: KeyCounter | object; local?: () => number }): void {
+    let last = { shared: 0, local: 0 };
+    const shared = stores.shared;
+    new Gauge({
+      name: 'quota_state_keys',
+      help: 'Quota state keys held, by store: shared (Redis DBSIZE of the quota database, or the embedded store) and local (the local failure-mode limiter). Sampled at scrape time.',
+      labelNames: ['store'] as const,
+      registers: [this.registry],
+      async collect() {
+        if (isKeyCounter(shared)) {
+          const count = await withTimeout(shared.keyCount(), SAMPLE_TIMEOUT_MS).catch(() => undefined);
+          if (count !== undefined) last = { ...last, shared: count };
+        }
+        if (stores.local) last = { ...last, local: stores.local() };
+        this.set({ store: 'shared' }, last.shared);
+        this.set({ store: 'local' }, last.local);
+      },
+    });
+    const risk = shared as Partial<EvictionRiskSource>;
+    let lastRisk = 0;
+    new Gauge({
+      name: 'quota_store_eviction_risk',
+      help: '1 when the store may evict quota state before its TTL (Redis maxmemory-policy that evicts keys without a TTL-aware choice); 0 otherwise, or when the store cannot tell.',
+      registers: [this.registry],
+      async collect() {
+        if (typeof risk.evictionRisk === 'function') {
+          const answer = await withTimeout(Promise.resolve(risk.evictionRisk.call(shared)), SAMPLE_TIMEOUT_MS).catch(() => undefined);
+          if (answer !== undefined) lastRisk = answer ? 1 : 0;
+        }
+        this.set(lastRisk);
+      },
+    });
+  }
+
+  decided(policy: string, decision: Decision, seconds: number): void {
+    const limit = decision.deniedBy || decision.limits[0]?.name || '';
+    this.decisions.inc({ policy, limit, result: decision.allowed ? 'allowed' : 'rejected', source: decision.source });
+    this.checkDuration.observe({ source: decision.source satisfies DecisionSource }, seconds);
+  }
+
+  storeFailure(kind: StoreFailureKind): void {
+    this.storeFailures.inc({ kind });
+  }
+
+  circuitState(state: CircuitStateName): void {
+    for (const name of CIRCUIT_STATES) this.circuit.set({ state: name }, name === state ? 1 : 0);
+  }
+
+  reloaded(success: boolean): void {
+    this.reloads.inc({ result: success ? 'success' : 'failure' });
+    if (success) this.lastReload.set(Date.now() / 1000);
+  }
+}
+
+function isKeyCounter(value: unknown): value is KeyCounter {
+  return typeof (value as Partial<KeyCounter>).keyCount === 'function';
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('timeout')), ms);
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}

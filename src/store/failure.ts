@@ -1,0 +1,175 @@
+import { BrokenCircuitError, circuitBreaker, CircuitState, ConsecutiveBreaker, handleType, type CircuitBreakerPolicy } from 'cockatiel';
+import type { Limit, Policy } from '../config/policies.js';
+import type { Decision } from '../engine/engine.js';
+import { StoreUnavailableError } from '../engine/errors.js';
+import type { Logger } from '../logger.js';
+import { MemoryStore } from './memory.js';
+import type { QuotaStore } from './store.js';
+
+/** Where a decision came from (AllowResponse.source). */
+export type DecisionSource = 'store' | 'fail_open' | 'fail_closed' | 'local';
+
+/** Why the store could not decide: for metrics (quota_store_failures_total{kind}). */
+export type StoreFailureKind = 'timeout' | 'error' | 'circuit_open';
+
+export type CircuitStateName = 'closed' | 'open' | 'half_open';
+
+/** Hooks for metrics; the failure policy knows nothing of Prometheus. */
+export interface StoreFailureEvents {
+  storeFailure(kind: StoreFailureKind): void;
+  circuitState(state: CircuitStateName): void;
+}
+
+export interface StoreFailureOptions {
+  /** Budget for one store decision; past it the policy's failure mode decides. */
+  timeoutMs: number;
+  /** Consecutive failed store calls that open the circuit. */
+  breakerFailures: number;
+  /** How long an open circuit waits before one probe call is let through. */
+  halfOpenAfterMs: number;
+  logger: Logger;
+  events?: StoreFailureEvents;
+}
+
+/** The store did not answer within the budget. */
+export class StoreTimeoutError extends Error {
+  override name = 'StoreTimeoutError';
+}
+
+/** A decision without its source; the failure policy stamps the source. */
+export type SourcelessDecision = Omit<Decision, 'source'>;
+
+/**
+ * Spec 7.2: a store decision within a time budget, behind a circuit breaker,
+ * and the policy's failure mode when the store cannot decide.
+ *
+ * It wraps "a promise of a store decision" and knows nothing of how the
+ * engine asks the store, so the engine's decide path can change freely:
+ * the engine hands over one function deciding on the shared store and one
+ * deciding the same request on a given store with scaled limits (the local
+ * limiter: the same TS models on an in-process MemoryStore).
+ *
+ * The breaker is cockatiel's (a consecutive-failure breaker with one probe
+ * call when half-open): one per store, since a dead store is dead for every
+ * policy. A timeout counts as a failure; a script error (a bug) does not and
+ * propagates.
+ */
+export class StoreFailurePolicy {
+  private readonly localStore = new MemoryStore();
+  private readonly scaledLimits = new WeakMap<Limit, Limit>();
+  private readonly breaker: CircuitBreakerPolicy;
+  /** True from the first opening of the circuit until it closes: one warning per outage, not per call. */
+  private outage = false;
+
+  constructor(private readonly options: StoreFailureOptions) {
+    this.breaker = circuitBreaker(handleType(StoreUnavailableError).orType(StoreTimeoutError), {
+      halfOpenAfter: options.halfOpenAfterMs,
+      breaker: new ConsecutiveBreaker(options.breakerFailures),
+    });
+    const log = options.logger;
+    this.breaker.onBreak((reason) => {
+      const cause = 'error' in reason ? String((reason.error as Error).message) : 'isolated';
+      if (this.outage) {
+        log.debug({ cause }, 'store probe failed: circuit open again');
+      } else {
+        this.outage = true;
+        log.warn(
+          { cause, probeEveryMs: options.halfOpenAfterMs },
+          'store circuit open: store calls stop, policies apply their failure modes until a probe succeeds',
+        );
+      }
+    });
+    this.breaker.onReset(() => {
+      if (this.outage) log.info('store answered a probe: circuit closed, decisions from the store again');
+      this.outage = false;
+    });
+    this.breaker.onStateChange((state) => options.events?.circuitState(stateName(state)));
+  }
+
+  get circuit(): CircuitStateName {
+    return stateName(this.breaker.state);
+  }
+
+  /** Keys held by the local limiter (for the state-keys metric). */
+  localKeyCount(): number {
+    return this.localStore.space.keys(Date.now()).length;
+  }
+
+  async decide(
+    policy: Policy,
+    fromStore: () => Promise<SourcelessDecision>,
+    onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
+  ): Promise<Decision> {
+    let kind: StoreFailureKind;
+    const deadline = deadlineAfter(this.options.timeoutMs);
+    try {
+      // The inner race lets the breaker count a timeout as a failure; the outer
+      // one bounds the wait for a half-open probe made by another call.
+      const call = this.breaker.execute(() => Promise.race([fromStore(), deadline.expired]));
+      return { ...(await Promise.race([call, deadline.expired])), source: 'store' };
+    } catch (error) {
+      if (error instanceof StoreTimeoutError) kind = 'timeout';
+      else if (error instanceof BrokenCircuitError) kind = 'circuit_open';
+      else if (error instanceof StoreUnavailableError) kind = 'error';
+      else throw error;
+    } finally {
+      deadline.cancel();
+    }
+    this.options.events?.storeFailure(kind);
+    return this.fallback(policy, onStore);
+  }
+
+  private async fallback(
+    policy: Policy,
+    onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
+  ): Promise<Decision> {
+    switch (policy.failure.mode) {
+      case 'fail_open':
+        return { allowed: true, retryAfterMs: 0, deniedBy: '', limits: [], delayMs: 0, source: 'fail_open' };
+      case 'fail_closed':
+        // No gRPC error: a denial the caller already knows how to handle. The
+        // next probe of the store is the earliest a retry can find it back.
+        return { allowed: false, retryAfterMs: this.options.halfOpenAfterMs, deniedBy: '', limits: [], delayMs: 0, source: 'fail_closed' };
+      case 'local': {
+        const share = policy.failure.localShare;
+        const decision = await onStore(this.localStore, (limit) => this.scaled(limit, share));
+        return { ...decision, source: 'local' };
+      }
+    }
+  }
+
+  private scaled(limit: Limit, share: number): Limit {
+    let scaled = this.scaledLimits.get(limit);
+    if (scaled === undefined) {
+      scaled = Object.freeze({ ...limit, params: limit.algorithm.scaleParams(limit.params, share) });
+      this.scaledLimits.set(limit, scaled);
+    }
+    return scaled;
+  }
+
+  async close(): Promise<void> {
+    await this.localStore.close();
+  }
+}
+
+function stateName(state: CircuitState): CircuitStateName {
+  switch (state) {
+    case CircuitState.Closed:
+      return 'closed';
+    case CircuitState.HalfOpen:
+      return 'half_open';
+    default:
+      return 'open';
+  }
+}
+
+/** One timer per call: a promise that rejects with StoreTimeoutError after `ms` unless cancelled. */
+function deadlineAfter(ms: number): { expired: Promise<never>; cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreTimeoutError(`store did not answer within ${ms} ms`)), ms);
+  });
+  // Both races may have settled before the timer fires; nobody else listens.
+  expired.catch(() => {});
+  return { expired, cancel: () => clearTimeout(timer) };
+}

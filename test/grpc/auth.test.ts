@@ -1,0 +1,174 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { ChannelCredentials } from '@grpc/grpc-js';
+import { ClientError, createChannel, createClient, Metadata, Status, type Channel } from 'nice-grpc';
+import { HealthDefinition } from 'nice-grpc-server-health';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseCallers, tokenSha256 } from '../../src/config/callers.js';
+import { QuotaEngine } from '../../src/engine/engine.js';
+import { QuotaServiceDefinition } from '../../src/gen/quota/v1/quota.js';
+import { policiesNamedIn } from '../../src/grpc/auth-middleware.js';
+import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
+import { serverCredentials } from '../../src/grpc/tls.js';
+import { createLogger } from '../../src/logger.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { shippedPolicies } from '../support/quota-service.js';
+
+const ORDER_API_TOKEN = 'order-api-token-7f3a9c1e5b2d4f60';
+const GATEWAY_TOKEN = 'gateway-token-0c9e8d7b6a5f4e3d2c1b';
+const CALLERS = `
+callers:
+  order-api:
+    token: ${ORDER_API_TOKEN}
+    policies: [orders]
+  gateway:
+    token_sha256: ${tokenSha256(GATEWAY_TOKEN)}
+    policies: ['*']
+`;
+
+const bearer = (token: string) => ({ metadata: Metadata({ authorization: `Bearer ${token}` }) });
+const codeOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'OK',
+    (error: unknown) => (error instanceof ClientError ? Status[error.code] : `not a gRPC error: ${String(error)}`),
+  );
+
+async function serve(options: { tls?: Parameters<typeof serverCredentials>[0]; callers?: string; lines?: string[] }): Promise<QuotaServer> {
+  const lines = options.lines ?? [];
+  const logger = createLogger('trace', new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }));
+  const server = await startQuotaServer({
+    engine: new QuotaEngine(await shippedPolicies(), new MemoryStore()),
+    address: '127.0.0.1:0',
+    logger,
+    credentials: options.tls ? serverCredentials(options.tls) : undefined,
+    callers: options.callers === undefined ? undefined : parseCallers(options.callers),
+  });
+  server.setServing(true);
+  return server;
+}
+
+describe('bearer tokens per calling service', () => {
+  let server: QuotaServer;
+  let channel: Channel;
+  const lines: string[] = [];
+  beforeAll(async () => {
+    server = await serve({ callers: CALLERS, lines });
+    channel = createChannel(`127.0.0.1:${server.port}`);
+  });
+  afterAll(async () => {
+    channel.close();
+    await server.shutdown(1_000);
+  });
+
+  it('no token or a wrong one: UNAUTHENTICATED; a policy outside the caller\'s set: PERMISSION_DENIED; a valid one: decided', async () => {
+    const client = createClient(QuotaServiceDefinition, channel);
+    const orders = { policy: 'orders', identity: { user: 'auth' } };
+    expect(await codeOf(client.allow(orders))).toBe('UNAUTHENTICATED');
+    expect(await codeOf(client.allow(orders, bearer('not-a-known-token-at-all')))).toBe('UNAUTHENTICATED');
+    expect(await codeOf(client.allow(orders, { metadata: Metadata({ authorization: ORDER_API_TOKEN }) }))).toBe('UNAUTHENTICATED'); // no "Bearer"
+    expect(await codeOf(client.allow({ policy: 'user', identity: { user: 'auth' } }, bearer(ORDER_API_TOKEN)))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(client.listPolicies({}))).toBe('UNAUTHENTICATED');
+
+    expect((await client.allow({ ...orders, requestId: 'req-1' }, bearer(ORDER_API_TOKEN))).allowed).toBe(true);
+    // The gateway's file entry holds only the token's hash, and it may use every policy.
+    expect((await client.allow({ policy: 'user', identity: { user: 'auth' } }, bearer(GATEWAY_TOKEN))).allowed).toBe(true);
+    expect((await client.listPolicies({}, bearer(ORDER_API_TOKEN))).policies.length).toBeGreaterThan(0);
+
+    const denied = await client.allow({ policy: 'tenant', identity: { tenant: 't' } }, bearer(ORDER_API_TOKEN)).catch((e: ClientError) => e);
+    expect((denied as ClientError).details).toBe('caller "order-api" may not use policy "tenant"');
+  });
+
+  it('health and reflection stay reachable without a token (probes, grpcurl)', async () => {
+    expect((await createClient(HealthDefinition, channel).check({ service: '' })).status).toBe(1);
+  });
+
+  it('tokens never reach the logs, at the most verbose level', () => {
+    const log = lines.join('');
+    expect(log).toContain('"msg":"call started"');
+    // Each call's lines carry the policy id, the request id and the caller's name, never the identity values.
+    expect(lines.some((l) => /"policy":"orders".*"requestId":"req-1".*"caller":"order-api".*"msg":"call finished"/.test(l))).toBe(true);
+    expect(log).not.toContain('"user":"auth"');
+    expect(log).not.toContain(ORDER_API_TOKEN);
+    expect(log).not.toContain(GATEWAY_TOKEN);
+    expect(log).not.toContain('not-a-known-token-at-all');
+  });
+
+  it('every policy a request names is checked, including repeated items (AllowBatch)', () => {
+    expect(policiesNamedIn({ policy: 'a', identity: { policy: 'not-a-policy' } })).toEqual(['a']);
+    expect(policiesNamedIn({ requests: [{ policy: 'a' }, { policy: 'b', identity: {} }] })).toEqual(['a', 'b']);
+    expect(policiesNamedIn({})).toEqual([]);
+  });
+
+  it('a bad callers file names the field and never echoes a token', () => {
+    expect(() => parseCallers('callers:\n  x:\n    token: short\n    policies: [orders]\n')).toThrow(/callers\.x\.token: must be at least 16 characters/);
+    expect(() => parseCallers('callers:\n  x:\n    policies: [orders]\n')).toThrow(/give exactly one of token, token_sha256/);
+    const duplicate = `callers:\n  a: { token: ${ORDER_API_TOKEN}, policies: [x] }\n  b: { token: ${ORDER_API_TOKEN}, policies: [y] }\n`;
+    expect(() => parseCallers(duplicate)).toThrow(/callers\.b: the same token as caller "a"/);
+    try {
+      parseCallers(duplicate);
+    } catch (error) {
+      expect((error as Error).message).not.toContain(ORDER_API_TOKEN);
+    }
+  });
+});
+
+describe('TLS and mutual TLS on the gRPC port (certificates generated by openssl)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'quota-tls-'));
+  const file = (name: string) => join(dir, name);
+  const pem = (name: string) => readFileSync(file(name));
+  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+
+  beforeAll(() => {
+    const issue = (name: string, ca: string, extensions: string) => {
+      openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
+      writeFileSync(file(`${name}.ext`), extensions);
+      openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.crt`, '-days', '1', '-extfile', `${name}.ext`);
+    };
+    for (const ca of ['ca', 'other-ca']) {
+      openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${ca}.key`, '-out', `${ca}.crt`, '-days', '1', '-subj', `/CN=${ca}`);
+    }
+    issue('server', 'ca', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+    issue('client', 'ca', 'extendedKeyUsage=clientAuth\n');
+    issue('stranger', 'other-ca', 'extendedKeyUsage=clientAuth\n');
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const health = async (port: number, credentials: ChannelCredentials) => {
+    const channel = createChannel(`127.0.0.1:${port}`, credentials);
+    try {
+      return await codeOf(createClient(HealthDefinition, channel).check({ service: '' }, { signal: AbortSignal.timeout(5_000) }));
+    } finally {
+      channel.close();
+    }
+  };
+
+  it('TLS: a client trusting the CA connects; a plaintext client does not', async () => {
+    const server = await serve({ tls: { cert: file('server.crt'), key: file('server.key') } });
+    try {
+      expect(await health(server.port, ChannelCredentials.createSsl(pem('ca.crt')))).toBe('OK');
+      expect(await health(server.port, ChannelCredentials.createInsecure())).toBe('UNAVAILABLE');
+    } finally {
+      await server.shutdown(1_000);
+    }
+  });
+
+  it('mTLS: only a client certificate signed by the client CA gets in', async () => {
+    const server = await serve({ tls: { cert: file('server.crt'), key: file('server.key'), clientCa: file('ca.crt') } });
+    try {
+      expect(await health(server.port, ChannelCredentials.createSsl(pem('ca.crt'), pem('client.key'), pem('client.crt')))).toBe('OK');
+      expect(await health(server.port, ChannelCredentials.createSsl(pem('ca.crt')))).toBe('UNAVAILABLE');
+      expect(await health(server.port, ChannelCredentials.createSsl(pem('ca.crt'), pem('stranger.key'), pem('stranger.crt')))).toBe('UNAVAILABLE');
+    } finally {
+      await server.shutdown(1_000);
+    }
+  });
+
+  it('bad TLS settings name the variable', () => {
+    expect(() => serverCredentials({ cert: file('server.crt') })).toThrow(/QUOTA_TLS_KEY: required with QUOTA_TLS_CERT/);
+    expect(() => serverCredentials({ clientCa: file('ca.crt') })).toThrow(/QUOTA_TLS_CLIENT_CA: needs QUOTA_TLS_CERT and QUOTA_TLS_KEY/);
+    expect(() => serverCredentials({ cert: '/nonexistent.crt', key: file('server.key') })).toThrow(/QUOTA_TLS_CERT: cannot read \/nonexistent\.crt/);
+  });
+});

@@ -1,0 +1,77 @@
+import { createChannel, createClient } from 'nice-grpc';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DecisionSource, QuotaServiceDefinition } from '../../src/gen/quota/v1/quota.js';
+import { startRedisServer, type RedisServer } from '../support/redis-server.js';
+import { startServiceProcess, untilServing, type ServiceProcess } from '../support/service-process.js';
+
+/** Reads one sample of the Prometheus text format, e.g. sample(text, 'quota_decisions_total{policy="orders",...}'). */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+let redis: RedisServer | undefined;
+let service: ServiceProcess | undefined;
+afterAll(async () => {
+  service?.signal('SIGKILL');
+  await redis?.stop();
+});
+
+describe('Prometheus metrics of a real service process (QUOTA_METRICS_ADDR)', () => {
+  it('counts decisions per policy, limit, result and source; store failures; circuit state; reloads; state keys', async () => {
+    redis = await startRedisServer();
+    service = startServiceProcess({ QUOTA_REDIS_URL: redis.url, QUOTA_METRICS_ADDR: '127.0.0.1:0', QUOTA_BREAKER_HALF_OPEN_MS: '60000' });
+    const metricsPort = Number(/"port":(\d+)/.exec(await service.logged(/"msg":"metrics at GET \/metrics"/))![1]);
+    const scrape = async () => {
+      const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      return response.text();
+    };
+    const channel = createChannel(`127.0.0.1:${await service.port}`);
+    await untilServing(channel);
+    const client = createClient(QuotaServiceDefinition, channel);
+    for (let i = 0; i < 11; i++) await client.allow({ policy: 'orders', identity: { user: 'metrics' } });
+    await client.allow({ policy: 'user', identity: { user: 'metrics' } });
+
+    let text = await scrape();
+    expect(sample(text, 'quota_decisions_total{policy="orders",limit="orders",result="allowed",source="store"}')).toBe(10);
+    expect(sample(text, 'quota_decisions_total{policy="orders",limit="orders",result="rejected",source="store"}')).toBe(1);
+    expect(sample(text, 'quota_decisions_total{policy="user",limit="user-per-minute",result="allowed",source="store"}')).toBe(1);
+    expect(sample(text, 'quota_check_duration_seconds_count{source="store"}')).toBe(12);
+    expect(sample(text, 'quota_check_duration_seconds_bucket{le="+Inf",source="store"}')).toBe(12);
+    // One token bucket key and one fixed-window counter in Redis (DBSIZE).
+    expect(sample(text, 'quota_state_keys{store="shared"}')).toBe(2);
+    expect(sample(text, 'quota_state_keys{store="local"}')).toBe(0);
+    expect(sample(text, 'quota_store_circuit_state{state="closed"}')).toBe(1);
+    expect(sample(text, 'quota_store_circuit_state{state="open"}')).toBe(0);
+    expect(sample(text, 'quota_config_reloads_total{result="success"}')).toBe(1);
+    expect(sample(text, 'quota_config_reloads_total{result="failure"}')).toBe(0);
+    expect(sample(text, 'quota_store_eviction_risk')).toBe(0);
+    expect(sample(text, 'quota_config_last_reload_success_timestamp_seconds')).toBeGreaterThan(Date.now() / 1000 - 600);
+    expect(text).toContain('process_cpu_seconds_total');
+
+    // Redis gone: 5 failed calls open the circuit, the 6th is not attempted; orders decides locally.
+    await redis.stop();
+    for (let i = 0; i < 6; i++) {
+      const response = await client.allow({ policy: 'orders', identity: { user: 'outage' } });
+      expect(response.source).toBe(DecisionSource.DECISION_SOURCE_LOCAL);
+    }
+    text = await scrape();
+    const failures = (kind: string) => sample(text, `quota_store_failures_total{kind="${kind}"}`) ?? 0;
+    expect(failures('error') + failures('timeout')).toBe(5);
+    expect(failures('circuit_open')).toBe(1);
+    expect(sample(text, 'quota_store_circuit_state{state="open"}')).toBe(1);
+    expect(sample(text, 'quota_decisions_total{policy="orders",limit="orders",result="allowed",source="local"}')).toBe(5);
+    expect(sample(text, 'quota_decisions_total{policy="orders",limit="orders",result="rejected",source="local"}')).toBe(1);
+    expect(sample(text, 'quota_state_keys{store="local"}')).toBe(1);
+    // The last shared count stays when Redis cannot be asked.
+    expect(sample(text, 'quota_state_keys{store="shared"}')).toBe(2);
+
+    const notFound = await fetch(`http://127.0.0.1:${metricsPort}/`);
+    expect(notFound.status).toBe(404);
+    channel.close();
+    service.signal('SIGTERM');
+    expect(await service.exit).toBe(0);
+  });
+});
