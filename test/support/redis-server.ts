@@ -27,7 +27,8 @@ export function redisServerBinary(): string {
   return binary;
 }
 
-async function freePort(): Promise<number> {
+/** A loopback port nobody listens on right now (it may be taken before it is bound: retry). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);
