@@ -17,9 +17,13 @@ async function main(): Promise<void> {
   const policies = await loadPolicyFile(config.QUOTA_POLICIES);
   logger.info({ file: config.QUOTA_POLICIES, policies: [...policies.keys()] }, 'policies loaded');
 
-  const store: QuotaStore = config.QUOTA_REDIS_URL ? RedisStore.connect(config.QUOTA_REDIS_URL) : new MemoryStore();
+  const store: QuotaStore = config.QUOTA_REDIS_URL
+    ? RedisStore.connect(config.QUOTA_REDIS_URL)
+    : config.QUOTA_REDIS_CLUSTER
+      ? RedisStore.connectCluster(config.QUOTA_REDIS_CLUSTER)
+      : new MemoryStore();
   if (store instanceof MemoryStore) {
-    logger.info('no Redis configured (QUOTA_REDIS_URL): using the embedded in-memory store; state is per process and lost on restart');
+    logger.info('no Redis configured (QUOTA_REDIS_URL, QUOTA_REDIS_CLUSTER): using the embedded in-memory store; state is per process and lost on restart');
   } else {
     logger.info({ store: store.description }, 'deciding in Redis');
   }
@@ -45,6 +49,9 @@ async function main(): Promise<void> {
   const waiting = setTimeout(() => logger.warn({ store: store.description }, 'store not answering yet: health stays NOT_SERVING'), 5_000);
   await store.ready();
   clearTimeout(waiting);
+  const eviction = (store as QuotaStore).evictionRisk?.();
+  if (eviction?.status === 'at_risk') logger.warn({ store: store.description, policies: eviction.policies }, eviction.message);
+  if (eviction?.status === 'unknown') logger.warn({ store: store.description }, eviction.message);
   server.setServing(true);
   logger.info({ store: store.description }, 'store ready: health SERVING');
 }
