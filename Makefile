@@ -8,7 +8,7 @@ NPM_INSTALL_STAMP := node_modules/.install-stamp
 .PHONY: help deps redis gen build run test typecheck bench clean
 
 help:
-	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL is set)"
+	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER is set)"
 	@echo "make test   install what is missing (node packages, redis-server), then run the whole suite"
 	@echo "make bench  run the benchmarks in bench/ (not part of make test)"
 

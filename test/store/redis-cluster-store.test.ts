@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StoreUnavailableError } from '../../src/engine/errors.js';
 import { identityKey } from '../../src/engine/keys.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { limitFrom } from '../support/store-fixtures.js';
@@ -62,6 +63,30 @@ describe('RedisStore on a Redis Cluster (QUOTA_REDIS_CLUSTER)', () => {
     } finally {
       await admin.config('SET', 'maxmemory-policy', 'noeviction');
       await other.close();
+    }
+  });
+});
+
+describe('RedisStore on a Redis Cluster that requires a password', () => {
+  const cluster = useRedisCluster({ password: 'cluster s3cret' });
+
+  it('redis://:password@ seeds authenticate on every node, including the discovered ones', async () => {
+    const store = RedisStore.connectCluster([`redis://:${encodeURIComponent('cluster s3cret')}@${cluster().seeds[0]}`]);
+    try {
+      await store.ready();
+      expect(store.description).toBe(`redis cluster seeds ${cluster().seeds[0]}`);
+      for (const user of ['a', 'b', 'c']) expect((await store.decide(orders, identityKey('orders', 'user', user), 1)).allowed).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('without the password, a decision is a clear store error, not a hang', async () => {
+    const store = RedisStore.connectCluster([cluster().seeds[0]!]);
+    try {
+      await expect(store.decide(orders, identityKey('orders', 'user', 'a'), 1)).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      await store.close();
     }
   });
 });

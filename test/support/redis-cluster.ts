@@ -42,6 +42,8 @@ export interface Topology {
 export interface RedisClusterOptions {
   /** cluster-node-timeout in ms; small so that failure detection is quick in tests. */
   nodeTimeoutMs?: number;
+  /** requirepass/masterauth on every node; the harness's clients authenticate with it. */
+  password?: string;
 }
 
 const SLOTS = 16_384;
@@ -50,7 +52,7 @@ const MASTERS = 3;
 export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
   const started = Date.now();
   const nodeTimeout = options.nodeTimeoutMs ?? 1_000;
-  const launched = await Promise.allSettled(Array.from({ length: MASTERS * 2 }, () => startClusterNode(nodeTimeout)));
+  const launched = await Promise.allSettled(Array.from({ length: MASTERS * 2 }, () => startClusterNode(nodeTimeout, options.password)));
   const nodes = launched.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const admins = new Map<number, Redis>();
   const clients: Cluster[] = [];
@@ -84,7 +86,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     client(clientOptions) {
       const client = new Cluster(
         nodes.map((n) => ({ host: '127.0.0.1', port: n.server.port })),
-        clientOptions,
+        options.password === undefined ? clientOptions : { ...clientOptions, redisOptions: { ...clientOptions?.redisOptions, password: options.password } },
       );
       client.on('error', () => {});
       clients.push(client);
@@ -118,7 +120,7 @@ interface ClusterNode {
 }
 
 /** redis-server in cluster mode; the bus port is chosen too (port + 10000 may be out of range). */
-async function startClusterNode(nodeTimeout: number): Promise<ClusterNode> {
+async function startClusterNode(nodeTimeout: number, password: string | undefined): Promise<ClusterNode> {
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
     const [port, busPort] = [await freePort(), await freePort()];
@@ -126,6 +128,7 @@ async function startClusterNode(nodeTimeout: number): Promise<ClusterNode> {
     try {
       const server = await startRedisServer({
         port,
+        ...(password === undefined ? {} : { password }),
         args: [
           '--cluster-enabled', 'yes',
           '--cluster-port', String(busPort),
