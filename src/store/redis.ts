@@ -65,7 +65,8 @@ export class RedisStore implements QuotaStore {
   /**
    * A Redis Cluster client from seed nodes (`host:port` or redis:// / rediss:// URLs,
    * see src/config/env.ts), as fail-fast as the single-node one: no offline queue,
-   * a command timeout, and a few short retries while a failover or slot move settles.
+   * a command timeout, and a few short retries while a failover or slot move settles
+   * (docs/redis-cluster.md).
    */
   static connectCluster(seeds: readonly string[], options: RedisStoreOptions = {}): RedisStore {
     const parsed = seeds.map(parseClusterSeed);
@@ -75,13 +76,19 @@ export class RedisStore implements QuotaStore {
       parsed.map(({ host, port }) => ({ host, port })),
       {
         enableOfflineQueue: false,
-        enableAutoPipelining: true,
+        // Off on a cluster: ioredis follows a MOVED or ASK inside a pipeline only when every
+        // command in it got the same redirection, and an auto-pipeline mixes slots, so after
+        // a failover some decisions would fail with a raw MOVED instead of being redirected.
+        enableAutoPipelining: false,
         lazyConnect: false,
         // Reaching the cluster at all: keep trying (health stays NOT_SERVING meanwhile).
         clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
-        // One command during a failover or resharding: up to 8 tries 100 ms apart, then UNAVAILABLE.
+        // A command the cluster refused without running it (CLUSTERDOWN, TRYAGAIN, MOVED, ASK)
+        // is retried up to 8 times, 100 ms apart, then UNAVAILABLE.
         maxRedirections: 8,
-        retryDelayOnFailover: 100,
+        // Never resend a command whose connection closed: it may have run already, and a
+        // decision run twice spends twice. It answers UNAVAILABLE (spec 3.2 rule 4).
+        retryDelayOnFailover: 0,
         retryDelayOnClusterDown: 100,
         retryDelayOnTryAgain: 100,
         slotsRefreshTimeout: COMMAND_TIMEOUT_MS,

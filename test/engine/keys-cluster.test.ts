@@ -23,7 +23,7 @@ describe('state keys on a real Redis Cluster', () => {
   let store: RedisStore;
   beforeAll(async () => {
     shards = (await cluster().topology()).shards;
-    store = new RedisStore(cluster().client({ enableAutoPipelining: true }), { testClock: new VirtualClock(T0) });
+    store = RedisStore.connectCluster(cluster().seeds, { testClock: new VirtualClock(T0) });
     await store.ready();
   });
   afterAll(async () => {

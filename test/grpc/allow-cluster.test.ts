@@ -42,7 +42,8 @@ describe('Allow over gRPC on a Redis Cluster (Redis clock)', () => {
 
   it('one token left, 50 simultaneous calls over 3 service instances with their own cluster clients: exactly one allowed', async () => {
     const clock = new VirtualClock(T0);
-    const replicas = await Promise.all([0, 1, 2].map(() => startTestService(new RedisStore(cluster().client({ enableOfflineQueue: false, enableAutoPipelining: true }), { testClock: clock }))));
+    const stores = [0, 1, 2].map(() => RedisStore.connectCluster(cluster().seeds, { testClock: clock }));
+    const replicas = await Promise.all(stores.map((s) => startTestService(s)));
     try {
       expect((await replicas[0]!.client.allow({ policy: 'orders', identity: { user: 'race' }, cost: 9 })).allowed).toBe(true);
       const responses = await Promise.all(
@@ -52,6 +53,7 @@ describe('Allow over gRPC on a Redis Cluster (Redis clock)', () => {
       expect(responses.filter((r) => !r.allowed).every((r) => r.retryAfterMs === 500 && r.deniedBy === 'orders')).toBe(true);
     } finally {
       await Promise.all(replicas.map((r) => r.stop()));
+      await Promise.all(stores.map((s) => s.close()));
     }
   });
 });

@@ -13,6 +13,8 @@ export interface RedisServer {
   /** A fresh client; the caller closes it (or `stop` does). */
   client(): Redis;
   stop(): Promise<void>;
+  /** kill -9: no shutdown, no goodbye to clients or to the cluster. */
+  crash(): Promise<void>;
 }
 
 export function redisServerBinary(): string {
@@ -117,5 +119,9 @@ async function launch(binary: string, port: number, extraArgs: string[], passwor
       return client;
     },
     stop,
+    async crash() {
+      child.kill('SIGKILL');
+      await owner.exited;
+    },
   };
 }

@@ -81,7 +81,8 @@ export function redisFixture(server: RedisServer): StoreFixture {
 export function clusterFixture(cluster: RedisCluster): StoreFixture {
   const clock = new VirtualClock(T0);
   const client = cluster.client();
-  const store = new RedisStore(cluster.client({ enableOfflineQueue: false, enableAutoPipelining: true }), { testClock: clock });
+  // The client the service builds (RedisStore.connectCluster), with the test clock.
+  const store = RedisStore.connectCluster(cluster.seeds, { testClock: clock });
   const masters = async () => (await cluster.topology()).shards.map((shard) => cluster.node(shard.masterPort));
   return {
     name: 'redis-cluster',
