@@ -5,12 +5,13 @@ SHELL := /bin/bash
 
 NPM_INSTALL_STAMP := node_modules/.install-stamp
 
-.PHONY: help deps redis gen build run test typecheck bench clean
+.PHONY: help deps redis gen build run test typecheck bench bench-cluster clean
 
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER is set)"
 	@echo "make test   install what is missing (node packages, redis-server), then run the whole suite"
 	@echo "make bench  run the benchmarks in bench/ (not part of make test)"
+	@echo "make bench-cluster  the service on a 3-master Redis Cluster vs one node, same run"
 
 # npm ci when the lock file changed since the last install.
 $(NPM_INSTALL_STAMP): package.json package-lock.json
@@ -41,6 +42,9 @@ test: deps redis typecheck
 
 bench: deps redis gen
 	npx tsx bench/run.ts
+
+bench-cluster: deps redis gen
+	npx tsx bench/cluster.ts
 
 clean:
 	rm -rf dist src/gen node_modules
