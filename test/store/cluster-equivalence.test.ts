@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Limit } from '../../src/config/policies.js';
-import { identityKey } from '../../src/engine/keys.js';
+import { runInLockStep } from '../support/lock-step.js';
 import { clusterFixture, limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { useRedisCluster, useRedisServer } from '../support/use-redis.js';
 
@@ -28,40 +27,6 @@ const IDENTITIES = ['a', 'b', 'c', 'a:b', '{x}', '}{'];
 
 const timeStep = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 5_000 }), fc.integer({ min: 0, max: 600_000 }));
 const step = fc.record({ step: timeStep, share: fc.double({ min: 0, max: 1, noNaN: true }), who: fc.constantFrom(...IDENTITIES) });
-export type Step = { step: number; share: number; who: string };
-
-function clearOfRealExpiry(now: number): number {
-  return now % 60_000 > 55_000 ? now - (now % 60_000) + 60_000 : now;
-}
-
-/** Whole costs from 1 up to the limit's capacity: valid for every algorithm. */
-function costOf(limit: Limit, share: number): number {
-  return share < 0.4 ? 1 : Math.max(1, Math.floor(share * limit.algorithm.capacity(limit.params)));
-}
-
-/** Runs one sequence on every fixture in lock step; `during` may disturb the stores before a step. */
-export async function runInLockStep(
-  fixtures: readonly StoreFixture[],
-  limit: Limit,
-  start: number,
-  steps: readonly Step[],
-  during: (index: number) => Promise<void> = async () => {},
-): Promise<void> {
-  await Promise.all(fixtures.map((f) => f.reset()));
-  let now = clearOfRealExpiry(start);
-  for (const [i, { step: dt, share, who }] of steps.entries()) {
-    await during(i);
-    now = clearOfRealExpiry(now + dt);
-    for (const f of fixtures) f.clock.set(now);
-    const key = identityKey(limit.name, limit.keyBy, who);
-    const cost = costOf(limit, share);
-    const [model, ...others] = await Promise.all(fixtures.map((f) => f.store.decide(limit, key, cost)));
-    others.forEach((outcome, j) => {
-      expect(outcome, `step ${i} on ${fixtures[j + 1]!.name}: ${JSON.stringify({ dt, cost, who })}`).toEqual(model);
-    });
-  }
-}
-
 describe('cluster = single node = model', () => {
   const redis = useRedisServer();
   const cluster = useRedisCluster();
