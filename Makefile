@@ -5,13 +5,14 @@ SHELL := /bin/bash
 
 NPM_INSTALL_STAMP := node_modules/.install-stamp
 
-.PHONY: help deps redis gen build run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench clean
+.PHONY: help deps redis gen build run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-cluster clean
 
 help:
-	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL is set)"
+	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER is set)"
 	@echo "make run-demo  the quota service (embedded store) and the reference order API on http://127.0.0.1:8080"
 	@echo "make test   install what is missing (node packages, redis-server), then run the whole suite"
 	@echo "make bench  run the benchmarks in bench/ (not part of make test)"
+	@echo "make bench-cluster  the service on a 3-master Redis Cluster vs one node, same run"
 	@echo "make run-mcp-quota  the quota service with the MCP demo policies (config/mcp-policies.yaml)"
 	@echo "make run-mcp        the reference MCP server on Streamable HTTP :3333 (clients/mcp/README.md)"
 
@@ -63,6 +64,9 @@ bench: deps redis gen
 	npx tsx bench/algorithms.ts
 	npx tsx bench/batch-run.ts
 	npx tsx bench/order-api-run.ts
+
+bench-cluster: deps redis gen
+	npx tsx bench/cluster.ts
 
 clean:
 	rm -rf dist src/gen node_modules

@@ -25,9 +25,13 @@ async function main(): Promise<void> {
   const { text: policyText, policies } = await readPolicyFile(config.QUOTA_POLICIES);
   logger.info({ file: config.QUOTA_POLICIES, policies: [...policies.keys()] }, 'policies loaded');
 
-  const store: QuotaStore = config.QUOTA_REDIS_URL ? RedisStore.connect(config.QUOTA_REDIS_URL) : new MemoryStore();
+  const store: QuotaStore = config.QUOTA_REDIS_URL
+    ? RedisStore.connect(config.QUOTA_REDIS_URL)
+    : config.QUOTA_REDIS_CLUSTER
+      ? RedisStore.connectCluster(config.QUOTA_REDIS_CLUSTER)
+      : new MemoryStore();
   if (store instanceof MemoryStore) {
-    logger.info('no Redis configured (QUOTA_REDIS_URL): using the embedded in-memory store; state is per process and lost on restart');
+    logger.info('no Redis configured (QUOTA_REDIS_URL, QUOTA_REDIS_CLUSTER): using the embedded in-memory store; state is per process and lost on restart');
   } else {
     logger.info({ store: store.description }, 'deciding in Redis');
   }
@@ -86,6 +90,9 @@ async function main(): Promise<void> {
   clearTimeout(waiting);
   // A SIGTERM during the wait wins: never SERVING again once shutting down.
   if (stopping) return;
+  const eviction = (store as QuotaStore).evictionRisk?.();
+  if (eviction?.status === 'at_risk') logger.warn({ store: store.description, policies: eviction.policies }, eviction.message);
+  if (eviction?.status === 'unknown') logger.warn({ store: store.description }, eviction.message);
   server.setServing(true);
   logger.info({ store: store.description }, 'store ready: health SERVING');
 }

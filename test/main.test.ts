@@ -7,6 +7,7 @@ import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DecisionSource, QuotaServiceDefinition } from '../src/gen/quota/v1/quota.js';
 import { startRedisServer, type RedisServer } from './support/redis-server.js';
+import { useRedisCluster } from './support/use-redis.js';
 
 /** The service as `make run` starts it (through tsx, so no build step is needed). */
 function startService(env: Record<string, string>) {
@@ -55,7 +56,7 @@ describe('the service process', () => {
   });
 
   it.each([
-    ['the embedded store', {}, /no Redis configured \(QUOTA_REDIS_URL\): using the embedded in-memory store/],
+    ['the embedded store', {}, /no Redis configured \(QUOTA_REDIS_URL, QUOTA_REDIS_CLUSTER\): using the embedded in-memory store/],
     ['Redis', 'redis', /"store":"redis 127\.0\.0\.1:\d+","msg":"deciding in Redis"/],
   ] as const)('serves orders on %s, then drains and exits 0 on SIGTERM', async (_name, env, logLine) => {
     const service = startService(env === 'redis' ? { QUOTA_REDIS_URL: redis.url } : env);
@@ -103,5 +104,49 @@ describe('the service process', () => {
     const service = startService({ QUOTA_POLICIES: file });
     expect(await service.exit).toBe(1);
     expect(service.output().stderr).toContain('policies.orders.limits[0].capacity:');
+  });
+});
+
+describe('the service process on a Redis Cluster (QUOTA_REDIS_CLUSTER)', () => {
+  const cluster = useRedisCluster();
+
+  it('serves orders from the cluster, naming its seeds, then exits 0 on SIGTERM', async () => {
+    const seeds = cluster().seeds.slice(0, 3).join(',');
+    const service = startService({ QUOTA_REDIS_CLUSTER: seeds });
+    running.push(service.child);
+    const channel = createChannel(`127.0.0.1:${await service.port}`);
+    await untilServing(channel);
+    const client = createClient(QuotaServiceDefinition, channel);
+    const decisions = [];
+    for (let i = 0; i < 11; i++) decisions.push((await client.allow({ policy: 'orders', identity: { user: 'main' } })).allowed);
+    expect(decisions).toEqual([...Array(10).fill(true), false]);
+    channel.close();
+    service.child.kill('SIGTERM');
+    expect(await service.exit).toBe(0);
+    const { stdout } = service.output();
+    expect(stdout).toContain(`"store":"redis cluster seeds ${seeds}","msg":"deciding in Redis"`);
+    expect(stdout).not.toContain('maxmemory-policy');
+  });
+});
+
+describe('early-eviction guard at start (spec 3.2 rule 3)', () => {
+  it.each([
+    ['allkeys-lru', ['--maxmemory-policy', 'allkeys-lru'], /"level":40,.*"policies":\{"127\.0\.0\.1:\d+":"allkeys-lru"\},"msg":"maxmemory-policy allkeys-lru on 127\.0\.0\.1:\d+ may evict quota state/],
+    ['CONFIG disabled', ['--rename-command', 'CONFIG', ''], /"level":40,.*"msg":"could not read maxmemory-policy \(CONFIG disabled, e\.g\. on managed Redis\?\)/],
+  ])('%s: one warning, and the service still serves', async (_name, args, warning) => {
+    const redis = await startRedisServer({ args });
+    try {
+      const service = startService({ QUOTA_REDIS_URL: redis.url });
+      running.push(service.child);
+      const channel = createChannel(`127.0.0.1:${await service.port}`);
+      await untilServing(channel);
+      expect((await createClient(QuotaServiceDefinition, channel).allow({ policy: 'orders', identity: { user: 'u' } })).allowed).toBe(true);
+      channel.close();
+      service.child.kill('SIGTERM');
+      expect(await service.exit).toBe(0);
+      expect(service.output().stdout.match(new RegExp(warning.source, 'g'))).toHaveLength(1);
+    } finally {
+      await redis.stop();
+    }
   });
 });

@@ -1,5 +1,6 @@
 // Child process: the real quota service (engine + RedisStore + nice-grpc server
-// with its middleware, health and reflection), on the Redis whose URL is argv[2].
+// with its middleware, health and reflection), on the Redis whose URL is argv[2],
+// or on the Redis Cluster whose seeds follow `--cluster` (bench/cluster.ts).
 // It runs in its own process so the load driver does not share its event loop.
 import { parsePolicies } from '../../src/config/policies.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
@@ -27,11 +28,16 @@ policies:
 `;
 
 async function main(): Promise<void> {
-  const redisUrl = process.argv[2];
-  if (redisUrl === undefined || !redisUrl.startsWith('redis://127.0.0.1:')) {
-    throw new Error(`usage: quota-server.ts redis://127.0.0.1:<port> (loopback only), got ${String(redisUrl)}`);
+  const [redisUrl, seeds] = process.argv.slice(2);
+  const store =
+    redisUrl === '--cluster' && seeds !== undefined && seeds.split(',').every((seed) => seed.startsWith('127.0.0.1:'))
+      ? RedisStore.connectCluster(seeds.split(','))
+      : redisUrl?.startsWith('redis://127.0.0.1:')
+        ? RedisStore.connect(redisUrl)
+        : undefined;
+  if (store === undefined) {
+    throw new Error(`usage: quota-server.ts redis://127.0.0.1:<port> | --cluster 127.0.0.1:<port>,... (loopback only), got ${process.argv.slice(2).join(' ')}`);
   }
-  const store = RedisStore.connect(redisUrl);
   // As main.ts does: no decisions before Redis has answered (calls before that get UNAVAILABLE).
   await store.ready();
   const engine = new QuotaEngine(parsePolicies(BENCH_POLICIES_YAML, 'bench policies'), store);

@@ -11,27 +11,51 @@ const redisUrl = z
   .string()
   .refine((value) => URL.canParse(value) && /^rediss?:$/.test(new URL(value).protocol), 'expected redis://host:port or rediss://host:port');
 
+/**
+ * Redis Cluster seeds: `host:port,host:port,...`, or the same as redis:// URLs when the
+ * nodes need a password (`redis://:secret@host:port`) or rediss:// for TLS. Any
+ * reachable node will do; the client discovers the rest from CLUSTER SLOTS.
+ */
+const redisClusterSeeds = z
+  .string()
+  .transform((value) => value.split(',').map((seed) => seed.trim()).filter((seed) => seed !== ''))
+  .refine((seeds) => seeds.length > 0, { message: 'expected at least one seed, e.g. 10.0.0.1:6379,10.0.0.2:6379', abort: true })
+  .refine(
+    (seeds) => seeds.every((seed) => hostPort.safeParse(seed).success || (redisUrl.safeParse(seed).success && new URL(seed).port !== '')),
+    {
+      message: 'expected a comma-separated list of host:port seeds (or redis://[:password@]host:port, rediss:// for TLS), e.g. 10.0.0.1:6379,10.0.0.2:6379',
+      abort: true,
+    },
+  )
+  .refine(
+    (seeds) => new Set(seeds.map((seed) => (seed.includes('://') ? `${new URL(seed).protocol}${new URL(seed).username}:${new URL(seed).password}` : 'plain'))).size === 1,
+    'all seeds must use the same form: all host:port, or all redis:// (or rediss://) URLs with the same credentials',
+  );
+
 /** Every environment variable the service reads; the README lists the same with defaults. */
-export const envSchema = z.object({
-  QUOTA_GRPC_ADDR: hostPort.default('0.0.0.0:50051'),
-  QUOTA_REDIS_URL: redisUrl.optional(),
-  QUOTA_REDIS_CLUSTER: z
-    .undefined({ error: 'Redis Cluster is not supported in this release; set QUOTA_REDIS_URL to a single node' })
-    .optional(),
-  QUOTA_POLICIES: z.string().min(1).default('config/policies.yaml'),
-  QUOTA_METRICS_ADDR: hostPort.optional(),
-  QUOTA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  QUOTA_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
-  // Store failure handling (src/store/failure.ts, docs/operations.md).
-  QUOTA_STORE_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(50),
-  QUOTA_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1_000).default(5),
-  QUOTA_BREAKER_HALF_OPEN_MS: z.coerce.number().int().min(10).max(600_000).default(1_000),
-  // Authenticated callers (docs/operations.md): TLS/mTLS on the gRPC port, bearer tokens per caller.
-  QUOTA_TLS_CERT: z.string().min(1).optional(),
-  QUOTA_TLS_KEY: z.string().min(1).optional(),
-  QUOTA_TLS_CLIENT_CA: z.string().min(1).optional(),
-  QUOTA_AUTH_TOKENS: z.string().min(1).optional(),
-});
+export const envSchema = z
+  .object({
+    QUOTA_GRPC_ADDR: hostPort.default('0.0.0.0:50051'),
+    QUOTA_REDIS_URL: redisUrl.optional(),
+    QUOTA_REDIS_CLUSTER: redisClusterSeeds.optional(),
+    QUOTA_POLICIES: z.string().min(1).default('config/policies.yaml'),
+    QUOTA_METRICS_ADDR: hostPort.optional(),
+    QUOTA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    QUOTA_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+    // Store failure handling (src/store/failure.ts, docs/operations.md).
+    QUOTA_STORE_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(50),
+    QUOTA_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1_000).default(5),
+    QUOTA_BREAKER_HALF_OPEN_MS: z.coerce.number().int().min(10).max(600_000).default(1_000),
+    // Authenticated callers (docs/operations.md): TLS/mTLS on the gRPC port, bearer tokens per caller.
+    QUOTA_TLS_CERT: z.string().min(1).optional(),
+    QUOTA_TLS_KEY: z.string().min(1).optional(),
+    QUOTA_TLS_CLIENT_CA: z.string().min(1).optional(),
+    QUOTA_AUTH_TOKENS: z.string().min(1).optional(),
+  })
+  .refine((config) => config.QUOTA_REDIS_URL === undefined || config.QUOTA_REDIS_CLUSTER === undefined, {
+    path: ['QUOTA_REDIS_CLUSTER'],
+    message: 'set either QUOTA_REDIS_URL (one node) or QUOTA_REDIS_CLUSTER (cluster seeds), not both',
+  });
 
 export type ServiceConfig = Readonly<z.infer<typeof envSchema>> & {
   /** QUOTA_* variables the service does not know: likely typos, or Kubernetes service links. */

@@ -1,16 +1,15 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Decision } from '../engine/engine.js';
 import type { CircuitStateName, DecisionSource, StoreFailureEvents, StoreFailureKind } from '../store/failure.js';
+import type { QuotaStore } from '../store/store.js';
 
 /** Something that can count its state keys (Redis: DBSIZE; embedded store: live keys). */
 export interface KeyCounter {
   keyCount(): Promise<number>;
 }
 
-/** Issue 4's Redis store may say whether its maxmemory-policy can evict quota state early (spec 3.2 rule 3). */
-interface EvictionRiskSource {
-  evictionRisk(): boolean | Promise<boolean>;
-}
+/** A store that can say whether its maxmemory-policy may evict quota state early (spec 3.2 rule 3). */
+type EvictionRiskSource = Pick<QuotaStore, 'evictionRisk'>;
 
 /** How long a scrape waits for a key count before reporting the last one it got. */
 const SAMPLE_TIMEOUT_MS = 200;
@@ -96,13 +95,12 @@ export class QuotaMetrics implements StoreFailureEvents {
     let lastRisk = 0;
     new Gauge({
       name: 'quota_store_eviction_risk',
-      help: '1 when the store may evict quota state before its TTL (Redis maxmemory-policy that evicts keys without a TTL-aware choice); 0 otherwise, or when the store cannot tell.',
+      help: '1 when the store may evict quota state before its TTL (a Redis maxmemory-policy other than noeviction, read at start); 0 otherwise, or when the store cannot tell (then the start-up log says so).',
       registers: [this.registry],
       async collect() {
-        if (typeof risk.evictionRisk === 'function') {
-          const answer = await withTimeout(Promise.resolve(risk.evictionRisk.call(shared)), SAMPLE_TIMEOUT_MS).catch(() => undefined);
-          if (answer !== undefined) lastRisk = answer ? 1 : 0;
-        }
+        // Read once at start by the store (src/store/eviction-check.ts); undefined until then.
+        const answer = risk.evictionRisk?.call(shared);
+        if (answer !== undefined) lastRisk = answer.status === 'at_risk' ? 1 : 0;
         this.set(lastRisk);
       },
     });

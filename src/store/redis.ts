@@ -1,9 +1,11 @@
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import type { LimitOutcome } from '../algorithms/algorithm.js';
 import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, parseDecideReply, type DecideMode, type LimitCall } from '../algorithms/decide-script.js';
 import type { Clock } from '../clock.js';
 import type { Limit } from '../config/policies.js';
 import { StoreUnavailableError } from '../engine/errors.js';
+import { checkEviction, type EvictionRisk } from './eviction-check.js';
+import { parseClusterSeed } from './cluster-seeds.js';
 import type { QuotaStore } from './store.js';
 
 export interface RedisStoreOptions {
@@ -19,15 +21,28 @@ const TRANSIENT_REPLY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY
 
 type ScriptRunner = (...args: (string | number)[]) => Promise<unknown>;
 
-/** Decisions inside Redis: one Lua script per decision, EVALSHA with EVAL fallback (ioredis defineCommand). */
+/** One node (Redis) or a Redis Cluster: both run the same scripts, keys route by hash slot. */
+export type RedisClient = Redis | Cluster;
+
+/** Fail fast on the decision path: a request waits at most about a second, never in a queue. */
+const COMMAND_TIMEOUT_MS = 1_000;
+
+/**
+ * Decisions inside Redis: one Lua script per decision, registered with ioredis
+ * defineCommand, which sends EVAL the first time on each connection and EVALSHA
+ * after that, and falls back to EVAL on NOSCRIPT (a restarted node, SCRIPT FLUSH,
+ * a freshly promoted replica). On a cluster, ioredis routes each script call by
+ * its key's slot and follows MOVED and ASK.
+ */
 export class RedisStore implements QuotaStore {
   readonly description: string;
+  private eviction: EvictionRisk | undefined;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: RedisStoreOptions = {},
   ) {
-    this.description = `redis ${redis.options.host}:${redis.options.port}`;
+    this.description = redis instanceof Cluster ? `redis cluster seeds ${describeSeeds(redis)}` : `redis ${redis.options.host}:${redis.options.port}`;
     // No numberOfKeys: the key count varies with the limits, so each call passes it first.
     redis.defineCommand(DECIDE_SCRIPT_NAME, { lua: decideLua });
   }
@@ -38,12 +53,55 @@ export class RedisStore implements QuotaStore {
       enableOfflineQueue: false,
       enableAutoPipelining: true,
       maxRetriesPerRequest: 1,
-      commandTimeout: 1_000,
+      commandTimeout: COMMAND_TIMEOUT_MS,
       lazyConnect: false,
     });
     // ioredis reconnects by itself; without a listener an 'error' event would crash the process.
     redis.on('error', () => {});
     return new RedisStore(redis, options);
+  }
+
+  /**
+   * A Redis Cluster client from seed nodes (`host:port` or redis:// / rediss:// URLs,
+   * see src/config/env.ts), as fail-fast as the single-node one: no offline queue,
+   * a command timeout, and a few short retries while a failover or slot move settles
+   * (docs/redis-cluster.md).
+   */
+  static connectCluster(seeds: readonly string[], options: RedisStoreOptions = {}): RedisStore {
+    const parsed = seeds.map(parseClusterSeed);
+    const first = parsed[0];
+    if (first === undefined) throw new Error('no Redis Cluster seed given');
+    const cluster = new Cluster(
+      parsed.map(({ host, port }) => ({ host, port })),
+      {
+        enableOfflineQueue: false,
+        // Off on a cluster: ioredis follows a MOVED or ASK inside a pipeline only when every
+        // command in it got the same redirection, and an auto-pipeline mixes slots, so after
+        // a failover some decisions would fail with a raw MOVED instead of being redirected.
+        enableAutoPipelining: false,
+        lazyConnect: false,
+        // Reaching the cluster at all: keep trying (health stays NOT_SERVING meanwhile).
+        clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
+        // A command the cluster refused without running it (CLUSTERDOWN, TRYAGAIN, MOVED, ASK)
+        // is retried up to 8 times, 100 ms apart, then UNAVAILABLE.
+        maxRedirections: 8,
+        // Never resend a command whose connection closed: it may have run already, and a
+        // decision run twice spends twice. It answers UNAVAILABLE (spec 3.2 rule 4).
+        retryDelayOnFailover: 0,
+        retryDelayOnClusterDown: 100,
+        retryDelayOnTryAgain: 100,
+        slotsRefreshTimeout: COMMAND_TIMEOUT_MS,
+        redisOptions: {
+          maxRetriesPerRequest: 1,
+          commandTimeout: COMMAND_TIMEOUT_MS,
+          ...(first.username === undefined ? {} : { username: first.username }),
+          ...(first.password === undefined ? {} : { password: first.password }),
+          ...(first.tls ? { tls: {} } : {}),
+        },
+      },
+    );
+    cluster.on('error', () => {});
+    return new RedisStore(cluster, options);
   }
 
   async decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome> {
@@ -65,21 +123,49 @@ export class RedisStore implements QuotaStore {
     return parseDecideReply(reply, calls.length);
   }
 
-  /** Keys in the quota database (DBSIZE, O(1)); for the state-keys metric. */
+  /** Keys in the quota database (DBSIZE, O(1); summed over the masters of a cluster); for the state-keys metric. */
   async keyCount(): Promise<number> {
-    return this.redis.dbsize();
+    if (!(this.redis instanceof Cluster)) return this.redis.dbsize();
+    const sizes = await Promise.all(this.redis.nodes('master').map((node) => node.dbsize()));
+    return sizes.reduce((sum, size) => sum + size, 0);
   }
 
-  /** Waits until Redis answers a PING; ioredis keeps reconnecting meanwhile. */
+  /**
+   * Waits until Redis answers a PING (every master, on a cluster), then checks once
+   * whether Redis could evict quota state (see evictionRisk); ioredis keeps
+   * reconnecting meanwhile.
+   */
   async ready(): Promise<void> {
     for (;;) {
       try {
-        if (this.redis.status === 'ready' && (await this.redis.ping()) === 'PONG') return;
+        if (await this.answers()) {
+          this.eviction = await checkEviction(this.nodes());
+          return;
+        }
       } catch {
         // Not yet: wait for the next connection attempt.
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+  }
+
+  /** What the start-up check found about early eviction; undefined before ready() resolved. */
+  evictionRisk(): EvictionRisk | undefined {
+    return this.eviction;
+  }
+
+  private async answers(): Promise<boolean> {
+    if (this.redis.status !== 'ready') return false;
+    const nodes = [...this.nodes().values()];
+    if (nodes.length === 0) return false;
+    const pongs = await Promise.all(nodes.map((node) => node.ping()));
+    return pongs.every((pong) => pong === 'PONG');
+  }
+
+  /** The nodes that hold state, by host:port: the one node, or every master of the cluster. */
+  private nodes(): Map<string, Redis> {
+    const nodes = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
+    return new Map(nodes.map((node) => [`${node.options.host}:${node.options.port}`, node]));
   }
 
   async close(): Promise<void> {
@@ -90,4 +176,10 @@ export class RedisStore implements QuotaStore {
 /** A reply error from the script itself is a bug to surface, not an outage. */
 function isScriptError(error: unknown): boolean {
   return error instanceof Error && error.name === 'ReplyError' && !TRANSIENT_REPLY.test(error.message);
+}
+
+/** The seeds as given to the client (host:port only: credentials never reach a log line). */
+function describeSeeds(cluster: Cluster): string {
+  const seeds = (cluster as unknown as { startupNodes?: { host?: string; port?: number }[] }).startupNodes ?? [];
+  return seeds.map((seed) => `${seed.host}:${seed.port}`).join(',');
 }

@@ -1,6 +1,7 @@
 import type { LimitOutcome } from '../algorithms/algorithm.js';
 import type { DecideMode, LimitCall } from '../algorithms/decide-script.js';
 import type { Limit } from '../config/policies.js';
+import type { EvictionRisk } from './eviction-check.js';
 
 /**
  * Where decisions are made: Redis (one Lua script per decision, on Redis's
@@ -19,5 +20,10 @@ export interface QuotaStore {
   decideAll(calls: readonly LimitCall[], mode: DecideMode): Promise<LimitOutcome[]>;
   /** Resolves once the store has answered; the service reports SERVING only after that. */
   ready(): Promise<void>;
+  /**
+   * Whether the store could drop quota state early (spec 3.2 rule 3), as checked
+   * by ready(); for the health and metrics endpoints. Stores that cannot evict omit it.
+   */
+  evictionRisk?(): EvictionRisk | undefined;
   close(): Promise<void>;
 }

@@ -39,10 +39,29 @@ describe('environment configuration', () => {
     ['QUOTA_METRICS_ADDR', ':9464:'],
     ['QUOTA_LOG_LEVEL', 'loud'],
     ['QUOTA_SHUTDOWN_GRACE_MS', 'soon'],
-    ['QUOTA_REDIS_CLUSTER', '127.0.0.1:7000'],
+    ['QUOTA_REDIS_CLUSTER', ','],
+    ['QUOTA_REDIS_CLUSTER', '127.0.0.1'],
+    ['QUOTA_REDIS_CLUSTER', '127.0.0.1:7000;127.0.0.1:7001'],
+    ['QUOTA_REDIS_CLUSTER', 'redis://'],
+    ['QUOTA_REDIS_CLUSTER', 'redis://10.0.0.1'],
+    ['QUOTA_REDIS_CLUSTER', 'http://10.0.0.1:6379'],
+    ['QUOTA_REDIS_CLUSTER', '10.0.0.1:6379,rediss://10.0.0.2:6379'],
+    ['QUOTA_REDIS_CLUSTER', 'redis://:a@10.0.0.1:6379,redis://:b@10.0.0.2:6379'],
   ])('fails fast naming %s when it is %j', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^invalid configuration:\\n  ${name}: `));
+  });
+
+  it('reads Redis Cluster seeds as a list', () => {
+    expect(loadConfig({ QUOTA_REDIS_CLUSTER: '10.0.0.1:6379, 10.0.0.2:6379,' }).QUOTA_REDIS_CLUSTER).toEqual(['10.0.0.1:6379', '10.0.0.2:6379']);
+    expect(loadConfig({ QUOTA_REDIS_CLUSTER: '[::1]:7000' }).QUOTA_REDIS_CLUSTER).toEqual(['[::1]:7000']);
+    expect(loadConfig({ QUOTA_REDIS_CLUSTER: 'rediss://:s3cret@a.internal:6380,rediss://:s3cret@b.internal:6380' }).QUOTA_REDIS_CLUSTER).toHaveLength(2);
+  });
+
+  it('refuses a single node and a cluster at once, naming both variables', () => {
+    expect(() => loadConfig({ QUOTA_REDIS_URL: 'redis://10.0.0.1:6379', QUOTA_REDIS_CLUSTER: '10.0.0.1:6379' })).toThrow(
+      'invalid configuration:\n  QUOTA_REDIS_CLUSTER: set either QUOTA_REDIS_URL (one node) or QUOTA_REDIS_CLUSTER (cluster seeds), not both',
+    );
   });
 
   it('reports unknown QUOTA_* variables instead of failing (Kubernetes service links set some)', () => {

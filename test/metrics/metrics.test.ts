@@ -74,4 +74,22 @@ describe('Prometheus metrics of a real service process (QUOTA_METRICS_ADDR)', ()
     service.signal('SIGTERM');
     expect(await service.exit).toBe(0);
   });
+
+  it('quota_store_eviction_risk is 1 when Redis may evict quota state (maxmemory-policy allkeys-lru)', async () => {
+    const evicting = await startRedisServer({ args: ['--maxmemory-policy', 'allkeys-lru'] });
+    const risky = startServiceProcess({ QUOTA_REDIS_URL: evicting.url, QUOTA_METRICS_ADDR: '127.0.0.1:0' });
+    try {
+      const metricsPort = Number(/"port":(\d+)/.exec(await risky.logged(/"msg":"metrics at GET \/metrics"/))![1]);
+      const channel = createChannel(`127.0.0.1:${await risky.port}`);
+      await untilServing(channel);
+      channel.close();
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(sample(text, 'quota_store_eviction_risk')).toBe(1);
+      risky.signal('SIGTERM');
+      expect(await risky.exit).toBe(0);
+    } finally {
+      risky.signal('SIGKILL');
+      await evicting.stop();
+    }
+  });
 });

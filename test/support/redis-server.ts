@@ -15,6 +15,8 @@ export interface RedisServer {
   /** Sends a signal to the process, e.g. SIGSTOP to freeze it (a hung store) or SIGKILL (a dead one). */
   signal(signal: NodeJS.Signals): void;
   stop(): Promise<void>;
+  /** kill -9: no shutdown, no goodbye to clients or to the cluster. */
+  crash(): Promise<void>;
 }
 
 export function redisServerBinary(): string {
@@ -29,7 +31,8 @@ export function redisServerBinary(): string {
   return binary;
 }
 
-async function freePort(): Promise<number> {
+/** A loopback port nobody listens on right now (it may be taken before it is bound: retry). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);
@@ -45,17 +48,19 @@ export interface RedisServerOptions {
   port?: number;
   /** More redis-server arguments, e.g. ['--maxmemory-policy', 'allkeys-lru']. */
   args?: string[];
+  /** requirepass (and masterauth, for replicas); the harness's own clients authenticate with it. */
+  password?: string;
 }
 
 /** Starts redis-server with no persistence; retries on a port taken between probe and bind. */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const binary = redisServerBinary();
-  const extraArgs = options.args ?? [];
+  const extraArgs = [...(options.args ?? []), ...(options.password === undefined ? [] : ['--requirepass', options.password, '--masterauth', options.password])];
   let lastError: unknown;
   for (let attempt = 0; attempt < (options.port === undefined ? 5 : 1); attempt++) {
     const port = options.port ?? (await freePort());
     try {
-      return await launch(binary, port, extraArgs);
+      return await launch(binary, port, extraArgs, options.password);
     } catch (error) {
       lastError = error;
     }
@@ -63,7 +68,8 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   throw new Error(`could not start redis-server: ${String(lastError)}`);
 }
 
-async function launch(binary: string, port: number, extraArgs: string[]): Promise<RedisServer> {
+async function launch(binary: string, port: number, extraArgs: string[], password: string | undefined): Promise<RedisServer> {
+  const auth = password === undefined ? {} : { password };
   const dir = mkdtempSync(join(tmpdir(), 'quota-redis-'));
   const child = spawn(
     binary,
@@ -83,7 +89,7 @@ async function launch(binary: string, port: number, extraArgs: string[]): Promis
   };
 
   const url = `redis://127.0.0.1:${port}`;
-  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...auth });
   probe.on('error', () => {});
   try {
     const deadline = Date.now() + 5_000;
@@ -110,7 +116,7 @@ async function launch(binary: string, port: number, extraArgs: string[]): Promis
     port,
     url,
     client() {
-      const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+      const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, ...auth });
       clients.push(client);
       return client;
     },
@@ -118,5 +124,9 @@ async function launch(binary: string, port: number, extraArgs: string[]): Promis
       child.kill(signal);
     },
     stop,
+    async crash() {
+      child.kill('SIGKILL');
+      await owner.exited;
+    },
   };
 }

@@ -6,6 +6,7 @@ import { parsePolicies, type Limit } from '../../src/config/policies.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { RedisStore } from '../../src/store/redis.js';
 import type { QuotaStore } from '../../src/store/store.js';
+import type { RedisCluster } from './redis-cluster.js';
 import type { RedisServer } from './redis-server.js';
 
 /** 2026-11-21T08:00:00Z: a fixed start for virtual time. */
@@ -17,7 +18,7 @@ export const T0 = Date.UTC(2026, 10, 21, 8, 0, 0);
  * (where the clock reaches the scripts as the test-only `now` argument).
  */
 export interface StoreFixture {
-  readonly name: 'memory' | 'redis';
+  readonly name: 'memory' | 'redis' | 'redis-cluster';
   readonly clock: VirtualClock;
   readonly store: QuotaStore;
   tokenBucket(key: string): Promise<TokenBucketState | undefined>;
@@ -77,6 +78,41 @@ export function redisFixture(server: RedisServer): StoreFixture {
     keys: async () => (await redis.keys('*')).sort(),
     reset: async () => {
       await redis.flushdb();
+      clock.set(T0);
+    },
+  };
+}
+
+/** The same on a Redis Cluster: reads route by slot, keys() and reset() cover every master. */
+export function clusterFixture(cluster: RedisCluster): StoreFixture {
+  const clock = new VirtualClock(T0);
+  const client = cluster.client();
+  // The client the service builds (RedisStore.connectCluster), with the test clock.
+  const store = RedisStore.connectCluster(cluster.seeds, { testClock: clock });
+  const masters = async () => (await cluster.topology()).shards.map((shard) => cluster.node(shard.masterPort));
+  return {
+    name: 'redis-cluster',
+    clock,
+    store,
+    async tokenBucket(key) {
+      const hash = await client.hgetall(key);
+      if (hash.tokens === undefined || hash.ts === undefined) return undefined;
+      return { tokens: Number(hash.tokens), ts: Number(hash.ts) };
+    },
+    async counter(key) {
+      const value = await client.get(key);
+      return value === null ? undefined : Number(value);
+    },
+    async logSize(key) {
+      return (await client.exists(key)) === 1 ? client.zcard(key) : undefined;
+    },
+    async ttl(key) {
+      const ms = await client.pttl(key);
+      return ms < 0 ? undefined : ms;
+    },
+    keys: async () => (await Promise.all((await masters()).map((node) => node.keys('*')))).flat().sort(),
+    reset: async () => {
+      await Promise.all((await masters()).map((node) => node.flushall()));
       clock.set(T0);
     },
   };

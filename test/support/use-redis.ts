@@ -1,4 +1,5 @@
 import { afterAll, beforeAll } from 'vitest';
+import { startRedisCluster, type RedisCluster, type RedisClusterOptions } from './redis-cluster.js';
 import { startRedisServer, type RedisServer, type RedisServerOptions } from './redis-server.js';
 import { memoryFixture, redisFixture, type StoreFixture } from './store-fixtures.js';
 
@@ -23,4 +24,19 @@ export function bothStores(redis: () => RedisServer): [string, () => StoreFixtur
     ['memory', () => memoryFixture()],
     ['redis', () => redisFixture(redis())],
   ];
+}
+
+/** A 3-master + 3-replica Redis Cluster for the enclosing test file or describe block (started once, about 2 s). */
+export function useRedisCluster(options?: RedisClusterOptions): () => RedisCluster {
+  let cluster: RedisCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startRedisCluster(options);
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  return () => {
+    if (cluster === undefined) throw new Error('Redis Cluster not started yet: use it inside a test or hook');
+    return cluster;
+  };
 }

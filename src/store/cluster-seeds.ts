@@ -1,0 +1,28 @@
+/** One Redis Cluster seed, from QUOTA_REDIS_CLUSTER (validated in src/config/env.ts). */
+export interface ClusterSeed {
+  readonly host: string;
+  readonly port: number;
+  readonly username?: string;
+  readonly password?: string;
+  readonly tls: boolean;
+}
+
+/** `host:port`, `[ipv6]:port`, or `redis://[user:password@]host:port` (`rediss://` for TLS). */
+export function parseClusterSeed(seed: string): ClusterSeed {
+  if (seed.includes('://')) {
+    const url = new URL(seed);
+    return {
+      host: unbracket(url.hostname),
+      port: Number(url.port),
+      ...(url.username === '' ? {} : { username: decodeURIComponent(url.username) }),
+      ...(url.password === '' ? {} : { password: decodeURIComponent(url.password) }),
+      tls: url.protocol === 'rediss:',
+    };
+  }
+  const colon = seed.lastIndexOf(':');
+  return { host: unbracket(seed.slice(0, colon)), port: Number(seed.slice(colon + 1)), tls: false };
+}
+
+function unbracket(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+}

@@ -1,0 +1,90 @@
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { runInLockStep } from '../support/lock-step.js';
+import { clusterFixture, limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
+import { useRedisCluster, useRedisServer } from '../support/use-redis.js';
+
+/**
+ * Every algorithm decides the same on a Redis Cluster as on a single Redis node
+ * and as its TypeScript model, for the same random sequence of time steps, costs
+ * and identities (identities chosen so that they live on all three masters).
+ *
+ * One line per limit definition: a new algorithm joins by adding its lines.
+ * Windows and buckets here live 5 s or more, and virtual time keeps clear of
+ * the last 5 s of a minute, so Redis's own expiry (real time) never lapses in
+ * the middle of a sequence; second-sized windows are covered, on one node, by
+ * test/algorithms/lua-equals-model.test.ts.
+ */
+const LIMITS: Record<string, unknown>[] = [
+  { name: 'tb', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 2 },
+  { name: 'tb-slow', key_by: 'user', algorithm: 'token_bucket', capacity: 3, refill_per_second: 0.25 },
+  { name: 'fw-minute', key_by: 'user', algorithm: 'fixed_window', limit: 5, window: 'minute' },
+  { name: 'fw-hour', key_by: 'user', algorithm: 'fixed_window', limit: 20, window: 'hour' },
+  { name: 'swl', key_by: 'user', algorithm: 'sliding_window_log', limit: 8, window: 'minute' },
+  { name: 'swc', key_by: 'user', algorithm: 'sliding_window_counter', limit: 8, window: 'minute' },
+  { name: 'lb-police', key_by: 'user', algorithm: 'leaky_bucket', capacity: 5, leak_per_second: 0.5, mode: 'policing' },
+  { name: 'lb-shape', key_by: 'user', algorithm: 'leaky_bucket', capacity: 5, leak_per_second: 0.5, mode: 'shaping' },
+  { name: 'gcra', key_by: 'user', algorithm: 'gcra', capacity: 10, refill_per_second: 2 },
+];
+
+/** a, b and c hash to three different masters; the others are crafted. */
+const IDENTITIES = ['a', 'b', 'c', 'a:b', '{x}', '}{'];
+
+const timeStep = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 5_000 }), fc.integer({ min: 0, max: 600_000 }));
+const step = fc.record({ step: timeStep, share: fc.double({ min: 0, max: 1, noNaN: true }), who: fc.constantFrom(...IDENTITIES) });
+describe('cluster = single node = model', () => {
+  const redis = useRedisServer();
+  const cluster = useRedisCluster();
+  let fixtures: StoreFixture[];
+  beforeAll(async () => {
+    fixtures = [memoryFixture(), redisFixture(redis()), clusterFixture(cluster())];
+    await fixtures[2]!.store.ready();
+  });
+
+  it.each(LIMITS.map((definition) => [definition.name as string, definition] as const))('%s: same decisions on all three for random sequences', async (_name, definition) => {
+    const limit = limitFrom(definition);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 4_102_444_800_000 }), fc.array(step, { minLength: 1, maxLength: 40 }), (start, steps) =>
+        runInLockStep(fixtures, limit, start, steps),
+      ),
+      { numRuns: 100 },
+    );
+  });
+});
+
+describe('decisions keep flowing, and stay right, through SCRIPT FLUSH and a manual failover', () => {
+  const cluster = useRedisCluster();
+
+  it('SCRIPT FLUSH on every node (EVALSHA -> EVAL), then CLUSTER FAILOVER of a shard mid-sequence (MOVED followed): every decision equals the model', async () => {
+    const model = memoryFixture();
+    const onCluster = clusterFixture(cluster());
+    await onCluster.store.ready();
+    const before = await cluster().topology();
+    const shardOfA = before.shards.find((s) => s.slots.some(([first]) => first === 10922))!; // {a} hashes to slot 15495
+    const promoted = shardOfA.replicaPorts[0]!;
+    const steps = fc.sample(step, { numRuns: 300, seed: 7 });
+
+    const disturb = async (i: number) => {
+      if (i === 60) await Promise.all(cluster().nodes.map((node) => cluster().node(node.port).script('FLUSH')));
+      // No wait: the steps right after run while the replica takes over.
+      if (i === 150) expect(await cluster().node(promoted).call('CLUSTER', 'FAILOVER')).toBe('OK');
+      if (i === 200) {
+        // From here on the promoted replica, which never ran the script, serves {a}.
+        await cluster().waitHealthy();
+        expect(await cluster().ownerOf('{a}')).toBe(promoted);
+      }
+    };
+    for (const definition of [LIMITS[0]!, LIMITS[2]!]) {
+      await runInLockStep([model, onCluster], limitFrom(definition), Date.UTC(2026, 10, 21, 9, 0, 0), steps, definition === LIMITS[0] ? disturb : undefined);
+    }
+    // The fallback really ran: some EVALSHA met an empty script cache.
+    const noscript = await Promise.all(
+      (await cluster().topology()).shards.map(async (s) => Number(/errorstat_NOSCRIPT:count=(\d+)/.exec(await cluster().node(s.masterPort).info('errorstats'))?.[1] ?? 0)),
+    );
+    expect(noscript.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+    // And the client was redirected: the demoted master answered MOVED for {a}'s slot.
+    const demoted = await cluster().node(shardOfA.masterPort).info('errorstats');
+    expect(Number(/errorstat_MOVED:count=(\d+)/.exec(demoted)?.[1] ?? 0)).toBeGreaterThan(0);
+    await onCluster.store.close();
+  });
+});
