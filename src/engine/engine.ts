@@ -56,10 +56,12 @@ export class QuotaEngine {
   async allow(input: AllowInput): Promise<Decision> {
     const request = validateRequest(this.policies, input);
     const started = performance.now();
+    const firstKey = limitCalls(request.policy.limits, request)[0]?.identityKey ?? '';
     const decision = await this.failure.decide(
       request.policy,
       () => this.decideOn(this.store, request, (limit) => limit),
       (store, scale) => this.decideOn(store, request, scale),
+      this.store.partitionOf?.(firstKey),
     );
     this.onDecision?.(request.policy.name, decision, (performance.now() - started) / 1000);
     return decision;

@@ -48,7 +48,7 @@ export class QuotaMetrics implements StoreFailureEvents {
 
   private readonly circuit = new Gauge({
     name: 'quota_store_circuit_state',
-    help: 'Circuit breaker in front of the store: 1 for the current state (closed, open, half_open), 0 for the others.',
+    help: 'Circuit breakers in front of the store by state (closed, open, half_open): one per store partition seen so far (a Redis Cluster shard; the whole store on a single node).',
     labelNames: ['state'] as const,
     registers: [this.registry],
   });
@@ -68,7 +68,7 @@ export class QuotaMetrics implements StoreFailureEvents {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
-    this.circuitState('closed');
+    this.circuitStates({ closed: 0, open: 0, half_open: 0 });
     for (const result of ['success', 'failure']) this.reloads.inc({ result }, 0);
   }
 
@@ -116,8 +116,8 @@ export class QuotaMetrics implements StoreFailureEvents {
     this.storeFailures.inc({ kind });
   }
 
-  circuitState(state: CircuitStateName): void {
-    for (const name of CIRCUIT_STATES) this.circuit.set({ state: name }, name === state ? 1 : 0);
+  circuitStates(counts: Readonly<Record<CircuitStateName, number>>): void {
+    for (const name of CIRCUIT_STATES) this.circuit.set({ state: name }, counts[name]);
   }
 
   reloaded(success: boolean): void {

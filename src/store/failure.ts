@@ -17,7 +17,8 @@ export type CircuitStateName = 'closed' | 'open' | 'half_open';
 /** Hooks for metrics; the failure policy knows nothing of Prometheus. */
 export interface StoreFailureEvents {
   storeFailure(kind: StoreFailureKind): void;
-  circuitState(state: CircuitStateName): void;
+  /** Breakers per state, after any of them changed (or a new partition was seen). */
+  circuitStates(counts: Readonly<Record<CircuitStateName, number>>): void;
 }
 
 export interface StoreFailureOptions {
@@ -36,6 +37,15 @@ export class StoreTimeoutError extends Error {
   override name = 'StoreTimeoutError';
 }
 
+/** The partition of a store that does not have several (a single node, the embedded store). */
+const DEFAULT_PARTITION = 'store';
+
+interface PartitionBreaker {
+  readonly breaker: CircuitBreakerPolicy;
+  /** True from the first opening of the circuit until it closes: one warning per outage, not per call. */
+  outage: boolean;
+}
+
 /** A decision without its source; the failure policy stamps the source. */
 export type SourcelessDecision = Omit<Decision, 'source'>;
 
@@ -50,44 +60,23 @@ export type SourcelessDecision = Omit<Decision, 'source'>;
  * limiter: the same TS models on an in-process MemoryStore).
  *
  * The breaker is cockatiel's (a consecutive-failure breaker with one probe
- * call when half-open): one per store, since a dead store is dead for every
- * policy. A timeout counts as a failure; a script error (a bug) does not and
- * propagates.
+ * call when half-open): one per store partition, since a dead store is dead for
+ * every policy, while a dead cluster shard is dead only for its own slots. A
+ * timeout counts as a failure; a script error (a bug) does not and propagates.
  */
 export class StoreFailurePolicy {
   private readonly localStore = new MemoryStore();
   private readonly scaledLimits = new WeakMap<Limit, Limit>();
-  private readonly breaker: CircuitBreakerPolicy;
-  /** True from the first opening of the circuit until it closes: one warning per outage, not per call. */
-  private outage = false;
+  /** One breaker per store partition (a cluster shard's master; the whole store on one node). */
+  private readonly breakers = new Map<string, PartitionBreaker>();
 
-  constructor(private readonly options: StoreFailureOptions) {
-    this.breaker = circuitBreaker(handleType(StoreUnavailableError).orType(StoreTimeoutError), {
-      halfOpenAfter: options.halfOpenAfterMs,
-      breaker: new ConsecutiveBreaker(options.breakerFailures),
-    });
-    const log = options.logger;
-    this.breaker.onBreak((reason) => {
-      const cause = 'error' in reason ? String((reason.error as Error).message) : 'isolated';
-      if (this.outage) {
-        log.debug({ cause }, 'store probe failed: circuit open again');
-      } else {
-        this.outage = true;
-        log.warn(
-          { cause, probeEveryMs: options.halfOpenAfterMs },
-          'store circuit open: store calls stop, policies apply their failure modes until a probe succeeds',
-        );
-      }
-    });
-    this.breaker.onReset(() => {
-      if (this.outage) log.info('store answered a probe: circuit closed, decisions from the store again');
-      this.outage = false;
-    });
-    this.breaker.onStateChange((state) => options.events?.circuitState(stateName(state)));
-  }
+  constructor(private readonly options: StoreFailureOptions) {}
 
-  get circuit(): CircuitStateName {
-    return stateName(this.breaker.state);
+  /** Partitions (shards) seen so far, counted by the state of their breaker. */
+  circuitStates(): Record<CircuitStateName, number> {
+    const counts: Record<CircuitStateName, number> = { closed: 0, open: 0, half_open: 0 };
+    for (const { breaker } of this.breakers.values()) counts[stateName(breaker.state)]++;
+    return counts;
   }
 
   /** Keys held by the local limiter (for the state-keys metric). */
@@ -95,17 +84,55 @@ export class StoreFailurePolicy {
     return this.localStore.space.keys(Date.now()).length;
   }
 
+  private breakerFor(partition: string): CircuitBreakerPolicy {
+    const known = this.breakers.get(partition);
+    if (known !== undefined) return known.breaker;
+    const entry: PartitionBreaker = {
+      breaker: circuitBreaker(handleType(StoreUnavailableError).orType(StoreTimeoutError), {
+        halfOpenAfter: this.options.halfOpenAfterMs,
+        breaker: new ConsecutiveBreaker(this.options.breakerFailures),
+      }),
+      outage: false,
+    };
+    const log = this.options.logger.child({ partition });
+    entry.breaker.onBreak((reason) => {
+      const cause = 'error' in reason ? String((reason.error as Error).message) : 'isolated';
+      if (entry.outage) {
+        log.debug({ cause }, 'store probe failed: circuit open again');
+      } else {
+        entry.outage = true;
+        log.warn(
+          { cause, probeEveryMs: this.options.halfOpenAfterMs },
+          'store circuit open: store calls stop, policies apply their failure modes until a probe succeeds',
+        );
+      }
+    });
+    entry.breaker.onReset(() => {
+      if (entry.outage) log.info('store answered a probe: circuit closed, decisions from the store again');
+      entry.outage = false;
+    });
+    this.breakers.set(partition, entry);
+    entry.breaker.onStateChange(() => this.options.events?.circuitStates(this.circuitStates()));
+    this.options.events?.circuitStates(this.circuitStates());
+    return entry.breaker;
+  }
+
+  /**
+   * `partition` names the part of the store the call goes to (QuotaStore.partitionOf):
+   * a dead cluster shard opens its own breaker, and the other shards keep deciding.
+   */
   async decide(
     policy: Policy,
     fromStore: () => Promise<SourcelessDecision>,
     onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
+    partition = DEFAULT_PARTITION,
   ): Promise<Decision> {
     let kind: StoreFailureKind;
     const deadline = deadlineAfter(this.options.timeoutMs);
     try {
       // The inner race lets the breaker count a timeout as a failure; the outer
       // one bounds the wait for a half-open probe made by another call.
-      const call = this.breaker.execute(() => Promise.race([fromStore(), deadline.expired]));
+      const call = this.breakerFor(partition).execute(() => Promise.race([fromStore(), deadline.expired]));
       return { ...(await Promise.race([call, deadline.expired])), source: 'store' };
     } catch (error) {
       if (error instanceof StoreTimeoutError) kind = 'timeout';

@@ -1,3 +1,4 @@
+import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
 import type { LimitOutcome } from '../algorithms/algorithm.js';
 import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, parseDecideReply, type DecideMode, type LimitCall } from '../algorithms/decide-script.js';
@@ -121,6 +122,17 @@ export class RedisStore implements QuotaStore {
       throw new StoreUnavailableError(error);
     }
     return parseDecideReply(reply, calls.length);
+  }
+
+  /**
+   * On a cluster, the master owning the key's slot as the client last saw it: a
+   * dead shard opens its own circuit breaker, and once a replica takes over, its
+   * slots belong to a new partition that starts closed. One node: one partition.
+   */
+  partitionOf(key: string): string {
+    if (!(this.redis instanceof Cluster)) return 'redis';
+    const slot = calculateSlot(key);
+    return this.redis.slots[slot]?.[0] ?? `slot ${slot}`;
   }
 
   /** Keys in the quota database (DBSIZE, O(1); summed over the masters of a cluster); for the state-keys metric. */

@@ -25,5 +25,10 @@ export interface QuotaStore {
    * by ready(); for the health and metrics endpoints. Stores that cannot evict omit it.
    */
   evictionRisk?(): EvictionRisk | undefined;
+  /**
+   * The part of the store a key lives on, for one circuit breaker per part: the
+   * master that owns the key's slot on a Redis Cluster. Stores of one part omit it.
+   */
+  partitionOf?(key: string): string;
   close(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 import { ClientError, Status } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock.js';
+import { DecisionSource } from '../../src/gen/quota/v1/quota.js';
 import { parsePolicies } from '../../src/config/policies.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
@@ -19,6 +20,7 @@ const WORKERS = 8;
 const policies = parsePolicies(`
 policies:
   failover:
+    failure_mode: fail_closed
     limits:
       - { name: fo, key_by: user, algorithm: token_bucket, capacity: ${CAPACITY}, refill_per_second: 1 }
 `);
@@ -37,7 +39,7 @@ describe('kill -9 of a master under load', () => {
     await store?.close();
   });
 
-  it('keeps answering (UNAVAILABLE for the dead shard only), recovers without restart, and loses no capacity', async (context) => {
+  it('keeps answering (fail_closed for the dead shard only), recovers without restart, and loses no capacity', async (context) => {
     const { shards } = await cluster().topology();
     const victim = shards[0]!;
     const ownerOf = new Map(await Promise.all(USERS.map(async (u) => [u, await cluster().ownerOf(`{${u}}`)] as const)));
@@ -45,7 +47,8 @@ describe('kill -9 of a master under load', () => {
 
     const granted = new Map(USERS.map((u) => [u, 0]));
     const errors = new Map<string, number>();
-    const unanswered = new Map(USERS.map((u) => [u, 0]));
+    // Answers the store did not give (the policy's failure mode): such a call may still have spent.
+    const notFromStore = new Map(USERS.map((u) => [u, 0]));
     let calls = 0;
     let phase: 'before' | 'failing' | 'recovered' = 'before';
     let stopped = false;
@@ -58,15 +61,17 @@ describe('kill -9 of a master under load', () => {
         try {
           const response = await service.client.allow({ policy: 'failover', identity: { user } });
           calls++;
-          if (response.allowed) granted.set(user, granted.get(user)! + 1);
+          if (response.source !== DecisionSource.DECISION_SOURCE_STORE) {
+            expect(response).toMatchObject({ allowed: false, source: DecisionSource.DECISION_SOURCE_FAIL_CLOSED });
+            notFromStore.set(user, notFromStore.get(user)! + 1);
+            // The shard is down: wait a little rather than spin on it.
+            await new Promise((r) => setTimeout(r, 20));
+          } else if (response.allowed) granted.set(user, granted.get(user)! + 1);
           else if (sentIn === 'recovered') deniedAfterRecovery.add(user);
         } catch (error) {
           const code = error instanceof ClientError ? Status[error.code] : String(error);
           // Labelled by when the answer came: a call sent just before the kill may fail after it.
           errors.set(`${phase}:${code}`, (errors.get(`${phase}:${code}`) ?? 0) + 1);
-          unanswered.set(user, unanswered.get(user)! + 1);
-          // The shard is down: wait a little rather than spin on it.
-          await new Promise((r) => setTimeout(r, 20));
         }
       }
     };
@@ -88,20 +93,24 @@ describe('kill -9 of a master under load', () => {
     const promotedUser = USERS.find((u) => ownerOf.get(u) === victim.masterPort)!;
     expect(await cluster().ownerOf(`{${promotedUser}}`)).toBe(victim.replicaPorts[0]);
 
-    // Only the store being away surfaces, as UNAVAILABLE, and only while the shard is down.
-    expect([...errors.keys()]).toEqual(['failing:UNAVAILABLE']);
-    // Users on the other shards never notice. On the failed shard a call that got no answer
-    // may still have spent its token (spec 3.2 rule 4), and writes the replica had not
-    // received yet are lost: those users get at least CAPACITY minus their unanswered calls.
+    // No gRPC error at all: the dead shard's calls get the policy's failure mode.
+    expect([...errors.keys()]).toEqual([]);
+    // Users on the other shards never notice (their shard has its own circuit breaker). On
+    // the failed shard a call the store did not answer may still have spent its token (spec
+    // 3.2 rule 4), and writes the replica had not received yet are lost: those users get at
+    // least CAPACITY minus their failure-mode answers.
     let extra = 0;
+    let failClosed = 0;
     for (const [user, count] of granted) {
       if (ownerOf.get(user) !== victim.masterPort) {
-        expect({ user, count, unanswered: unanswered.get(user) }).toEqual({ user, count: CAPACITY, unanswered: 0 });
+        expect({ user, count, notFromStore: notFromStore.get(user) }).toEqual({ user, count: CAPACITY, notFromStore: 0 });
       } else {
-        expect(count + unanswered.get(user)!, user).toBeGreaterThanOrEqual(CAPACITY);
+        expect(count + notFromStore.get(user)!, user).toBeGreaterThanOrEqual(CAPACITY);
         extra += Math.max(0, count - CAPACITY);
+        failClosed += notFromStore.get(user)!;
       }
     }
-    context.annotate(`promoted after ${promotedMs} ms; extra grants from lost writes: ${extra}; UNAVAILABLE answers: ${errors.get('failing:UNAVAILABLE') ?? 0}`);
+    expect(failClosed).toBeGreaterThan(0);
+    context.annotate(`promoted after ${promotedMs} ms; extra grants from lost writes: ${extra}; fail_closed answers: ${failClosed}`);
   });
 });

@@ -85,7 +85,7 @@ describe('store outage under load (spec 7.2, verification 4)', () => {
     const lines: string[] = [];
     const logger = createLogger('debug', new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }));
     const failures: { kind: StoreFailureKind; at: number }[] = [];
-    const events = { storeFailure: (kind: StoreFailureKind) => failures.push({ kind, at: performance.now() }), circuitState: () => {} };
+    const events = { storeFailure: (kind: StoreFailureKind) => failures.push({ kind, at: performance.now() }), circuitStates: () => {} };
     const failure = new StoreFailurePolicy({ timeoutMs: TIMEOUT_MS, breakerFailures: 5, halfOpenAfterMs: HALF_OPEN_MS, logger, events });
     const decided: { at: number; ms: number }[] = [];
     service = await startTestService(RedisStore.connect(redis.url), policies, {

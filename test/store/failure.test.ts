@@ -27,10 +27,10 @@ function setup(halfOpenAfterMs = 60_000) {
     breakerFailures: 3,
     halfOpenAfterMs,
     logger: createLogger('debug', new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) })),
-    events: { storeFailure: (kind) => kinds.push(kind), circuitState: () => {} },
+    events: { storeFailure: (kind) => kinds.push(kind), circuitStates: () => {} },
   });
   let storeCalls = 0;
-  const decide = (name: string, store: () => Promise<SourcelessDecision>) =>
+  const decide = (name: string, store: () => Promise<SourcelessDecision>, partition?: string) =>
     failure.decide(
       policy(name),
       () => {
@@ -42,6 +42,7 @@ function setup(halfOpenAfterMs = 60_000) {
         const outcome = await local.decide(limit, `rl:v1:${limit.name}:user:{u}`, 1);
         return { allowed: outcome.allowed, retryAfterMs: outcome.retryAfterMs, deniedBy: outcome.allowed ? '' : limit.name, limits: [], delayMs: 0 };
       },
+      partition,
     );
   return { failure, decide, lines, kinds, storeCalls: () => storeCalls };
 }
@@ -83,6 +84,18 @@ describe('store failure policy', () => {
     expect(storeCalls()).toBe(3);
     expect(kinds).toEqual([...Array(3).fill('error'), ...Array(7).fill('circuit_open')]);
     expect(lines.filter((l) => l.includes('"level":40'))).toHaveLength(1);
+  });
+
+  it('one breaker per partition (cluster shard): a dead shard opens its own circuit, the others keep deciding', async () => {
+    const { decide, failure, lines } = setup();
+    // Calls alternate between a dead shard and a healthy one, as under real load.
+    const sources: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      sources.push((await decide('closed', down, 'shard-a')).source, (await decide('closed', async () => STORE_DECISION, 'shard-b')).source);
+    }
+    expect(sources).toEqual(Array(5).fill(['fail_closed', 'store']).flat());
+    expect(failure.circuitStates()).toEqual({ closed: 1, open: 1, half_open: 0 });
+    expect(lines.filter((l) => l.includes('"level":40') && l.includes('"partition":"shard-a"'))).toHaveLength(1);
   });
 
   it('after the half-open delay one probe goes through; its success closes the circuit and says so once', async () => {
