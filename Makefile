@@ -61,7 +61,9 @@ test: deps redis typecheck
 bench: deps redis gen
 	npx tsx bench/run.ts
 	npx tsx bench/algorithms.ts
+	npx tsx bench/many-keys.ts
 	npx tsx bench/batch-run.ts
+	npx tsx bench/flexible-run.ts
 	npx tsx bench/order-api-run.ts
 
 clean:
