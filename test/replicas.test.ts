@@ -15,13 +15,14 @@ import { startServiceProcess, untilServing, type ServiceProcess } from './suppor
  *
  * T is read from Redis, not from the test's wall clock: the token bucket
  * stores `ts` (Redis TIME) with every decision, so T runs from the first
- * decision (made alone) to the first denial after the concurrent phase (a
- * denial stores ts too). Between those two the bucket is drained faster than
- * it refills, so it never caps, and the tokens account exactly:
- *   allowed = capacity + rate*T - tokens_left,  0 <= tokens_left < 1.
+ * decision (made alone, spending the whole capacity at once) to the first
+ * denial after the concurrent phase (a denial stores ts too). Between those
+ * two the bucket never fills up again (that would take capacity/rate = 3 s
+ * without a single call), so the tokens account exactly:
+ *   allowed units = capacity + rate*T - tokens_left,  0 <= tokens_left < 1.
  * A lost update between replicas (read-modify-write race) would grant more.
  */
-const CAPACITY = 20;
+const CAPACITY = 30;
 const RATE_PER_SECOND = 10;
 const REPLICAS = 5;
 const FLOOD_MS = 1_500;
@@ -72,26 +73,28 @@ describe('replicas share one global limit through Redis', () => {
     const sources = new Set<DecisionSource>();
     let allowed = 0;
     let next = 0;
-    const call = async () => {
+    const call = async (cost = 1) => {
       // Round-robin over the replicas, as a load balancer would spread one user's calls.
       const client = pool[next++ % pool.length]!;
-      const response = await client.allow({ policy: 'shared', identity: { user } });
+      const response = await client.allow({ policy: 'shared', identity: { user }, cost });
       sources.add(response.source);
-      if (response.allowed) allowed++;
+      if (response.allowed) allowed += cost;
       return response.allowed;
     };
 
-    expect(await call()).toBe(true);
+    // The whole capacity at once: from here on the bucket cannot fill up in any short pause.
+    expect(await call(CAPACITY)).toBe(true);
     const first = await bucket(user);
+    expect(first.tokens).toBe(0);
 
     const until = Date.now() + FLOOD_MS;
     await Promise.all(
       Array.from({ length: WORKERS }, async () => {
-        while (Date.now() < until) await call();
+        while (Date.now() < until) await call(1);
       }),
     );
     // The end of the interval: the first denial once the flood is over (it stores its ts and the tokens left).
-    while (await call());
+    while (await call(1));
     const last = await bucket(user);
 
     const seconds = (last.ts - first.ts) / 1000;
