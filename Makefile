@@ -62,7 +62,9 @@ test: deps redis typecheck
 bench: deps redis gen
 	npx tsx bench/run.ts
 	npx tsx bench/algorithms.ts
+	npx tsx bench/many-keys.ts
 	npx tsx bench/batch-run.ts
+	npx tsx bench/flexible-run.ts
 	npx tsx bench/order-api-run.ts
 
 bench-cluster: deps redis gen

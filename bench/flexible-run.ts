@@ -1,0 +1,144 @@
+// `make bench`: decisions/s through the quota service with the batching quota
+// client vs rate-limiter-flexible (RateLimiterRedis, in this process) on the
+// same Redis, kinds alternating round by round (same-run baseline, as
+// bench/run.ts and bench/batch-run.ts). Issue 6's target: batched >= 1.0x flexible.
+//
+//   npx tsx bench/flexible-run.ts [--seconds 4] [--concurrency 256] [--rounds 3] [--warmup 2]
+import { cpus, totalmem } from 'node:os';
+import { Redis } from 'ioredis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { startRedisServer } from '../test/support/redis-server.js';
+import { startServerChild } from './children.js';
+import type { AllowCaller } from './client.js';
+import { cpuBetween, sampleCpu } from './cpu.js';
+import { driveLoad } from './load.js';
+import { parseOptions } from './options.js';
+import { quotaClientCaller } from './quota-client-caller.js';
+import { formatCpuTable, formatRoundLine, formatTable, summarize, type Kind, type Round } from './report.js';
+import { median } from './stats.js';
+
+const ROUND_GRACE_MS = 5_000;
+/** The quota client's default batch, as in bench/batch-run.ts. */
+const BATCH = { maxDelayMs: 0, maxSize: 100 };
+/** The same distinct identities the quota client cycles over (bench/quota-client-caller.ts). */
+const USERS = 10_000;
+/** The target of issue 6. */
+const TARGET_RATIO = 1.0;
+
+/**
+ * rate-limiter-flexible as its README sets it up for Redis: one ioredis client
+ * with the offline queue off, plus auto-pipelining as the quota service's own
+ * client has (src/store/redis.ts), so both sides get the same Redis client
+ * settings. A limit so large that nobody runs dry, like the service's bench
+ * policy: every call is an allowed decision that runs its Lua script.
+ */
+function flexibleCaller(redisUrl: string): AllowCaller {
+  const client = new Redis(redisUrl, { enableOfflineQueue: false, enableAutoPipelining: true, maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+  const limiter = new RateLimiterRedis({ storeClient: client, keyPrefix: 'flexible', points: 1_000_000_000, duration: 3600 });
+  const keys = Array.from({ length: USERS }, (_, i) => `bench-user-${i}`);
+  let next = 0;
+  return {
+    async call() {
+      const key = keys[next] as string;
+      next = (next + 1) % USERS;
+      // consume rejects with a RateLimiterRes when the limit is exceeded (never here) or with an Error.
+      await limiter.consume(key, 1);
+      return true;
+    },
+    close: () => client.disconnect(),
+  };
+}
+
+const cleanups: Array<() => Promise<void>> = [];
+let cleaningUp: Promise<void> | undefined;
+function cleanup(): Promise<void> {
+  cleaningUp ??= (async () => {
+    for (const stop of cleanups.reverse()) await stop().catch((error: unknown) => process.stderr.write(`cleanup: ${String(error)}\n`));
+  })();
+  return cleaningUp;
+}
+function exitAfterCleanup(code: number): void {
+  void cleanup().finally(() => process.exit(code));
+}
+
+async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
+  const options = parseOptions(argv.some((a) => a.startsWith('--concurrency')) ? argv : [...argv, '--concurrency', '256']);
+  const budgetMs = 60_000 + 2 * options.warmupSeconds * 1000 + options.rounds * 2 * (options.seconds * 1000 + ROUND_GRACE_MS);
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`bench: still running after ${budgetMs} ms, giving up\n`);
+    exitAfterCleanup(1);
+  }, budgetMs);
+  cleanups.push(async () => clearTimeout(watchdog));
+
+  const redis = await startRedisServer();
+  cleanups.push(() => redis.stop());
+  const service = await startServerChild('service', 'quota-server.ts', [redis.url], { cpuProfDir: options.cpuProfDir });
+  cleanups.push(() => service.stop());
+  const callers: Partial<Record<Kind, AllowCaller>> = {
+    batched: quotaClientCaller(service.port, BATCH),
+    flexible: flexibleCaller(redis.url),
+  };
+  cleanups.push(async () => Object.values(callers).forEach((c) => c.close()));
+  const kinds: Kind[] = ['flexible', 'batched'];
+
+  process.stdout.write(
+    `Quota service + batching quota client (maxDelayMs ${BATCH.maxDelayMs}, maxSize ${BATCH.maxSize}) vs rate-limiter-flexible ` +
+      `RateLimiterRedis in-process, same Redis ${redis.url}\n` +
+      `concurrency ${options.concurrency}, ${options.rounds} rounds x ${options.seconds} s per kind, warm-up ${options.warmupSeconds} s per kind; ` +
+      `node ${process.version}, ${cpus().length} cpus, ${(totalmem() / 2 ** 30).toFixed(1)} GiB\n\n`,
+  );
+  const load = (kind: Kind, seconds: number) =>
+    driveLoad({ call: (callers[kind] as AllowCaller).call, concurrency: options.concurrency, durationMs: seconds * 1000, graceMs: ROUND_GRACE_MS });
+  if (options.warmupSeconds > 0) for (const kind of kinds) await load(kind, options.warmupSeconds);
+
+  const redisInfo = redis.client();
+  const rounds: Round[] = [];
+  for (let round = 1; round <= options.rounds; round++) {
+    for (const kind of kinds) {
+      const before = await sampleCpu(service.pid, redisInfo);
+      const result = await load(kind, options.seconds);
+      const after = await sampleCpu(service.pid, redisInfo);
+      const entry: Round = { round, kind, result, cpu: cpuBetween(before, after) };
+      rounds.push(entry);
+      process.stdout.write(`${formatRoundLine(entry)}\n`);
+    }
+  }
+
+  const flexible = summarize(rounds, 'flexible');
+  const batched = summarize(rounds, 'batched');
+  const perRound = rounds
+    .filter((r) => r.kind === 'batched')
+    .map((b) => b.result.decisionsPerSecond / (rounds.find((f) => f.kind === 'flexible' && f.round === b.round)?.result.decisionsPerSecond ?? Number.NaN));
+  const ratio = batched.decisionsPerSecond / flexible.decisionsPerSecond;
+  process.stdout.write(`\nmedians over ${options.rounds} rounds:\n${formatTable([flexible, batched])}\n\n`);
+  process.stdout.write(
+    `ratio batched/flexible (median decisions/s): ${ratio.toFixed(2)}  target >= ${TARGET_RATIO.toFixed(1)}: ${ratio >= TARGET_RATIO ? 'MET' : 'NOT MET'}\n` +
+      `per-round ratios: ${perRound.map((r) => r.toFixed(2)).join(', ')}  (median ${median(perRound).toFixed(2)})\n\n`,
+  );
+  process.stdout.write(
+    `CPU during the measured rounds (driver = this process, where rate-limiter-flexible runs; server = the quota service):\n` +
+      `${formatCpuTable([flexible, batched])}\n\n`,
+  );
+  if (flexible.errors + batched.errors > 0) {
+    process.stderr.write('bench: some calls failed; the figures above are not trustworthy\n');
+    return 1;
+  }
+  return 0;
+}
+
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`bench: ${signal}, stopping the server and Redis\n`);
+    exitAfterCleanup(code);
+  });
+}
+
+main().then(
+  (code) => exitAfterCleanup(code),
+  (error: unknown) => {
+    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    exitAfterCleanup(1);
+  },
+);
