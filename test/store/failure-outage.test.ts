@@ -119,7 +119,6 @@ describe('store outage under load (spec 7.2, verification 4)', () => {
 
     await sleep(HEALTHY_MS);
     const frozenAt = performance.now();
-    const frozenAtEpoch = Date.now();
     redis.signal('SIGSTOP');
     await sleep(FROZEN_MS);
     const deadAt = performance.now();
@@ -182,11 +181,16 @@ describe('store outage under load (spec 7.2, verification 4)', () => {
     expect(addedP99).toBeLessThanOrEqual(TIMEOUT_MS + stallMs + E2E_MARGIN_MS);
     expect(addedP99).toBeLessThan(CEILING_MS);
 
-    // One warning when the circuit opens, however many calls and probes fail.
-    // (A stall of this busy machine in the healthy phase may have opened it once already.)
+    // One warning per outage, however many calls and probes fail: the circuit opened
+    // (at the latest during the outage), and every further warning needs a close before
+    // it. A stall of this busy machine in the healthy phase may have opened it early,
+    // possibly without a close before the outage began, so count over the whole run.
+    const count = (text: string) => lines.filter((l) => l.includes(text)).length;
+    const opened = count('store circuit open');
+    expect(opened).toBeGreaterThanOrEqual(1);
+    expect(opened).toBeLessThanOrEqual(count('circuit closed') + 1);
+    expect(count('"level":40')).toBe(opened);
     const since = (epochMs: number) => lines.filter((l) => (JSON.parse(l) as { time: number }).time >= epochMs);
-    expect(since(frozenAtEpoch).filter((l) => l.includes('store circuit open'))).toHaveLength(1);
-    expect(since(frozenAtEpoch).filter((l) => l.includes('"level":40'))).toHaveLength(1);
 
     const frozenCalls = outage.filter((c) => c.startedAt < deadAt);
     const report = {
