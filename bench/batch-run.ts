@@ -4,6 +4,7 @@
 // round (same-run baseline, as bench/run.ts).
 //
 //   npx tsx bench/batch-run.ts [--seconds 4] [--concurrency 256] [--rounds 3] [--warmup 2]
+import { benchMain, type BenchRun } from './bench-main.js';
 import { cpus, totalmem } from 'node:os';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { startServerChild } from './children.js';
@@ -19,37 +20,21 @@ const ROUND_GRACE_MS = 5_000;
 /** The client's default batch: flush at the end of the event-loop turn, at most 100 per batch. */
 const BATCH = { maxDelayMs: 0, maxSize: 100 };
 
-const cleanups: Array<() => Promise<void>> = [];
-let cleaningUp: Promise<void> | undefined;
-function cleanup(): Promise<void> {
-  cleaningUp ??= (async () => {
-    for (const stop of cleanups.reverse()) await stop().catch((error: unknown) => process.stderr.write(`cleanup: ${String(error)}\n`));
-  })();
-  return cleaningUp;
-}
-function exitAfterCleanup(code: number): void {
-  void cleanup().finally(() => process.exit(code));
-}
-
-async function main(): Promise<number> {
+async function main(run: BenchRun): Promise<number> {
   const argv = process.argv.slice(2);
   // Batching needs calls in flight to coalesce: a higher default than the unary bench.
   const options = parseOptions(argv.some((a) => a.startsWith('--concurrency')) ? argv : [...argv, '--concurrency', '256']);
   const budgetMs = 60_000 + 2 * options.warmupSeconds * 1000 + options.rounds * 3 * (options.seconds * 1000 + ROUND_GRACE_MS);
-  const watchdog = setTimeout(() => {
-    process.stderr.write(`bench: still running after ${budgetMs} ms, giving up\n`);
-    exitAfterCleanup(1);
-  }, budgetMs);
-  cleanups.push(async () => clearTimeout(watchdog));
+  run.watchdog(budgetMs);
 
   const redis = await startRedisServer();
-  cleanups.push(() => redis.stop());
+  run.onCleanup(() => redis.stop());
   const service = await startServerChild('service', 'quota-server.ts', [redis.url], { cpuProfDir: options.cpuProfDir });
-  cleanups.push(() => service.stop());
+  run.onCleanup(() => service.stop());
   const callers: Partial<Record<Kind, AllowCaller>> = {
     raw: allowCaller(service.port),
     unary: quotaClientCaller(service.port, false), batched: quotaClientCaller(service.port, BATCH) };
-  cleanups.push(async () => Object.values(callers).forEach((c) => c.close()));
+  run.onCleanup(async () => Object.values(callers).forEach((c) => c.close()));
   // raw: bare nice-grpc unary Allow (bench/client.ts, as in bench/run.ts), to show what the client itself costs.
   const kinds: Kind[] = ['raw', 'unary', 'batched'];
 
@@ -95,17 +80,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
-  process.once(signal, () => {
-    process.stderr.write(`bench: ${signal}, stopping the server and Redis\n`);
-    exitAfterCleanup(code);
-  });
-}
-
-main().then(
-  (code) => exitAfterCleanup(code),
-  (error: unknown) => {
-    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    exitAfterCleanup(1);
-  },
-);
+benchMain(main);

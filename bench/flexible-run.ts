@@ -4,6 +4,7 @@
 // bench/run.ts and bench/batch-run.ts). Issue 6's target: batched >= 1.0x flexible.
 //
 //   npx tsx bench/flexible-run.ts [--seconds 4] [--concurrency 256] [--rounds 3] [--warmup 2]
+import { benchMain, type BenchRun } from './bench-main.js';
 import { cpus, totalmem } from 'node:os';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
@@ -50,37 +51,21 @@ function flexibleCaller(redisUrl: string): AllowCaller {
   };
 }
 
-const cleanups: Array<() => Promise<void>> = [];
-let cleaningUp: Promise<void> | undefined;
-function cleanup(): Promise<void> {
-  cleaningUp ??= (async () => {
-    for (const stop of cleanups.reverse()) await stop().catch((error: unknown) => process.stderr.write(`cleanup: ${String(error)}\n`));
-  })();
-  return cleaningUp;
-}
-function exitAfterCleanup(code: number): void {
-  void cleanup().finally(() => process.exit(code));
-}
-
-async function main(): Promise<number> {
+async function main(run: BenchRun): Promise<number> {
   const argv = process.argv.slice(2);
   const options = parseOptions(argv.some((a) => a.startsWith('--concurrency')) ? argv : [...argv, '--concurrency', '256']);
   const budgetMs = 60_000 + 2 * options.warmupSeconds * 1000 + options.rounds * 2 * (options.seconds * 1000 + ROUND_GRACE_MS);
-  const watchdog = setTimeout(() => {
-    process.stderr.write(`bench: still running after ${budgetMs} ms, giving up\n`);
-    exitAfterCleanup(1);
-  }, budgetMs);
-  cleanups.push(async () => clearTimeout(watchdog));
+  run.watchdog(budgetMs);
 
   const redis = await startRedisServer();
-  cleanups.push(() => redis.stop());
+  run.onCleanup(() => redis.stop());
   const service = await startServerChild('service', 'quota-server.ts', [redis.url], { cpuProfDir: options.cpuProfDir });
-  cleanups.push(() => service.stop());
+  run.onCleanup(() => service.stop());
   const callers: Partial<Record<Kind, AllowCaller>> = {
     batched: quotaClientCaller(service.port, BATCH),
     flexible: flexibleCaller(redis.url),
   };
-  cleanups.push(async () => Object.values(callers).forEach((c) => c.close()));
+  run.onCleanup(async () => Object.values(callers).forEach((c) => c.close()));
   const kinds: Kind[] = ['flexible', 'batched'];
 
   process.stdout.write(
@@ -128,17 +113,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
-  process.once(signal, () => {
-    process.stderr.write(`bench: ${signal}, stopping the server and Redis\n`);
-    exitAfterCleanup(code);
-  });
-}
-
-main().then(
-  (code) => exitAfterCleanup(code),
-  (error: unknown) => {
-    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    exitAfterCleanup(1);
-  },
-);
+benchMain(main);

@@ -4,6 +4,7 @@
 // One request in flight by default, so latency is measured below saturation.
 //
 //   npx tsx bench/order-api-run.ts [--seconds 4] [--concurrency 1] [--rounds 3] [--warmup 2]
+import { benchMain, type BenchRun } from './bench-main.js';
 import { cpus, totalmem } from 'node:os';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { startServerChild } from './children.js';
@@ -17,41 +18,25 @@ const ROUND_GRACE_MS = 5_000;
 /** The issue's target: the limiter adds at most this much to the order API's p99. */
 const TARGET_ADDED_P99_MS = 1.5;
 
-const cleanups: Array<() => Promise<void>> = [];
-let cleaningUp: Promise<void> | undefined;
-function cleanup(): Promise<void> {
-  cleaningUp ??= (async () => {
-    for (const stop of cleanups.reverse()) await stop().catch((error: unknown) => process.stderr.write(`cleanup: ${String(error)}\n`));
-  })();
-  return cleaningUp;
-}
-function exitAfterCleanup(code: number): void {
-  void cleanup().finally(() => process.exit(code));
-}
-
-async function main(): Promise<number> {
+async function main(run: BenchRun): Promise<number> {
   const argv = process.argv.slice(2);
   const options = parseOptions(argv.some((a) => a.startsWith('--concurrency')) ? argv : [...argv, '--concurrency', '1']);
   const budgetMs = 90_000 + 2 * options.warmupSeconds * 1000 + options.rounds * 2 * (options.seconds * 1000 + ROUND_GRACE_MS);
-  const watchdog = setTimeout(() => {
-    process.stderr.write(`bench: still running after ${budgetMs} ms, giving up\n`);
-    exitAfterCleanup(1);
-  }, budgetMs);
-  cleanups.push(async () => clearTimeout(watchdog));
+  run.watchdog(budgetMs);
 
   const redis = await startRedisServer();
-  cleanups.push(() => redis.stop());
+  run.onCleanup(() => redis.stop());
   const service = await startServerChild('service', 'quota-server.ts', [redis.url]);
-  cleanups.push(() => service.stop());
+  run.onCleanup(() => service.stop());
   const limitedApi = await startServerChild('limited', 'order-api-server.ts', [String(service.port), 'limited']);
-  cleanups.push(() => limitedApi.stop());
+  run.onCleanup(() => limitedApi.stop());
   const unlimitedApi = await startServerChild('unlimited', 'order-api-server.ts', [String(service.port), 'unlimited']);
-  cleanups.push(() => unlimitedApi.stop());
+  run.onCleanup(() => unlimitedApi.stop());
   const callers: Partial<Record<Kind, AllowCaller>> = {
     noop: orderCaller(unlimitedApi.port, options.concurrency),
     service: orderCaller(limitedApi.port, options.concurrency),
   };
-  cleanups.push(async () => Object.values(callers).forEach((c) => c.close()));
+  run.onCleanup(async () => Object.values(callers).forEach((c) => c.close()));
   const kinds: Kind[] = ['noop', 'service'];
 
   process.stdout.write(
@@ -86,17 +71,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
-  process.once(signal, () => {
-    process.stderr.write(`bench: ${signal}, stopping the servers and Redis\n`);
-    exitAfterCleanup(code);
-  });
-}
-
-main().then(
-  (code) => exitAfterCleanup(code),
-  (error: unknown) => {
-    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    exitAfterCleanup(1);
-  },
-);
+benchMain(main);

@@ -8,6 +8,7 @@
 // Files: options.ts (flags), servers/*.ts (server children), children.ts
 // (starting/stopping them), client.ts (the Allow call), load.ts (closed-loop
 // driver), stats.ts, report.ts (medians, table, ratio).
+import { benchMain, type BenchRun } from './bench-main.js';
 import { cpus, totalmem } from 'node:os';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { startServerChild } from './children.js';
@@ -20,44 +21,23 @@ import { formatCpuTable, formatRatio, formatRoundLine, formatTable, roundRatios,
 /** Calls still in flight this long after a round's end are aborted, so a stuck server cannot hang the bench. */
 const ROUND_GRACE_MS = 5_000;
 
-const cleanups: Array<() => Promise<void>> = [];
-let cleaningUp: Promise<void> | undefined;
-
-/** Stops what was started, newest first; safe to call more than once. */
-function cleanup(): Promise<void> {
-  cleaningUp ??= (async () => {
-    for (const stop of cleanups.reverse()) {
-      await stop().catch((error: unknown) => process.stderr.write(`cleanup: ${String(error)}\n`));
-    }
-  })();
-  return cleaningUp;
-}
-
-function exitAfterCleanup(code: number): void {
-  void cleanup().finally(() => process.exit(code));
-}
-
-async function main(): Promise<number> {
+async function main(run: BenchRun): Promise<number> {
   const options = parseOptions(process.argv.slice(2));
 
   // Bounded in time whatever happens: startup allowance + warm-ups + rounds + grace per round.
   const budgetMs =
     60_000 + 2 * options.warmupSeconds * 1000 + options.rounds * 2 * (options.seconds * 1000 + ROUND_GRACE_MS);
-  const watchdog = setTimeout(() => {
-    process.stderr.write(`bench: still running after ${budgetMs} ms, giving up\n`);
-    exitAfterCleanup(1);
-  }, budgetMs);
-  cleanups.push(async () => clearTimeout(watchdog));
+  run.watchdog(budgetMs);
 
   const redis = await startRedisServer();
-  cleanups.push(() => redis.stop());
+  run.onCleanup(() => redis.stop());
   const noopChild = await startServerChild('noop', 'noop-server.ts', [], { cpuProfDir: options.cpuProfDir });
-  cleanups.push(() => noopChild.stop());
+  run.onCleanup(() => noopChild.stop());
   const serviceChild = await startServerChild('service', 'quota-server.ts', [redis.url], { cpuProfDir: options.cpuProfDir });
-  cleanups.push(() => serviceChild.stop());
+  run.onCleanup(() => serviceChild.stop());
 
   const callers: Partial<Record<Kind, AllowCaller>> = { noop: allowCaller(noopChild.port), service: allowCaller(serviceChild.port) };
-  cleanups.push(async () => Object.values(callers).forEach((c) => c.close()));
+  run.onCleanup(async () => Object.values(callers).forEach((c) => c.close()));
 
   process.stdout.write(
     `Unary Allow: quota service (Redis ${redis.url}) vs no-op server, same proto and stack\n` +
@@ -110,17 +90,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
-  process.once(signal, () => {
-    process.stderr.write(`bench: ${signal}, stopping the servers and Redis\n`);
-    exitAfterCleanup(code);
-  });
-}
-
-main().then(
-  (code) => exitAfterCleanup(code),
-  (error: unknown) => {
-    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    exitAfterCleanup(1);
-  },
-);
+benchMain(main);
