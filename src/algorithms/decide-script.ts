@@ -11,14 +11,24 @@ import { algorithms } from './registry.js';
 export const DECIDE_SCRIPT_NAME = 'quotaDecide';
 
 export const decideLua = [
-  'local A = {}',
+  'local A, R = {}, {}',
   // do ... end: file-level locals of one algorithm stay out of the others' way.
   ...Object.values(algorithms).map((algorithm) => `do\n${algorithm.lua}\nend`),
   readLua(import.meta.url, './decide.lua'),
 ].join('\n');
 
-/** 'spend' writes when every limit allows; 'peek' decides and writes nothing. */
-export type DecideMode = 'spend' | 'peek';
+/**
+ * 'spend' writes when every limit allows; 'peek' decides and writes nothing;
+ * 'check' decides and never spends; 'refund' gives back what a spend of the
+ * same calls took (see decide.lua).
+ */
+export type DecideMode = 'spend' | 'peek' | 'check' | 'refund';
+
+/** The outcomes of one driver call and the time (unix ms, the store's clock) it decided at. */
+export interface GroupDecision {
+  outcomes: LimitOutcome[];
+  nowMs: number;
+}
 
 /** One limit of a request: which limit, whose key, how many units. */
 export interface LimitCall {
@@ -28,9 +38,10 @@ export interface LimitCall {
 }
 
 /** KEYS and ARGV of the driver, without `numkeys` (ioredis adds it from the first element). */
-export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, nowMs?: number): { keys: string[]; args: string[] } {
+export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, nowMs?: number, spentAtMs?: number): { keys: string[]; args: string[] } {
+  if (mode === 'refund' && spentAtMs === undefined) throw new Error('refund needs the time of the spend');
   const keys: string[] = [];
-  const args = [mode, nowMs === undefined ? '' : String(nowMs), String(calls.length)];
+  const args = [mode, nowMs === undefined ? '' : String(nowMs), String(calls.length), spentAtMs === undefined ? '' : String(spentAtMs)];
   for (const { limit, identityKey, cost } of calls) {
     const limitKeys = limit.algorithm.scriptKeys(identityKey, limit.params);
     const limitArgs = limit.algorithm.scriptArgs(limit.params, cost);
@@ -41,11 +52,11 @@ export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, n
 }
 
 /** Parses the driver's reply; throws if it is not the documented shape. */
-export function parseDecideReply(reply: unknown, count: number): LimitOutcome[] {
-  if (!Array.isArray(reply) || reply.length !== 1 + 5 * count) {
-    throw new Error(`${DECIDE_SCRIPT_NAME}: expected a reply of ${1 + 5 * count} elements, got ${JSON.stringify(reply)}`);
+export function parseDecideReply(reply: unknown, count: number): GroupDecision {
+  if (!Array.isArray(reply) || reply.length !== 2 + 5 * count) {
+    throw new Error(`${DECIDE_SCRIPT_NAME}: expected a reply of ${2 + 5 * count} elements, got ${JSON.stringify(reply)}`);
   }
-  return Array.from({ length: count }, (_, i) => {
+  const outcomes = Array.from({ length: count }, (_, i) => {
     const at = 1 + 5 * i;
     const remaining = reply[at + 2];
     if (typeof remaining !== 'string' || Number.isNaN(Number(remaining))) {
@@ -53,6 +64,7 @@ export function parseDecideReply(reply: unknown, count: number): LimitOutcome[] 
     }
     return outcomeOf(integer(reply, at) === 1, integer(reply, at + 1), Number(remaining), integer(reply, at + 3), integer(reply, at + 4));
   });
+  return { outcomes, nowMs: integer(reply, 1 + 5 * count) };
 }
 
 function integer(reply: unknown[], index: number): number {

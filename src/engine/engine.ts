@@ -5,6 +5,7 @@ import { createLogger } from '../logger.js';
 import { StoreFailurePolicy, type DecisionSource } from '../store/failure.js';
 import type { QuotaStore } from '../store/store.js';
 import { identityKey } from './keys.js';
+import { peekAcrossSlots, slotGroups, spendAcrossSlots } from './slot-groups.js';
 import { validatePeek, validateRequest, type AllowInput, type PeekInput, type ValidRequest } from './validate-request.js';
 
 export interface LimitStatus {
@@ -56,7 +57,9 @@ export class QuotaEngine {
   async allow(input: AllowInput): Promise<Decision> {
     const request = validateRequest(this.policies, input);
     const started = performance.now();
-    const firstKey = limitCalls(request.policy.limits, request)[0]?.identityKey ?? '';
+    // The breaker of the partition the first reservation goes to (slot order, src/engine/slot-groups.ts).
+    const calls = limitCalls(request.policy.limits, request);
+    const firstKey = calls[slotGroups(this.store, calls)[0]?.[0] ?? 0]?.identityKey ?? '';
     const decision = await this.failure.decide(
       request.policy,
       () => this.decideOn(this.store, request, (limit) => limit),
@@ -70,9 +73,8 @@ export class QuotaEngine {
   /** The decision on one store; `scale` gives the limit to apply (the local limiter's share, or the limit itself). */
   private async decideOn(store: QuotaStore, request: ValidRequest, scale: (limit: Limit) => Limit): Promise<Omit<Decision, 'source'>> {
     const limits = request.policy.limits.map(scale);
-    // The policy schema allows exactly one limit for now, so one store call on
-    // one identity's keys (one slot) decides the whole request atomically.
-    const outcomes = await store.decideAll(limitCalls(limits, request), 'spend');
+    // All or nothing: one store call when the keys share a slot (or the store has none), else reserve and refund.
+    const outcomes = await spendAcrossSlots(store, limitCalls(limits, request));
     const denied = limits.findIndex((_, i) => outcomes[i]?.allowed !== true);
     const allowed = denied === -1;
     return {
@@ -88,7 +90,7 @@ export class QuotaEngine {
   async getQuota(input: PeekInput): Promise<LimitStatus[]> {
     const request = validatePeek(this.policies, input);
     const limits = request.policy.limits;
-    return statuses(limits, await this.store.decideAll(limitCalls(limits, request), 'peek'));
+    return statuses(limits, await peekAcrossSlots(this.store, limitCalls(limits, request)));
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { LimitOutcome } from '../../src/algorithms/algorithm.js';
+import type { GroupDecision } from '../../src/algorithms/decide-script.js';
 import type { QuotaStore } from '../../src/store/store.js';
 
 /**
@@ -17,6 +18,11 @@ export class HangingStore implements QuotaStore {
   }
 
   decideAll(): Promise<LimitOutcome[]> {
+    this.asked++;
+    return new Promise((_resolve, reject) => this.waiting.push(reject));
+  }
+
+  decideGroup(): Promise<GroupDecision> {
     this.asked++;
     return new Promise((_resolve, reject) => this.waiting.push(reject));
   }

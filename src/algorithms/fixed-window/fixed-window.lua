@@ -61,3 +61,16 @@ A.fixed_window = function(keys, args, now)
   end
   return { 1, 0, limit - count - cost, reset_after_ms, 0 }, write
 end
+
+--[[
+  Refund (driver mode 'refund'): takes `cost` back off the counter of the
+  window the spend fell in (spent_at), never below 0; the counter keeps its
+  expiry. Once that window is over there is nothing to give back: its count
+  no longer matters. Mirrors the fixed window's refundInMemory.
+]]
+R.fixed_window = function(keys, args, now, spent_at)
+  local window, cost = WINDOWS[args[2]], tonumber(args[3])
+  local key = keys[1] .. ':' .. string.sub(utc_stamp(spent_at - (spent_at % window[1])), 1, window[2])
+  local count = tonumber(redis.call('GET', key) or '0')
+  if count > 0 then redis.call('DECRBY', key, string.format('%d', math.min(count, cost))) end
+end

@@ -19,6 +19,12 @@ export const fixedWindow: Algorithm<FixedWindowParams> = {
     return { outcome: step.outcome, commit: () => (count === 0 ? space.set(key, step.count, step.ttlMs, nowMs) : space.update(key, step.count)) };
   },
 
+  refundInMemory(space, identityKey, params, cost, nowMs, spentAtMs) {
+    const key = fixedWindowKey(`${identityKey}:${params.window}`, params.window, spentAtMs);
+    const count = space.get<number>(key, nowMs) ?? 0;
+    if (count > 0) space.update(key, count - Math.min(count, cost));
+  },
+
   capacity: (params) => params.limit,
 
   // A window counts whole units: round down so N instances never exceed the global limit.
