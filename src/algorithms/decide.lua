@@ -18,6 +18,14 @@
            tests send it, to run on virtual time)
   ARGV[3]  the number of limits
   ARGV[4]  'refund' only: the `now` the spend ran at (its reply's last element)
+  ARGV[5]  idempotent Allow: how long (ms) to remember the decision, '' for
+           none; then the LAST key is the remembered decision's key
+           (docs/keys.md). 'spend': a decision found there is answered again
+           (reply { 'replay', <stored fields> }) and nothing is spent; else
+           the new reply is stored there (or, with ARGV[6] = 'claim', the
+           word 'pending': a cross-slot decision stores its whole reply
+           later). 'remember': stores ARGV[6] there ('' deletes it); no limits.
+  ARGV[6]  see ARGV[5]
   then per limit: algorithm name, nkeys_i, nargs_i, and nargs_i arguments;
            args[3] is the cost for every algorithm (the driver sets it to '0'
            to report a limit unchanged)
@@ -35,9 +43,28 @@ if not now then
   now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 local mode = ARGV[1]
+local memo_ttl, memo = tonumber(ARGV[5]), nil
+if memo_ttl then memo = KEYS[#KEYS] end
+
+if mode == 'remember' then
+  if ARGV[6] == '' then
+    redis.call('DEL', memo)
+  else
+    redis.call('SET', memo, ARGV[6], 'PX', string.format('%d', memo_ttl))
+  end
+  return { 'remembered' }
+end
+if memo and mode == 'spend' then
+  local seen = redis.call('GET', memo)
+  if seen then
+    local replay = { 'replay' }
+    for field in string.gmatch(seen, '%S+') do replay[#replay + 1] = field end
+    return replay
+  end
+end
 
 local limits = {}
-local k, a = 0, 4
+local k, a = 0, 6
 for i = 1, tonumber(ARGV[3]) do
   local nkeys, nargs = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local keys, args = {}, {}
@@ -86,4 +113,13 @@ for _, o in ipairs(outcomes) do
   reply[#reply + 1] = o[5]
 end
 reply[#reply + 1] = now
+if memo and mode == 'spend' then
+  local stored = 'pending'
+  if ARGV[6] ~= 'claim' then
+    local fields = {}
+    for i, v in ipairs(reply) do fields[i] = type(v) == 'number' and string.format('%.17g', v) or v end
+    stored = table.concat(fields, ' ')
+  end
+  redis.call('SET', memo, stored, 'PX', string.format('%d', memo_ttl))
+end
 return reply

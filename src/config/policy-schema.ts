@@ -108,6 +108,11 @@ const policySchema = z.strictObject({
   failure_mode: z.enum(FAILURE_MODES, { error: 'must be one of "fail_open", "fail_closed", "local"' }).default('fail_open'),
   /** For failure_mode local: the share of each limit one instance grants on its own. */
   local_share: z.number().gt(0, 'must be above 0').lte(1, 'must be at most 1').optional(),
+  /**
+   * Idempotent Allow: how long a decision made with a request_id is remembered;
+   * a retry with the same id within it gets that decision again and spends nothing.
+   */
+  request_id_ttl_ms: z.number().int().min(1_000).max(86_400_000).default(60_000),
   limits: z
     .array(limitSchema)
     .min(1, 'a policy needs at least one limit')

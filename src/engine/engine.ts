@@ -4,7 +4,7 @@ import type { Limit, Policy, PolicySet } from '../config/policies.js';
 import { createLogger } from '../logger.js';
 import { StoreFailurePolicy, type DecisionSource } from '../store/failure.js';
 import type { QuotaStore } from '../store/store.js';
-import { identityKey } from './keys.js';
+import { identityKey, requestKey } from './keys.js';
 import { peekAcrossSlots, slotGroups, spendAcrossSlots } from './slot-groups.js';
 import { validatePeek, validateRequest, type AllowInput, type PeekInput, type ValidRequest } from './validate-request.js';
 
@@ -59,7 +59,8 @@ export class QuotaEngine {
     const started = performance.now();
     // The breaker of the partition the first reservation goes to (slot order, src/engine/slot-groups.ts).
     const calls = limitCalls(request.policy.limits, request);
-    const firstKey = calls[slotGroups(this.store, calls)[0]?.[0] ?? 0]?.identityKey ?? '';
+    const first = slotGroups(this.store, calls)[0]?.[0] ?? 0;
+    const firstKey = calls[first]?.identityKey ?? '';
     const decision = await this.failure.decide(
       request.policy,
       () => this.decideOn(this.store, request, (limit) => limit),
@@ -74,7 +75,8 @@ export class QuotaEngine {
   private async decideOn(store: QuotaStore, request: ValidRequest, scale: (limit: Limit) => Limit): Promise<Omit<Decision, 'source'>> {
     const limits = request.policy.limits.map(scale);
     // All or nothing: one store call when the keys share a slot (or the store has none), else reserve and refund.
-    const outcomes = await spendAcrossSlots(store, limitCalls(limits, request));
+    const calls = limitCalls(limits, request);
+    const outcomes = await spendAcrossSlots(store, calls, memoOf(store, request, calls));
     const denied = limits.findIndex((_, i) => outcomes[i]?.allowed !== true);
     const allowed = denied === -1;
     return {
@@ -104,6 +106,16 @@ export class QuotaEngine {
   listPolicies(): Policy[] {
     return [...this.policies.values()];
   }
+}
+
+/** With a request id: where its decision is remembered, beside the first group's identity (src/engine/slot-groups.ts). */
+function memoOf(store: QuotaStore, request: ValidRequest, calls: readonly LimitCall[]): { key: string; ttlMs: number } | undefined {
+  if (request.requestId === '') return undefined;
+  const first = slotGroups(store, calls)[0]?.[0] ?? 0;
+  const limit = request.policy.limits[first];
+  const value = request.identityValues[first];
+  if (limit === undefined || value === undefined) return undefined;
+  return { key: requestKey(request.policy.name, limit.keyBy, value, request.requestId), ttlMs: request.policy.requestIdTtlMs };
 }
 
 function limitCalls(limits: readonly Limit[], request: ValidRequest): LimitCall[] {

@@ -74,7 +74,7 @@ describe.each([
         at(step(spend.dt));
         const { outcomes, nowMs } = await spent.store.decideGroup(call(spend.cost), 'spend');
         at(step(refundAfter));
-        if (outcomes[0]!.allowed) await spent.store.decideGroup(call(spend.cost), 'refund', nowMs);
+        if (outcomes[0]!.allowed) await spent.store.decideGroup(call(spend.cost), 'refund', { spentAtMs: nowMs });
         for (const [i, m] of after.entries()) {
           if (await expiresSoon(spent)) return;
           at(step(m.dt));

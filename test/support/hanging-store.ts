@@ -27,6 +27,8 @@ export class HangingStore implements QuotaStore {
     return new Promise((_resolve, reject) => this.waiting.push(reject));
   }
 
+  async remember(): Promise<void> {}
+
   async ready(): Promise<void> {}
 
   async close(): Promise<void> {
