@@ -5,7 +5,7 @@ import { fixedWindowKey } from '../../src/algorithms/fixed-window/model.js';
 import { parsePolicies } from '../../src/config/policies.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { identityKey } from '../../src/engine/keys.js';
-import { clusterFixture, memoryFixture, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
+import { clusterFixture, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { useRedisCluster, useRedisServer } from '../support/use-redis.js';
 
 /**
@@ -31,8 +31,8 @@ const policies = parsePolicies(
   }),
 );
 const bucketKey = (user: string) => identityKey('orders', 'user', user);
-const userCounterKey = (user: string) => fixedWindowKey(`${identityKey('user-per-minute', 'user', user)}:minute`, 'minute', T0);
-const tenantCounterKey = (tenant: string) => fixedWindowKey(`${identityKey('tenant-per-minute', 'tenant', tenant)}:minute`, 'minute', T0);
+const userCounterKey = (user: string) => fixedWindowKey(identityKey('user-per-minute', 'user', user), 'minute');
+const tenantCounterKey = (tenant: string) => fixedWindowKey(identityKey('tenant-per-minute', 'tenant', tenant), 'minute');
 
 /** Identities whose user keys hash to a lower (or higher) slot than their tenant's keys. */
 function pair(userFirst: boolean): { user: string; other: string; tenant: string } {

@@ -5,7 +5,7 @@ import { fixedWindowKey } from '../../src/algorithms/fixed-window/model.js';
 import { parsePolicies } from '../../src/config/policies.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { identityKey, requestKey } from '../../src/engine/keys.js';
-import { clusterFixture, memoryFixture, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
+import { clusterFixture, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { useRedisCluster, useRedisServer } from '../support/use-redis.js';
 
 /**
@@ -30,7 +30,7 @@ const policies = parsePolicies(
   }),
 );
 const bucketKey = (user: string) => identityKey('orders', 'user', user);
-const tenantCounterKey = (tenant: string) => fixedWindowKey(`${identityKey('tenant-per-minute', 'tenant', tenant)}:minute`, 'minute', T0);
+const tenantCounterKey = (tenant: string) => fixedWindowKey(identityKey('tenant-per-minute', 'tenant', tenant), 'minute');
 
 /** `expire` makes a key lapse: virtual time on the memory store; DEL on Redis, which expires on its own clock. */
 function scenarios(fixture: () => StoreFixture, expire: (key: string) => Promise<void>) {
