@@ -4,6 +4,8 @@ import type { Call } from './load.js';
 
 /** Distinct user ids the load cycles through: many keys, as in production, and no hot key. */
 const USERS = 10_000;
+/** Tenants of those users (policy bench-multi keys a limit by tenant): 100 users each. */
+const TENANTS = 100;
 
 export interface AllowCaller {
   readonly call: Call;
@@ -15,13 +17,13 @@ export interface AllowCaller {
  * port, and a Call that sends Allow for the bench policy, cycling over USERS
  * identities. Both server kinds get exactly the same client and requests.
  */
-export function allowCaller(port: number): AllowCaller {
+export function allowCaller(port: number, policy: 'bench' | 'bench-multi' = 'bench'): AllowCaller {
   const channel: Channel = createChannel(`127.0.0.1:${port}`);
   const client = createClient(QuotaServiceDefinition, channel);
   // Built once, so the client spends no time building requests while measuring.
   const requests: AllowRequest[] = Array.from({ length: USERS }, (_, i) => ({
-    policy: 'bench',
-    identity: { user: `bench-user-${i}` },
+    policy,
+    identity: policy === 'bench' ? { user: `bench-user-${i}` } : ({ user: `bench-user-${i}`, tenant: `bench-tenant-${i % TENANTS}` } as Record<string, string>),
     cost: 1,
     requestId: '',
   }));

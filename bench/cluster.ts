@@ -14,6 +14,15 @@ import { median } from './stats.js';
 
 const ROUND_GRACE_MS = 5_000;
 type Store = 'single' | 'cluster';
+type Policy = 'bench' | 'bench-multi';
+/** The load kinds of one round: each store with the one-limit and the three-limit policy. */
+const KINDS = [
+  ['single', 'bench'],
+  ['cluster', 'bench'],
+  ['single', 'bench-multi'],
+  ['cluster', 'bench-multi'],
+] as const satisfies ReadonlyArray<readonly [Store, Policy]>;
+type Kind = `${Store} ${Policy}`;
 
 async function main(): Promise<number> {
   const options = parseOptions(process.argv.slice(2));
@@ -21,7 +30,7 @@ async function main(): Promise<number> {
   const watchdog = setTimeout(() => {
     process.stderr.write('bench: overran its time budget\n');
     process.exit(1);
-  }, 120_000 + options.rounds * 2 * (options.seconds * 1000 + ROUND_GRACE_MS));
+  }, 120_000 + options.rounds * KINDS.length * (options.seconds * 1000 + ROUND_GRACE_MS));
   try {
     const redis = await startRedisServer();
     stops.push(() => redis.stop());
@@ -32,36 +41,38 @@ async function main(): Promise<number> {
       cluster: await startServerChild('cluster', 'quota-server.ts', ['--cluster', cluster.seeds.join(',')]),
     };
     stops.push(() => children.single.stop(), () => children.cluster.stop());
-    const callers = { single: allowCaller(children.single.port), cluster: allowCaller(children.cluster.port) };
+    const callers = Object.fromEntries(KINDS.map(([store, policy]) => [`${store} ${policy}`, allowCaller(children[store].port, policy)])) as Record<Kind, ReturnType<typeof allowCaller>>;
     stops.push(async () => Object.values(callers).forEach((c) => c.close()));
 
     process.stdout.write(
-      `Unary Allow (token bucket, 10,000 users): quota service on one Redis node vs on a 3-master/3-replica cluster\n` +
+      `Unary Allow, 10,000 users in 100 tenants: quota service on one Redis node vs on a 3-master/3-replica cluster;\n` +
+        `policy bench = one token bucket per user; bench-multi = bucket + per-minute window per user + per-minute window per tenant (two slots on the cluster)\n` +
         `cluster started in ${cluster.startupMs} ms; concurrency ${options.concurrency}, ${options.rounds} rounds x ${options.seconds} s per store, ` +
         `warm-up ${options.warmupSeconds} s; node ${process.version}, ${cpus().length} cpus\n\n`,
     );
-    const stores: Store[] = ['single', 'cluster'];
-    for (const store of stores) {
-      await driveLoad({ call: callers[store].call, concurrency: options.concurrency, durationMs: options.warmupSeconds * 1000, graceMs: ROUND_GRACE_MS });
+    const kinds = KINDS.map(([store, policy]) => `${store} ${policy}` as Kind);
+    for (const kind of kinds) {
+      await driveLoad({ call: callers[kind].call, concurrency: options.concurrency, durationMs: options.warmupSeconds * 1000, graceMs: ROUND_GRACE_MS });
     }
-    const results: Record<Store, LoadResult[]> = { single: [], cluster: [] };
+    const results = Object.fromEntries(kinds.map((kind) => [kind, [] as LoadResult[]])) as Record<Kind, LoadResult[]>;
     for (let round = 1; round <= options.rounds; round++) {
-      for (const store of stores) {
-        const r = await driveLoad({ call: callers[store].call, concurrency: options.concurrency, durationMs: options.seconds * 1000, graceMs: ROUND_GRACE_MS });
-        results[store].push(r);
-        process.stdout.write(`round ${round} ${store.padEnd(7)} ${r.decisionsPerSecond.toFixed(0)} decisions/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, errors ${r.errors}\n`);
+      for (const kind of kinds) {
+        const r = await driveLoad({ call: callers[kind].call, concurrency: options.concurrency, durationMs: options.seconds * 1000, graceMs: ROUND_GRACE_MS });
+        results[kind].push(r);
+        process.stdout.write(`round ${round} ${kind.padEnd(19)} ${r.decisionsPerSecond.toFixed(0)} decisions/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, errors ${r.errors}\n`);
       }
     }
-    process.stdout.write('\n| store | decisions/s | p50 (ms) | p95 (ms) | p99 (ms) | errors |\n|---|---:|---:|---:|---:|---:|\n');
-    for (const store of stores) {
-      const m = (pick: (r: LoadResult) => number) => median(results[store].map(pick));
-      const errors = results[store].reduce((sum, r) => sum + r.errors, 0);
-      process.stdout.write(`| ${store} | ${m((r) => r.decisionsPerSecond).toFixed(0)} | ${m((r) => r.p50Ms).toFixed(2)} | ${m((r) => r.p95Ms).toFixed(2)} | ${m((r) => r.p99Ms).toFixed(2)} | ${errors} |\n`);
+    process.stdout.write('\n| store | policy | decisions/s | p50 (ms) | p95 (ms) | p99 (ms) | errors |\n|---|---|---:|---:|---:|---:|---:|\n');
+    for (const kind of kinds) {
+      const m = (pick: (r: LoadResult) => number) => median(results[kind].map(pick));
+      const errors = results[kind].reduce((sum, r) => sum + r.errors, 0);
+      const [store, policy] = kind.split(' ');
+      process.stdout.write(`| ${store} | ${policy} | ${m((r) => r.decisionsPerSecond).toFixed(0)} | ${m((r) => r.p50Ms).toFixed(2)} | ${m((r) => r.p95Ms).toFixed(2)} | ${m((r) => r.p99Ms).toFixed(2)} | ${errors} |\n`);
     }
     const shards = (await cluster.topology()).shards;
     const perShard = await Promise.all(shards.map((s) => cluster.node(s.masterPort).dbsize()));
     process.stdout.write(`\nkeys: single node ${await redis.client().dbsize()}; cluster masters ${perShard.join(' / ')}\n`);
-    const failed = stores.some((store) => results[store].some((r) => r.errors > 0));
+    const failed = kinds.some((kind) => results[kind].some((r) => r.errors > 0));
     if (failed) process.stderr.write('bench: some calls failed; the figures above are not trustworthy\n');
     return failed ? 1 : 0;
   } finally {

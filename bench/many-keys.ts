@@ -125,7 +125,7 @@ async function main(): Promise<void> {
           }
           for (const [error, reply] of (await pipeline.exec()) ?? []) {
             if (error) throw error;
-            if (!parseDecideReply(reply, 1)[0]!.allowed) denied++;
+            if (!parseDecideReply(reply, 1).outcomes[0]!.allowed) denied++;
           }
         }
       }),

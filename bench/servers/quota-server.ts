@@ -25,6 +25,24 @@ policies:
         algorithm: token_bucket
         capacity: 1000000000
         refill_per_second: 1000000
+  bench-multi:
+    description: Benchmark only; the orders.create shape (user bucket, user and tenant per minute), never runs dry.
+    limits:
+      - name: bench
+        key_by: user
+        algorithm: token_bucket
+        capacity: 1000000000
+        refill_per_second: 1000000
+      - name: bench-user-minute
+        key_by: user
+        algorithm: fixed_window
+        limit: 1000000000000
+        window: minute
+      - name: bench-tenant-minute
+        key_by: tenant
+        algorithm: fixed_window
+        limit: 1000000000000
+        window: minute
 `;
 
 async function main(): Promise<void> {

@@ -45,7 +45,7 @@ export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
   const stateOf = (request: FastifyRequest) => state.get(request) as RequestState;
   const idempotency = new IdempotencyStore();
   const concurrency = new ConcurrencyLimit(options.maxInFlight ?? 64);
-  const ordersPolicy = options.ordersPolicy ?? 'orders';
+  const ordersPolicy = options.ordersPolicy ?? 'orders.create';
 
   // 1. Edge: read the credentials (cheap, no business state) and count
   //    requests that do not authenticate against their client IP.

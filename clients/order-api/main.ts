@@ -3,7 +3,7 @@
 //   ORDER_API_ADDR             listen host:port             127.0.0.1:8080
 //   ORDER_API_QUOTA_ADDR       quota service host:port      127.0.0.1:50051
 //   ORDER_API_CREDENTIALS      credentials file             clients/order-api/dev-credentials.yaml
-//   ORDER_API_ORDERS_POLICY    per-user order policy        orders
+//   ORDER_API_ORDERS_POLICY    order policy (user + tenant)  orders.create
 //   ORDER_API_IP_POLICY        unauthenticated IP policy    ip
 //   ORDER_API_TRUSTED_PROXIES  comma-separated proxy-addr list whose X-Forwarded-For is believed  (none)
 //   ORDER_API_MAX_IN_FLIGHT    orders processed at once     64
@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     credentials: await Credentials.load(env.ORDER_API_CREDENTIALS ?? 'clients/order-api/dev-credentials.yaml'),
     orders: new OrderStore(DEMO_STOCK),
     logger,
-    ordersPolicy: env.ORDER_API_ORDERS_POLICY ?? 'orders',
+    ordersPolicy: env.ORDER_API_ORDERS_POLICY ?? 'orders.create',
     ipPolicy: env.ORDER_API_IP_POLICY ?? 'ip',
     trustedProxies: (env.ORDER_API_TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''),
     maxInFlight: positiveInteger('ORDER_API_MAX_IN_FLIGHT', env.ORDER_API_MAX_IN_FLIGHT ?? '64'),

@@ -51,6 +51,12 @@ export interface Algorithm<P> {
   scriptArgs(params: P, cost: number): string[];
   /** The same decision on the embedded store; writes nothing until `commit`. */
   decideInMemory(space: MemorySpace, identityKey: string, params: P, cost: number, nowMs: number): Decided;
+  /**
+   * Gives back what a spend of `cost` at `spentAtMs` took (driver mode
+   * 'refund'), capped as the algorithm requires; the same as the Lua
+   * function R.<name>. Writes at once.
+   */
+  refundInMemory(space: MemorySpace, identityKey: string, params: P, cost: number, nowMs: number, spentAtMs: number): void;
   /** The most units the limit grants at once (AllowResponse LimitStatus.limit). */
   capacity(params: P): number;
   /** Why this limit can never grant `cost` (it is bad input), or undefined when it can. */

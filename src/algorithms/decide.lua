@@ -1,46 +1,125 @@
 --[[
   Driver: decides every limit of a request in one atomic step, then writes all
   or none (spec 3.3). decide-script.ts assembles the script as
-  `local A = {}`, then each algorithm's .lua (each defines A.<name>), then this.
+  `local A, R = {}, {}`, then each algorithm's .lua (each defines A.<name>, its
+  decision, and R.<name>, its refund), then this.
 
   KEYS     the keys of every limit, in order: limit i takes the next nkeys_i
-  ARGV[1]  mode: 'spend' (write when every limit allows; a denying limit may
-           still store its refill, which never spends) or 'peek' (write nothing)
+  ARGV[1]  mode:
+           'spend'  write when every limit allows; a denying limit may still
+                    store its refill, which never spends
+           'peek'   write nothing
+           'check'  as 'spend' when some limit denies: never spends (a later
+                    group of a cross-slot request after an earlier one denied)
+           'refund' give back what a 'spend' of the same calls at ARGV[4] took
+                    (an earlier group of a cross-slot request a later group
+                    rejected), then report every limit as a peek would
   ARGV[2]  now, unix ms; '' in production, where the clock is Redis TIME (only
            tests send it, to run on virtual time)
-  ARGV[3]  the number of limits; then per limit:
-           algorithm name, nkeys_i, nargs_i, and nargs_i arguments
+  ARGV[3]  the number of limits
+  ARGV[4]  'refund' only: the `now` the spend ran at (its reply's last element)
+  ARGV[5]  idempotent Allow: how long (ms) to remember the decision, '' for
+           none; then the LAST key is the remembered decision's key
+           (docs/keys.md). 'spend': a decision found there is answered again
+           (reply { 'replay', <stored fields> }) and nothing is spent; else
+           the new reply is stored there (or, with ARGV[6] = 'claim', the
+           word 'pending': a cross-slot decision stores its whole reply
+           later). 'remember': stores ARGV[6] there ('' deletes it); no limits.
+  ARGV[6]  see ARGV[5]
+  then per limit: algorithm name, nkeys_i, nargs_i, and nargs_i arguments;
+           args[3] is the cost for every algorithm (the driver sets it to '0'
+           to report a limit unchanged)
 
   Reply: { all_allowed (1|0), then per limit:
-           allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms }
+           allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms,
+           then now }
     remaining is a string ("%.17g"): Redis truncates Lua numbers in replies.
+    A limit that allowed a request some other limit denied reports its status
+    unchanged (as a peek), not what it would have had after spending.
 ]]
 local now = tonumber(ARGV[2])
 if not now then
   local time = redis.call('TIME')
   now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
+local mode = ARGV[1]
+local memo_ttl, memo = tonumber(ARGV[5]), nil
+if memo_ttl then memo = KEYS[#KEYS] end
 
-local outcomes, writes, all = {}, {}, 1
-local k, a = 0, 3
+if mode == 'remember' then
+  if ARGV[6] == '' then
+    redis.call('DEL', memo)
+  else
+    redis.call('SET', memo, ARGV[6], 'PX', string.format('%d', memo_ttl))
+  end
+  return { 'remembered' }
+end
+if memo and mode == 'spend' then
+  local seen = redis.call('GET', memo)
+  if seen then
+    local replay = { 'replay' }
+    for field in string.gmatch(seen, '%S+') do replay[#replay + 1] = field end
+    return replay
+  end
+end
+
+local limits = {}
+local k, a = 0, 6
 for i = 1, tonumber(ARGV[3]) do
-  local decide = A[ARGV[a + 1]]
   local nkeys, nargs = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local keys, args = {}, {}
   for j = 1, nkeys do keys[j] = KEYS[k + j] end
   for j = 1, nargs do args[j] = ARGV[a + 3 + j] end
+  limits[i] = { name = ARGV[a + 1], keys = keys, args = args }
   k, a = k + nkeys, a + 3 + nargs
-  outcomes[i], writes[i] = decide(keys, args, now)
-  if outcomes[i][1] == 0 then all = 0 end
+end
+
+-- The same limit asked with cost 0: its status without this request.
+local function unchanged(limit)
+  local args = {}
+  for j, v in ipairs(limit.args) do args[j] = v end
+  args[3] = '0'
+  return (A[limit.name](limit.keys, args, now))
+end
+
+local outcomes, all = {}, 1
+if mode == 'refund' then
+  local spent_at = tonumber(ARGV[4])
+  for _, limit in ipairs(limits) do R[limit.name](limit.keys, limit.args, now, spent_at) end
+  for i, limit in ipairs(limits) do outcomes[i] = unchanged(limit) end
+else
+  local writes = {}
+  for i, limit in ipairs(limits) do
+    outcomes[i], writes[i] = A[limit.name](limit.keys, limit.args, now)
+    if outcomes[i][1] == 0 then all = 0 end
+  end
+  local spends = mode == 'spend' and all == 1
+  for i, o in ipairs(outcomes) do
+    if (mode == 'spend' or mode == 'check') and writes[i] and (spends or o[1] == 0) then writes[i]() end
+  end
+  if mode ~= 'peek' and not spends then
+    for i, limit in ipairs(limits) do
+      if outcomes[i][1] == 1 then outcomes[i] = unchanged(limit) end
+    end
+  end
 end
 
 local reply = { all }
-for i, o in ipairs(outcomes) do
-  if ARGV[1] == 'spend' and writes[i] and (all == 1 or o[1] == 0) then writes[i]() end
+for _, o in ipairs(outcomes) do
   reply[#reply + 1] = o[1]
   reply[#reply + 1] = o[2]
   reply[#reply + 1] = string.format('%.17g', o[3])
   reply[#reply + 1] = o[4]
   reply[#reply + 1] = o[5]
+end
+reply[#reply + 1] = now
+if memo and mode == 'spend' then
+  local stored = 'pending'
+  if ARGV[6] ~= 'claim' then
+    local fields = {}
+    for i, v in ipairs(reply) do fields[i] = type(v) == 'number' and string.format('%.17g', v) or v end
+    stored = table.concat(fields, ' ')
+  end
+  redis.call('SET', memo, stored, 'PX', string.format('%d', memo_ttl))
 end
 return reply

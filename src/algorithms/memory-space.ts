@@ -34,6 +34,11 @@ export class MemorySpace {
     entry.value = value;
   }
 
+  /** Removes a key (DEL). */
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
   /** Live keys at `nowMs`; expired ones are dropped on the way. */
   keys(nowMs: number): string[] {
     this.sweep(nowMs);

@@ -27,6 +27,8 @@ export interface Policy {
   readonly description: string;
   readonly limits: readonly Limit[];
   readonly failure: FailureMode;
+  /** How long a decision made with a request_id is remembered (idempotent Allow). */
+  readonly requestIdTtlMs: number;
 }
 
 export type PolicySet = ReadonlyMap<string, Policy>;
@@ -69,7 +71,7 @@ function buildPolicySet(file: PolicyFile, source: string): PolicySet {
     const failure = Object.freeze({ mode: policy.failure_mode, localShare: policy.local_share ?? 1 });
     const limits = Object.freeze(policy.limits.map(toLimit));
     if (failure.mode === 'local') checkLocalShare(source, name, limits, failure.localShare);
-    policies.set(name, Object.freeze({ name, description: policy.description, limits, failure }));
+    policies.set(name, Object.freeze({ name, description: policy.description, limits, failure, requestIdTtlMs: policy.request_id_ttl_ms }));
   }
   return policies;
 }

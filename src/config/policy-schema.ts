@@ -108,12 +108,17 @@ const policySchema = z.strictObject({
   failure_mode: z.enum(FAILURE_MODES, { error: 'must be one of "fail_open", "fail_closed", "local"' }).default('fail_open'),
   /** For failure_mode local: the share of each limit one instance grants on its own. */
   local_share: z.number().gt(0, 'must be above 0').lte(1, 'must be at most 1').optional(),
+  /**
+   * Idempotent Allow: how long a decision made with a request_id is remembered;
+   * a retry with the same id within it gets that decision again and spends nothing.
+   */
+  request_id_ttl_ms: z.number().int().min(1_000).max(86_400_000).default(60_000),
   limits: z
     .array(limitSchema)
     .min(1, 'a policy needs at least one limit')
-    // Several limits decided all-or-nothing need the multi-limit engine; until it
-    // exists, refuse them rather than spend from one limit and deny on another.
-    .max(1, 'a policy takes exactly one limit in this release (several limits decided all-or-nothing are planned)'),
+    // Several limits are decided all-or-nothing (src/engine/slot-groups.ts); a
+    // request carries one key per limit, and a script call one group of them.
+    .max(16, 'at most 16 limits per policy'),
 }).superRefine((policy, ctx) => {
   if (policy.failure_mode === 'local' && policy.local_share === undefined) {
     ctx.addIssue({ code: 'custom', path: ['local_share'], message: 'required with failure_mode local: the share of each limit one instance grants on its own, e.g. 0.25 for 4 replicas' });

@@ -4,7 +4,8 @@ import type { Limit, Policy, PolicySet } from '../config/policies.js';
 import { createLogger } from '../logger.js';
 import { StoreFailurePolicy, type DecisionSource } from '../store/failure.js';
 import type { QuotaStore } from '../store/store.js';
-import { identityKey } from './keys.js';
+import { identityKey, requestKey } from './keys.js';
+import { peekAcrossSlots, slotGroups, spendAcrossSlots } from './slot-groups.js';
 import { validatePeek, validateRequest, type AllowInput, type PeekInput, type ValidRequest } from './validate-request.js';
 
 export interface LimitStatus {
@@ -56,7 +57,10 @@ export class QuotaEngine {
   async allow(input: AllowInput): Promise<Decision> {
     const request = validateRequest(this.policies, input);
     const started = performance.now();
-    const firstKey = limitCalls(request.policy.limits, request)[0]?.identityKey ?? '';
+    // The breaker of the partition the first reservation goes to (slot order, src/engine/slot-groups.ts).
+    const calls = limitCalls(request.policy.limits, request);
+    const first = slotGroups(this.store, calls)[0]?.[0] ?? 0;
+    const firstKey = calls[first]?.identityKey ?? '';
     const decision = await this.failure.decide(
       request.policy,
       () => this.decideOn(this.store, request, (limit) => limit),
@@ -70,9 +74,9 @@ export class QuotaEngine {
   /** The decision on one store; `scale` gives the limit to apply (the local limiter's share, or the limit itself). */
   private async decideOn(store: QuotaStore, request: ValidRequest, scale: (limit: Limit) => Limit): Promise<Omit<Decision, 'source'>> {
     const limits = request.policy.limits.map(scale);
-    // The policy schema allows exactly one limit for now, so one store call on
-    // one identity's keys (one slot) decides the whole request atomically.
-    const outcomes = await store.decideAll(limitCalls(limits, request), 'spend');
+    // All or nothing: one store call when the keys share a slot (or the store has none), else reserve and refund.
+    const calls = limitCalls(limits, request);
+    const outcomes = await spendAcrossSlots(store, calls, memoOf(store, request, calls));
     const denied = limits.findIndex((_, i) => outcomes[i]?.allowed !== true);
     const allowed = denied === -1;
     return {
@@ -88,7 +92,7 @@ export class QuotaEngine {
   async getQuota(input: PeekInput): Promise<LimitStatus[]> {
     const request = validatePeek(this.policies, input);
     const limits = request.policy.limits;
-    return statuses(limits, await this.store.decideAll(limitCalls(limits, request), 'peek'));
+    return statuses(limits, await peekAcrossSlots(this.store, limitCalls(limits, request)));
   }
 
   /**
@@ -102,6 +106,16 @@ export class QuotaEngine {
   listPolicies(): Policy[] {
     return [...this.policies.values()];
   }
+}
+
+/** With a request id: where its decision is remembered, beside the first group's identity (src/engine/slot-groups.ts). */
+function memoOf(store: QuotaStore, request: ValidRequest, calls: readonly LimitCall[]): { key: string; ttlMs: number } | undefined {
+  if (request.requestId === '') return undefined;
+  const first = slotGroups(store, calls)[0]?.[0] ?? 0;
+  const limit = request.policy.limits[first];
+  const value = request.identityValues[first];
+  if (limit === undefined || value === undefined) return undefined;
+  return { key: requestKey(request.policy.name, limit.keyBy, value, request.requestId), ttlMs: request.policy.requestIdTtlMs };
 }
 
 function limitCalls(limits: readonly Limit[], request: ValidRequest): LimitCall[] {

@@ -4,6 +4,7 @@
  *
  *   rl:v1:<limit>:<key_by>:{<encoded identity>}        token bucket, GCRA, leaky bucket, sliding windows
  *   rl:v1:<limit>:<key_by>:{<encoded identity>}:minute:<yyyymmddHHMM>   fixed window
+ *   rl:v1:req:<policy>:<key_by>:{<encoded identity>}:<encoded request id>  remembered decision (idempotent Allow)
  *
  * The identity value sits inside a hash tag so that all keys of one identity
  * share a Redis Cluster slot while different identities spread over shards.
@@ -23,4 +24,13 @@ export function encodeIdentityValue(value: string): string {
 /** The key (or key prefix, for windowed algorithms) of one identity under one limit. */
 export function identityKey(limitName: string, keyBy: string, identityValue: string): string {
   return `${KEY_PREFIX}:${limitName}:${keyBy}:{${encodeIdentityValue(identityValue)}}`;
+}
+
+/**
+ * Where a decision made with a request id is remembered: beside the keys of
+ * the identity the request's first script call touches (same hash tag, so the
+ * same slot and the same script call), per policy and request id.
+ */
+export function requestKey(policyName: string, keyBy: string, identityValue: string, requestId: string): string {
+  return `${KEY_PREFIX}:req:${policyName}:${keyBy}:{${encodeIdentityValue(identityValue)}}:${encodeURIComponent(requestId)}`;
 }

@@ -14,6 +14,8 @@ export interface ValidRequest {
   policy: Policy;
   cost: number;
   identityValues: readonly string[];
+  /** '' when the caller sent none. */
+  requestId: string;
 }
 
 /** Identity values and request ids are key material and log fields: bounded and printable. */
@@ -41,7 +43,7 @@ export function validateRequest(policies: PolicySet, input: AllowInput): ValidRe
     }
     return value;
   });
-  return { policy, cost, identityValues };
+  return { policy, cost, identityValues, requestId: input.requestId };
 }
 
 export interface PeekInput {
@@ -52,7 +54,7 @@ export interface PeekInput {
 /** GetQuota's input: the policy and identity checks of Allow, without a cost. */
 export function validatePeek(policies: PolicySet, input: PeekInput): ValidRequest {
   const policy = findPolicy(policies, input.policy);
-  return { policy, cost: 0, identityValues: policy.limits.map((limit) => identityValue(policy, limit, input.identity)) };
+  return { policy, cost: 0, identityValues: policy.limits.map((limit) => identityValue(policy, limit, input.identity)), requestId: '' };
 }
 
 function findPolicy(policies: PolicySet, name: string): Policy {

@@ -1,7 +1,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
 import type { LimitOutcome } from '../algorithms/algorithm.js';
-import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, parseDecideReply, type DecideMode, type LimitCall } from '../algorithms/decide-script.js';
+import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, parseDecideReply, type DecideMode, type DecideOptions, type GroupDecision, type LimitCall, type Memo, rememberArguments } from '../algorithms/decide-script.js';
 import type { Clock } from '../clock.js';
 import type { Limit } from '../config/policies.js';
 import { StoreUnavailableError } from '../engine/errors.js';
@@ -111,7 +111,19 @@ export class RedisStore implements QuotaStore {
   }
 
   async decideAll(calls: readonly LimitCall[], mode: DecideMode): Promise<LimitOutcome[]> {
-    const { keys, args } = decideArguments(calls, mode, this.options.testClock?.now());
+    return (await this.decideGroup(calls, mode)).outcomes;
+  }
+
+  async decideGroup(calls: readonly LimitCall[], mode: DecideMode, options: DecideOptions = {}): Promise<GroupDecision> {
+    const reply = await this.run(decideArguments(calls, mode, this.options.testClock?.now(), options));
+    return parseDecideReply(reply, calls.length, options.memo);
+  }
+
+  async remember(memo: Memo, value: string): Promise<void> {
+    await this.run(rememberArguments(memo, value));
+  }
+
+  private async run({ keys, args }: { keys: string[]; args: string[] }): Promise<unknown> {
     const run = (this.redis as unknown as Record<string, ScriptRunner>)[DECIDE_SCRIPT_NAME];
     if (run === undefined) throw new Error(`script ${DECIDE_SCRIPT_NAME} is not registered`);
     let reply: unknown;
@@ -121,7 +133,7 @@ export class RedisStore implements QuotaStore {
       if (isScriptError(error)) throw error;
       throw new StoreUnavailableError(error);
     }
-    return parseDecideReply(reply, calls.length);
+    return reply;
   }
 
   /**
@@ -129,6 +141,10 @@ export class RedisStore implements QuotaStore {
    * dead shard opens its own circuit breaker, and once a replica takes over, its
    * slots belong to a new partition that starts closed. One node: one partition.
    */
+  slotOf(key: string): number | undefined {
+    return this.redis instanceof Cluster ? calculateSlot(key) : undefined;
+  }
+
   partitionOf(key: string): string {
     if (!(this.redis instanceof Cluster)) return 'redis';
     const slot = calculateSlot(key);

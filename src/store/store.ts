@@ -1,5 +1,5 @@
 import type { LimitOutcome } from '../algorithms/algorithm.js';
-import type { DecideMode, LimitCall } from '../algorithms/decide-script.js';
+import type { DecideMode, DecideOptions, GroupDecision, LimitCall, Memo } from '../algorithms/decide-script.js';
 import type { Limit } from '../config/policies.js';
 import type { EvictionRisk } from './eviction-check.js';
 
@@ -18,6 +18,19 @@ export interface QuotaStore {
    * in the order of `calls`. Redis needs all keys of one call in one slot.
    */
   decideAll(calls: readonly LimitCall[], mode: DecideMode): Promise<LimitOutcome[]>;
+  /**
+   * decideAll, also answering the store time it decided at; mode 'refund'
+   * needs `spentAtMs`, that time of the spend it undoes, and a `memo` makes a
+   * spend idempotent (decide.lua).
+   */
+  decideGroup(calls: readonly LimitCall[], mode: DecideMode, options?: DecideOptions): Promise<GroupDecision>;
+  /** Stores `value` (encodeRemembered) as the remembered decision; '' forgets it. */
+  remember(memo: Memo, value: string): Promise<void>;
+  /**
+   * The hash slot of a key on a Redis Cluster: calls whose keys share a slot
+   * can be decided in one atomic step. Stores without slots omit it or answer undefined (one step always).
+   */
+  slotOf?(key: string): number | undefined;
   /** Resolves once the store has answered; the service reports SERVING only after that. */
   ready(): Promise<void>;
   /**

@@ -9,9 +9,9 @@ import { bothStores, useRedisServer } from '../support/use-redis.js';
 
 /**
  * The driver (src/algorithms/decide.lua and MemoryStore.decideAll) checks
- * every limit of a call first and then writes all or none. Policies hold one
- * limit today; the driver already takes several, which is tested here
- * directly on the stores.
+ * every limit of a call first and then writes all or none, tested here
+ * directly on the stores (the engine's use of it, across slots too, is in
+ * test/engine/all-or-nothing.test.ts).
  */
 const bucket = limitFrom({ name: 'bucket', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 2 });
 const window = limitFrom({ name: 'window', key_by: 'user', algorithm: 'fixed_window', limit: 3, window: 'minute' });

@@ -1,14 +1,13 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { identityKey } from '../../src/engine/keys.js';
-import { limitFrom, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
+import { limitFrom, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
 
 // Spec 8: a fixed-window policy of 100 per minute.
 const perMinute = limitFrom({ name: 'per-user', key_by: 'user', algorithm: 'fixed_window', limit: 100, window: 'minute' });
 const IDENTITY = identityKey('per-user', 'user', '42');
-// T0 is 2026-11-21T08:00:00Z, so its minute window is stamped 202611210800.
-const COUNTER = 'rl:v1:per-user:user:{42}:minute:202611210800';
-const NEXT_COUNTER = 'rl:v1:per-user:user:{42}:minute:202611210801';
+// One declared key per identity and window length; it holds {w = window start, c = count}.
+const COUNTER = 'rl:v1:per-user:user:{42}:minute';
 
 const redis = useRedisServer();
 
@@ -21,10 +20,11 @@ describe.each(bothStores(redis))('fixed window on the %s store (spec 3.1 state t
     await f.reset();
   });
 
-  it('counter key is rl:v1:<limit>:<key_by>:{<id>}:minute:<yyyymmddHHMM> of the store clock', async () => {
+  it('counter key is rl:v1:<limit>:<key_by>:{<id>}:minute, the one key the script declares', async () => {
     f.clock.advance(59_000); // Redis expires the counter on real time: leave it a second to live
     await spend();
     expect(await f.keys()).toEqual([COUNTER]);
+    expect(perMinute.algorithm.scriptKeys(IDENTITY, perMinute.params)).toEqual([COUNTER]);
   });
 
   it('counter n below the limit: n + 1, allowed', async () => {
@@ -46,7 +46,7 @@ describe.each(bothStores(redis))('fixed window on the %s store (spec 3.1 state t
     await spend(100);
     f.clock.advance(60_000);
     expect(await spend()).toEqual({ allowed: true, retryAfterMs: 0, remaining: 99, resetAfterMs: 60_000 });
-    expect(await f.counter(NEXT_COUNTER)).toBe(1);
+    expect(await f.counter(COUNTER)).toBe(1);
   });
 
   it('a new counter is created with its expiry (the end of its window), so it never lives forever', async () => {
@@ -55,7 +55,7 @@ describe.each(bothStores(redis))('fixed window on the %s store (spec 3.1 state t
     const ttl = await f.ttl(COUNTER);
     expect(ttl).toBeGreaterThan(40_000 - 1_000);
     expect(ttl).toBeLessThanOrEqual(40_000);
-    await spend(); // INCRBY keeps the expiry
+    await spend(); // HINCRBY keeps the expiry
     expect(await f.ttl(COUNTER)).toBeLessThanOrEqual(40_000);
   });
 
@@ -90,14 +90,17 @@ describe.each(bothStores(redis))('fixed window on the %s store (spec 3.1 state t
 
 describe('fixed window units', () => {
   it.each([
-    ['second', 'rl:v1:w:user:{42}:second:20261121080000', 1_000],
-    ['hour', 'rl:v1:w:user:{42}:hour:2026112108', 3_600_000],
-    ['day', 'rl:v1:w:user:{42}:day:20261121', 16 * 3_600_000],
-  ] as const)('%s windows are UTC-aligned and stamped to the unit', async (window, key, resetAfterMs) => {
+    ['second', 'rl:v1:w:user:{42}:second', 1_000],
+    ['hour', 'rl:v1:w:user:{42}:hour', 3_600_000],
+    ['day', 'rl:v1:w:user:{42}:day', 16 * 3_600_000],
+  ] as const)('%s windows are UTC-aligned, the counter carries its window start', async (window, key, resetAfterMs) => {
     const f = redisFixture(redis());
     await f.reset();
     const limit = limitFrom({ name: 'w', key_by: 'user', algorithm: 'fixed_window', limit: 5, window });
     expect(await f.store.decide(limit, identityKey('w', 'user', '42'), 1)).toMatchObject({ allowed: true, resetAfterMs });
     expect(await f.keys()).toEqual([key]);
+    // T0 = 2026-11-21T08:00:00Z starts a second, an hour, and sits 8 h into its UTC day.
+    const start = window === 'day' ? T0 - 8 * 3_600_000 : T0;
+    expect(await redis().client().hgetall(key)).toEqual({ w: String(start), c: '1' });
   });
 });

@@ -8,6 +8,8 @@ import { Credentials } from '../../clients/order-api/credentials.js';
 import { createOrderApiLogger } from '../../clients/order-api/logger.js';
 import { OrderStore } from '../../clients/order-api/order-store.js';
 import { createQuotaClient, type QuotaClient } from '../../clients/quota-client/index.js';
+import { stringify } from 'yaml';
+import { parsePolicies } from '../../src/config/policies.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import type { StoreFixture } from '../support/store-fixtures.js';
@@ -86,12 +88,13 @@ describe.each(bothStores(redis))('POST /api/orders with the quota service on the
     expect(denied.status).toBe(429);
     expect(denied.headers.get('content-type')).toMatch(/^application\/json/);
     expect(denied.headers.get('retry-after')).toBe('1');
-    expect(denied.headers.get('ratelimit')).toBe('"orders";r=0;t=1');
-    expect(denied.headers.get('ratelimit-policy')).toBe('"orders";q=10');
+    // orders.create: every limit's status; the rejected request left the two windows as they were (10 spent each).
+    expect(denied.headers.get('ratelimit')).toBe('"orders";r=0;t=1, "user-per-minute";r=110;t=60, "tenant-per-minute";r=1990;t=60');
+    expect(denied.headers.get('ratelimit-policy')).toBe('"orders";q=10, "user-per-minute";q=120, "tenant-per-minute";q=2000');
     expect(await denied.json()).toEqual({
       error: 'rate_limit_exceeded',
-      message: 'Too many requests: limit "orders" of policy "orders" is used up; try again in 1 s.',
-      policy: 'orders',
+      message: 'Too many requests: limit "orders" of policy "orders.create" is used up; try again in 1 s.',
+      policy: 'orders.create',
       retry_after_ms: 500,
       limit: 'orders',
     });
@@ -111,6 +114,50 @@ describe.each(bothStores(redis))('POST /api/orders with the quota service on the
     const viaKey = await post(api, API_KEY);
     expect(viaKey.status).toBe(201);
     expect(await viaKey.json()).toMatchObject({ user: 'acme-integration', tenant: 'acme' });
+  });
+
+  it('two users of one tenant have separate order buckets; the tenant limit spans both', async () => {
+    // orders.create with a tenant limit small enough to reach: 15 orders per minute per tenant.
+    const small = await startTestService(
+      fixture.store,
+      parsePolicies(
+        stringify({
+          policies: {
+            'orders.create': {
+              limits: [
+                { name: 'orders', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 2 },
+                { name: 'user-per-minute', key_by: 'user', algorithm: 'fixed_window', limit: 120, window: 'minute' },
+                { name: 'tenant-small', key_by: 'tenant', algorithm: 'fixed_window', limit: 15, window: 'minute' },
+              ],
+            },
+            ip: { limits: [{ name: 'ip-per-minute', key_by: 'ip', algorithm: 'fixed_window', limit: 30, window: 'minute' }] },
+          },
+        }),
+      ),
+    );
+    const smallQuota = createQuotaClient({ address: `127.0.0.1:${small.server.port}`, deadlineMs: 5_000 });
+    try {
+      api = await startOrderApi(smallQuota);
+      // Alice empties her own bucket; Bob's is untouched by that.
+      for (let i = 0; i < 10; i++) expect((await post(api, ALICE)).status).toBe(201);
+      const alice = await post(api, ALICE);
+      expect(alice.status).toBe(429);
+      expect(await alice.json()).toMatchObject({ limit: 'orders' });
+      for (let i = 0; i < 5; i++) expect((await post(api, BOB)).status, `bob ${i + 1}`).toBe(201);
+      // 15 orders of acme: Bob still has tokens, but the tenant limit counts both users.
+      const bob = await post(api, BOB);
+      expect(bob.status).toBe(429);
+      expect(await bob.json()).toMatchObject({ limit: 'tenant-small' });
+      expect((await post(api, API_KEY)).status).toBe(429);
+      // All or nothing: Bob's denied order took no token from his bucket (5 of 10 left; this
+      // call, under another tenant, spends one more).
+      const status = await smallQuota.allow({ policy: 'orders.create', identity: { user: 'bob', tenant: 'globex' } });
+      expect(status.limits.find((l) => l.name === 'orders')?.remaining).toBe(4);
+      expect(api.orders.count()).toBe(15);
+    } finally {
+      await smallQuota.close();
+      await small.stop();
+    }
   });
 
   it('missing or invalid credentials: 401, and the IP limit (30/min) still applies to them', async () => {
@@ -247,7 +294,7 @@ describe('the quota service stopped', () => {
     const elapsed = performance.now() - started;
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('1');
-    expect(await response.json()).toMatchObject({ error: 'rate_limiter_unavailable', policy: 'orders' });
+    expect(await response.json()).toMatchObject({ error: 'rate_limiter_unavailable', policy: 'orders.create' });
     expect(api.orders.stockReads).toBe(0);
     // One quota call (an authenticated user skips the IP limit), bounded by the deadline; loose bound, shared machine.
     expect(elapsed).toBeLessThan(2 * deadlineMs);

@@ -10,6 +10,9 @@ describe('shipped config/policies.yaml', () => {
     expect(definition('user')).toMatchObject({ key_by: 'user', algorithm: 'fixed_window', limit: 120, window: 'minute' });
     expect(definition('tenant')).toMatchObject({ key_by: 'tenant', algorithm: 'fixed_window', limit: 2000, window: 'minute' });
     expect(definition('ip')).toMatchObject({ key_by: 'ip', algorithm: 'fixed_window', limit: 30, window: 'minute' });
+    // spec 3.3: the three limits of an order, all-or-nothing, sharing state with the single-limit policies.
+    const create = policies.get('orders.create')!.limits.map((limit) => limit.definition);
+    expect(create).toEqual([definition('orders'), definition('user'), definition('tenant')]);
   });
 });
 
@@ -36,7 +39,7 @@ describe('policy file validation: errors name the policy and field', () => {
     ['fractional window limit', { user: { limits: [{ ...window, limit: 1.5 }] } }, 'policies.user.limits[0].limit:'],
     ['unknown window', { user: { limits: [{ ...window, window: 'fortnight' }] } }, 'policies.user.limits[0].window:'],
     ['no limits', { user: { limits: [] } }, 'policies.user.limits: a policy needs at least one limit'],
-    ['two limits', { user: { limits: [window, bucket] } }, 'policies.user.limits: a policy takes exactly one limit in this release'],
+    ['seventeen limits', { user: { limits: Array.from({ length: 17 }, (_, i) => ({ ...window, name: `w${i}` })) } }, 'policies.user.limits: at most 16 limits per policy'],
     ['key_by with a colon', { user: { limits: [{ ...window, key_by: 'us:er' }] } }, 'policies.user.limits[0].key_by:'],
     ['limit name with a brace', { user: { limits: [{ ...window, name: 'a{b}' }] } }, 'policies.user.limits[0].name:'],
     ['policy name with spaces', { 'my policy': { limits: [window] } }, 'my policy'],

@@ -37,7 +37,7 @@ describe('Allow over gRPC on a Redis Cluster (Redis clock)', () => {
     const denied = await service.client.allow({ policy: 'tenant', identity: { tenant: 'acme' } });
     expect(denied).toMatchObject({ allowed: false, deniedBy: 'tenant-per-minute' });
     const owner = cluster().node(await cluster().ownerOf('{acme}'));
-    expect(await owner.keys('rl:v1:tenant-per-minute:tenant:{acme}:minute:*')).toHaveLength(1);
+    expect(await owner.keys('rl:v1:tenant-per-minute:tenant:{acme}:minute')).toHaveLength(1);
   });
 
   it('one token left, 50 simultaneous calls over 3 service instances with their own cluster clients: exactly one allowed', async () => {

@@ -57,18 +57,19 @@ describe('Allow over gRPC on Redis (Redis clock)', () => {
     expect(denied.retryAfterMs).toBeLessThanOrEqual(60_000);
     const client = redis.client();
     expect(await client.exists('rl:v1:orders:user:{e2e-1}')).toBe(1);
-    expect(await client.keys('rl:v1:user-per-minute:user:{e2e-2}:minute:*')).toHaveLength(1);
+    expect(await client.keys('rl:v1:user-per-minute:user:{e2e-2}:minute')).toHaveLength(1);
   });
 
   it('ListPolicies describes the loaded policies', async () => {
     const { policies } = await service.client.listPolicies({});
-    expect(policies.map((p) => p.name)).toEqual(['orders', 'user', 'tenant', 'ip']);
+    expect(policies.map((p) => p.name)).toEqual(['orders', 'orders.create', 'user', 'tenant', 'ip']);
     expect(policies[0]!.limits).toEqual([
       { name: 'orders', keyBy: 'user', tokenBucket: { capacity: 10, refillPerSecond: 2 }, fixedWindow: undefined },
     ]);
-    expect(policies[3]!.limits[0]).toMatchObject({ name: 'ip-per-minute', keyBy: 'ip', fixedWindow: { limit: 30, window: 'minute' } });
+    expect(policies[1]!.limits.map((l) => l.name)).toEqual(['orders', 'user-per-minute', 'tenant-per-minute']);
+    expect(policies[4]!.limits[0]).toMatchObject({ name: 'ip-per-minute', keyBy: 'ip', fixedWindow: { limit: 30, window: 'minute' } });
     expect(policies[0]!.failureMode).toEqual({ mode: 'local', localShare: 0.5 });
-    expect(policies[1]!.failureMode).toEqual({ mode: 'fail_open', localShare: 0 });
+    expect(policies[2]!.failureMode).toEqual({ mode: 'fail_open', localShare: 0 });
   });
 });
 

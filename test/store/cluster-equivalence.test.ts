@@ -1,5 +1,8 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { parsePolicies } from '../../src/config/policies.js';
+import { QuotaEngine } from '../../src/engine/engine.js';
 import { runInLockStep } from '../support/lock-step.js';
 import { clusterFixture, limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { useRedisCluster, useRedisServer } from '../support/use-redis.js';
@@ -48,6 +51,60 @@ describe('cluster = single node = model', () => {
         runInLockStep(fixtures, limit, start, steps),
       ),
       { numRuns: 100 },
+    );
+  });
+});
+
+/**
+ * The orders.create shape: a user's bucket and per-minute window (one slot)
+ * and the tenant's window (another slot, unless user and tenant share a
+ * value). One call on memory and one node; reserve + refund on the cluster.
+ * The bucket refills 1000 / 512 per second, an exact binary fraction, so the
+ * balance a refund restores is bit for bit the one never spending leaves.
+ */
+const MULTI = parsePolicies(
+  stringify({
+    policies: {
+      multi: {
+        limits: [
+          { name: 'm-bucket', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 1.953125 },
+          { name: 'm-user', key_by: 'user', algorithm: 'fixed_window', limit: 5, window: 'minute' },
+          { name: 'm-tenant', key_by: 'tenant', algorithm: 'fixed_window', limit: 12, window: 'minute' },
+        ],
+      },
+    },
+  }),
+);
+const multiStep = fc.record({ step: timeStep, cost: fc.integer({ min: 1, max: 3 }), user: fc.constantFrom(...IDENTITIES), tenant: fc.constantFrom('a', 't1', 't2', '{x}') });
+
+describe('multi-limit policy: cluster = single node = model', () => {
+  const redis = useRedisServer();
+  const cluster = useRedisCluster();
+  let fixtures: StoreFixture[];
+  beforeAll(async () => {
+    fixtures = [memoryFixture(), redisFixture(redis()), clusterFixture(cluster())];
+    await fixtures[2]!.store.ready();
+  });
+
+  it('same decisions, denied_by and limits[] (Allow), and the same GetQuota, for random sequences', async () => {
+    const engines = fixtures.map((f) => new QuotaEngine(MULTI, f.store));
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 4_102_444_800_000 }), fc.array(multiStep, { minLength: 1, maxLength: 40 }), async (start, steps) => {
+        await Promise.all(fixtures.map((f) => f.reset()));
+        let now = start;
+        for (const [i, { step: dt, cost, user, tenant }] of steps.entries()) {
+          // Clear of the last 5 s of a minute, as in runInLockStep.
+          now += dt;
+          if (now % 60_000 > 55_000) now = now - (now % 60_000) + 60_000;
+          for (const f of fixtures) f.clock.set(now);
+          const identity = { user, tenant };
+          const [model, ...others] = await Promise.all(engines.map((e) => e.allow({ policy: 'multi', identity, cost, requestId: '' })));
+          others.forEach((decision, j) => expect(decision, `step ${i} on ${fixtures[j + 1]!.name}: ${JSON.stringify({ dt, cost, user, tenant })}`).toEqual(model));
+          const [peek, ...peeks] = await Promise.all(engines.map((e) => e.getQuota({ policy: 'multi', identity })));
+          peeks.forEach((limits, j) => expect(limits, `GetQuota after step ${i} on ${fixtures[j + 1]!.name}`).toEqual(peek));
+        }
+      }),
+      { numRuns: 60 },
     );
   });
 });

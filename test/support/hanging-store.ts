@@ -1,4 +1,5 @@
 import type { LimitOutcome } from '../../src/algorithms/algorithm.js';
+import type { GroupDecision } from '../../src/algorithms/decide-script.js';
 import type { QuotaStore } from '../../src/store/store.js';
 
 /**
@@ -20,6 +21,13 @@ export class HangingStore implements QuotaStore {
     this.asked++;
     return new Promise((_resolve, reject) => this.waiting.push(reject));
   }
+
+  decideGroup(): Promise<GroupDecision> {
+    this.asked++;
+    return new Promise((_resolve, reject) => this.waiting.push(reject));
+  }
+
+  async remember(): Promise<void> {}
 
   async ready(): Promise<void> {}
 

@@ -22,6 +22,7 @@ export interface StoreFixture {
   readonly clock: VirtualClock;
   readonly store: QuotaStore;
   tokenBucket(key: string): Promise<TokenBucketState | undefined>;
+  /** A string counter's value, or a fixed window's count (the `c` of its hash). */
   counter(key: string): Promise<number | undefined>;
   /** Entries of a sliding window log (live or not yet dropped), undefined when the key does not exist. */
   logSize(key: string): Promise<number | undefined>;
@@ -40,7 +41,10 @@ export function memoryFixture(): StoreFixture {
     clock,
     store,
     tokenBucket: async (key) => space.get<TokenBucketState>(key, clock.now()),
-    counter: async (key) => space.get<number>(key, clock.now()),
+    counter: async (key) => {
+      const value = space.get<number | { count: number }>(key, clock.now());
+      return typeof value === 'object' ? value.count : value;
+    },
     logSize: async (key) => space.get<number[]>(key, clock.now())?.length,
     ttl: async (key) => space.ttl(key, clock.now()),
     keys: async () => space.keys(clock.now()).sort(),
@@ -65,7 +69,8 @@ export function redisFixture(server: RedisServer): StoreFixture {
       return { tokens: Number(hash.tokens), ts: Number(hash.ts) };
     },
     async counter(key) {
-      const value = await redis.get(key);
+      // A fixed window's counter is a hash {w, c}; other counters are strings.
+      const value = (await redis.type(key)) === 'hash' ? await redis.hget(key, 'c') : await redis.get(key);
       return value === null ? undefined : Number(value);
     },
     async logSize(key) {
@@ -100,7 +105,7 @@ export function clusterFixture(cluster: RedisCluster): StoreFixture {
       return { tokens: Number(hash.tokens), ts: Number(hash.ts) };
     },
     async counter(key) {
-      const value = await client.get(key);
+      const value = (await client.type(key)) === 'hash' ? await client.hget(key, 'c') : await client.get(key);
       return value === null ? undefined : Number(value);
     },
     async logSize(key) {

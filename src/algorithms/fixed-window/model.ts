@@ -2,10 +2,10 @@ import type { LimitOutcome } from '../algorithm.js';
 
 /** Fixed windows are aligned to UTC calendar units, like Envoy's rate limit service. */
 export const WINDOWS = {
-  second: { ms: 1_000, stampDigits: 14 },
-  minute: { ms: 60_000, stampDigits: 12 },
-  hour: { ms: 3_600_000, stampDigits: 10 },
-  day: { ms: 86_400_000, stampDigits: 8 },
+  second: { ms: 1_000 },
+  minute: { ms: 60_000 },
+  hour: { ms: 3_600_000 },
+  day: { ms: 86_400_000 },
 } as const;
 
 export type WindowName = keyof typeof WINDOWS;
@@ -24,16 +24,21 @@ export interface FixedWindowStep {
   ttlMs: number;
 }
 
-/** yyyymmddHHMM (minute) and its kin: the window start in UTC, as many digits as the window needs. */
-export function windowStamp(window: WindowName, startMs: number): string {
-  const digits = new Date(startMs).toISOString().replace(/[^0-9]/g, '');
-  return digits.slice(0, WINDOWS[window].stampDigits);
+/** The counter's one key: `<identity key>:<window>`, e.g. rl:v1:per-user:user:{42}:minute. */
+export function fixedWindowKey(identityKey: string, window: WindowName): string {
+  return `${identityKey}:${window}`;
 }
 
-/** Counter key of the window `nowMs` falls in: `<prefix>:<stamp of the window start>`. */
-export function fixedWindowKey(keyPrefix: string, window: WindowName, nowMs: number): string {
+/** What the counter key holds: the start of the window it counts (unix ms) and the units spent in it. */
+export interface FixedWindowState {
+  start: number;
+  count: number;
+}
+
+/** The units spent in the window `nowMs` falls in: the stored count if it is that window's, else 0. */
+export function fixedWindowCount(state: FixedWindowState | undefined, window: WindowName, nowMs: number): number {
   const windowMs = WINDOWS[window].ms;
-  return `${keyPrefix}:${windowStamp(window, nowMs - (nowMs % windowMs))}`;
+  return state !== undefined && state.start === nowMs - (nowMs % windowMs) ? state.count : 0;
 }
 
 /**

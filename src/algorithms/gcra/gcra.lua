@@ -34,3 +34,21 @@ A.gcra = function(keys, args, now)
   end
   return { 1, 0, math.max(0, capacity - after / interval), math.ceil(after), 0 }, write
 end
+
+--[[
+  Refund (driver mode 'refund'): moves tat `cost` emission intervals back;
+  a tat no later than now means full, so the key is deleted. Mirrors
+  refundGcra in model.ts.
+]]
+R.gcra = function(keys, args, now, spent_at)
+  local rate, cost = tonumber(args[2]), tonumber(args[3])
+  local interval = 1000 / rate
+  local stored = tonumber(redis.call('GET', keys[1]))
+  if not stored then return end
+  local tat = stored - cost * interval
+  if tat - now <= 0 then
+    redis.call('DEL', keys[1])
+    return
+  end
+  redis.call('SET', keys[1], string.format('%.17g', tat), 'PX', string.format('%d', math.ceil(tat - now)))
+end

@@ -1,5 +1,5 @@
 import { readLua, type Algorithm } from '../algorithm.js';
-import { decideGcra, type GcraParams } from './model.js';
+import { decideGcra, refundGcra, type GcraParams } from './model.js';
 
 /** GCRA: a token bucket's guarantees in one timestamp per identity. */
 export const gcra: Algorithm<GcraParams> = {
@@ -15,6 +15,12 @@ export const gcra: Algorithm<GcraParams> = {
     const write = step.write;
     if (write === undefined) return { outcome: step.outcome };
     return { outcome: step.outcome, commit: () => space.set(identityKey, write.tat, write.ttlMs, nowMs) };
+  },
+
+  refundInMemory(space, identityKey, params, cost, nowMs) {
+    const write = refundGcra(space.get<number>(identityKey, nowMs), params, cost, nowMs);
+    if (write === 'delete') space.delete(identityKey);
+    else if (write !== undefined) space.set(identityKey, write.tat, write.ttlMs, nowMs);
   },
 
   capacity: (params) => params.capacity,

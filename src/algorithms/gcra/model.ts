@@ -47,3 +47,15 @@ export function decideGcra(tat: number | undefined, params: GcraParams, cost: nu
 function remainingOf(params: GcraParams, backlog: number, interval: number): number {
   return Math.max(0, params.capacity - backlog / interval);
 }
+
+/**
+ * Moves tat `cost` emission intervals back. Returns the tat to write,
+ * 'delete' when the limit is full again, undefined when there is no key.
+ */
+export function refundGcra(tat: number | undefined, params: GcraParams, cost: number, nowMs: number): { tat: number; ttlMs: number } | 'delete' | undefined {
+  if (tat === undefined) return undefined;
+  const interval = 1000 / params.refillPerSecond;
+  const next = tat - cost * interval;
+  if (next - nowMs <= 0) return 'delete';
+  return { tat: next, ttlMs: Math.ceil(next - nowMs) };
+}

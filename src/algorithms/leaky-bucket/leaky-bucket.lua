@@ -43,3 +43,22 @@ A.leaky_bucket = function(keys, args, now)
   end
   return { 1, 0, capacity - level, math.ceil(level * 1000 / rate), delay_ms }, write
 end
+
+--[[
+  Refund (driver mode 'refund'): drains to now, then takes `cost` back out of
+  the bucket, never below empty; an empty bucket is deleted (absent = empty).
+  Mirrors refundLeakyBucket in model.ts.
+]]
+R.leaky_bucket = function(keys, args, now, spent_at)
+  local rate, cost = tonumber(args[2]), tonumber(args[3])
+  local stored = redis.call('HMGET', keys[1], 'level', 'ts')
+  if not (stored[1] and stored[2]) then return end
+  local level = math.max(0, tonumber(stored[1]) - math.max(0, now - tonumber(stored[2])) * rate / 1000)
+  level = math.max(0, level - cost)
+  if level <= 0 then
+    redis.call('DEL', keys[1])
+    return
+  end
+  redis.call('HSET', keys[1], 'level', string.format('%.17g', level), 'ts', string.format('%d', now))
+  redis.call('PEXPIRE', keys[1], string.format('%d', math.ceil(level * 1000 / rate)))
+end

@@ -1,5 +1,5 @@
 import { readLua, type Algorithm } from '../algorithm.js';
-import { decideLeakyBucket, type LeakyBucketParams, type LeakyBucketState } from './model.js';
+import { decideLeakyBucket, refundLeakyBucket, type LeakyBucketParams, type LeakyBucketState } from './model.js';
 
 /** Leaky bucket: a steady outflow; policing rejects over the rate, shaping delays within a bounded queue. */
 export const leakyBucket: Algorithm<LeakyBucketParams> = {
@@ -15,6 +15,12 @@ export const leakyBucket: Algorithm<LeakyBucketParams> = {
     const write = step.write;
     if (write === undefined) return { outcome: step.outcome };
     return { outcome: step.outcome, commit: () => space.set(identityKey, write.state, write.ttlMs, nowMs) };
+  },
+
+  refundInMemory(space, identityKey, params, cost, nowMs) {
+    const write = refundLeakyBucket(space.get<LeakyBucketState>(identityKey, nowMs), params, cost, nowMs);
+    if (write === 'delete') space.delete(identityKey);
+    else if (write !== undefined) space.set(identityKey, write.state, write.ttlMs, nowMs);
   },
 
   capacity: (params) => params.capacity,

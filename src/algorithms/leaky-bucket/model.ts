@@ -48,3 +48,16 @@ export function decideLeakyBucket(state: LeakyBucketState | undefined, params: L
   if (cost === 0) return { outcome };
   return { outcome, write: { state: { level, ts: nowMs }, ttlMs: Math.ceil((level * 1000) / rate) } };
 }
+
+/**
+ * Drains to now, then takes `cost` back out, never below empty. Returns the
+ * state to write, 'delete' for an empty bucket, undefined when there is none.
+ */
+export function refundLeakyBucket(state: LeakyBucketState | undefined, params: LeakyBucketParams, cost: number, nowMs: number): LeakyBucketStep['write'] | 'delete' | undefined {
+  if (state === undefined) return undefined;
+  const rate = params.leakPerSecond;
+  let level = Math.max(0, state.level - (Math.max(0, nowMs - state.ts) * rate) / 1000);
+  level = Math.max(0, level - cost);
+  if (level <= 0) return 'delete';
+  return { state: { level, ts: nowMs }, ttlMs: Math.ceil((level * 1000) / rate) };
+}

@@ -80,3 +80,15 @@ function retryAfter(limit: number, cost: number, current: number, previous: numb
   if (room >= 0) return start + windowMs - Math.floor((room * windowMs) / previous) - nowMs;
   return start + 2 * windowMs - Math.floor(((limit - cost) * windowMs) / current) - nowMs;
 }
+
+/**
+ * Takes `cost` back off the window the spend fell in: `current` while that
+ * window is current, `previous` after one rollover, nothing later. Never below 0.
+ */
+export function refundSlidingWindowCounter(state: SlidingWindowCounterState, params: SlidingWindowCounterParams, cost: number, spentAtMs: number): SlidingWindowCounterState | undefined {
+  const windowMs = WINDOWS[params.window].ms;
+  const spentStart = spentAtMs - (spentAtMs % windowMs);
+  if (state.start === spentStart) return { ...state, current: Math.max(0, state.current - cost) };
+  if (state.start === spentStart + windowMs) return { ...state, previous: Math.max(0, state.previous - cost) };
+  return undefined;
+}

@@ -55,3 +55,21 @@ A.sliding_window_counter = function(keys, args, now)
   end
   return { 1, 0, math.max(0, math.floor((limit * window - (current * window + fading)) / window)), reset_after(), 0 }, write
 end
+
+--[[
+  Refund (driver mode 'refund'): takes `cost` back off the count of the window
+  the spend fell in: the current count while that window is current, the
+  previous one after a rollover, nothing once it is two windows old. Never
+  below 0; the hash keeps its expiry. Mirrors refundSlidingWindowCounter.
+]]
+R.sliding_window_counter = function(keys, args, now, spent_at)
+  local window, cost = tonumber(args[2]), tonumber(args[3])
+  local spent_start = spent_at - (spent_at % window)
+  local stored = redis.call('HMGET', keys[1], 'w', 'c', 'p')
+  local w = tonumber(stored[1])
+  if w == spent_start then
+    redis.call('HSET', keys[1], 'c', string.format('%d', math.max(0, tonumber(stored[2]) - cost)))
+  elseif w == spent_start + window then
+    redis.call('HSET', keys[1], 'p', string.format('%d', math.max(0, tonumber(stored[3]) - cost)))
+  end
+end

@@ -1,6 +1,6 @@
 import { readLua, type Algorithm } from '../algorithm.js';
 import { WINDOWS } from '../fixed-window/model.js';
-import { decideSlidingWindowCounter, type SlidingWindowCounterParams, type SlidingWindowCounterState } from './model.js';
+import { decideSlidingWindowCounter, refundSlidingWindowCounter, type SlidingWindowCounterParams, type SlidingWindowCounterState } from './model.js';
 
 /** Sliding window counter (spec 2.2): two counters, an estimate of the rolling window. */
 export const slidingWindowCounter: Algorithm<SlidingWindowCounterParams> = {
@@ -16,6 +16,13 @@ export const slidingWindowCounter: Algorithm<SlidingWindowCounterParams> = {
     const write = step.write;
     if (write === undefined) return { outcome: step.outcome };
     return { outcome: step.outcome, commit: () => space.set(identityKey, write.state, write.ttlMs, nowMs) };
+  },
+
+  refundInMemory(space, identityKey, params, cost, nowMs, spentAtMs) {
+    const state = space.get<SlidingWindowCounterState>(identityKey, nowMs);
+    const next = state === undefined ? undefined : refundSlidingWindowCounter(state, params, cost, spentAtMs);
+    // HSET keeps the hash's expiry.
+    if (next !== undefined) space.update(identityKey, next);
   },
 
   capacity: (params) => params.limit,

@@ -44,3 +44,14 @@ export function decideSlidingWindowLog(log: readonly number[] | undefined, param
 function resetAfter(newest: number | undefined, windowMs: number, nowMs: number): number {
   return newest === undefined ? 0 : newest + windowMs - nowMs;
 }
+
+/** Removes `cost` entries stamped `spentAtMs` (what a spend then logged); an empty log is dropped (undefined). */
+export function refundSlidingWindowLog(log: readonly number[], cost: number, spentAtMs: number): number[] | undefined {
+  const next = [...log];
+  for (let n = 0; n < cost; n++) {
+    const at = next.lastIndexOf(spentAtMs);
+    if (at === -1) break;
+    next.splice(at, 1);
+  }
+  return next.length === 0 ? undefined : next;
+}

@@ -43,3 +43,18 @@ A.sliding_window_log = function(keys, args, now)
     redis.call('PEXPIRE', key, string.format('%d', window))
   end
 end
+
+--[[
+  Refund (driver mode 'refund'): removes `cost` entries stamped spent_at, the
+  newest members first ("<ms>:<n>" counts up from 1 within a millisecond, so
+  the members left stay "<ms>:1".."<ms>:m" and the next spend continues at
+  m + 1). Redis deletes a set left empty. Mirrors refundSlidingWindowLog.
+]]
+R.sliding_window_log = function(keys, args, now, spent_at)
+  local cost = tonumber(args[3])
+  local stamp = string.format('%d', spent_at)
+  local m = redis.call('ZCOUNT', keys[1], stamp, stamp)
+  for n = m, math.max(1, m - cost + 1), -1 do
+    redis.call('ZREM', keys[1], stamp .. ':' .. n)
+  end
+end

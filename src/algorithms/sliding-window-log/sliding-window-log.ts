@@ -1,6 +1,6 @@
 import { readLua, type Algorithm } from '../algorithm.js';
 import { WINDOWS } from '../fixed-window/model.js';
-import { decideSlidingWindowLog, type SlidingWindowLogParams } from './model.js';
+import { decideSlidingWindowLog, refundSlidingWindowLog, type SlidingWindowLogParams } from './model.js';
 
 /** Sliding window log: an exact rolling window, one stored entry per unit accepted. */
 export const slidingWindowLog: Algorithm<SlidingWindowLogParams> = {
@@ -16,6 +16,15 @@ export const slidingWindowLog: Algorithm<SlidingWindowLogParams> = {
     const write = step.write;
     if (write === undefined) return { outcome: step.outcome };
     return { outcome: step.outcome, commit: () => space.set(identityKey, write.log, write.ttlMs, nowMs) };
+  },
+
+  refundInMemory(space, identityKey, _params, cost, nowMs, spentAtMs) {
+    const log = space.get<number[]>(identityKey, nowMs);
+    if (log === undefined) return;
+    const next = refundSlidingWindowLog(log, cost, spentAtMs);
+    // Like ZREM: the set keeps its expiry, and Redis deletes it once empty.
+    if (next === undefined) space.delete(identityKey);
+    else space.update(identityKey, next);
   },
 
   capacity: (params) => params.limit,

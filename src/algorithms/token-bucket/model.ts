@@ -55,3 +55,15 @@ export function decideTokenBucket(
     ttlMs: tokenBucketTtlMs(params),
   };
 }
+
+/**
+ * Gives back `cost` tokens a spend took: refill to now, add cost, cap at the
+ * capacity. undefined (nothing to write) when there is no bucket: it is full.
+ */
+export function refundTokenBucket(state: TokenBucketState | undefined, params: TokenBucketParams, cost: number, nowMs: number): TokenBucketState | undefined {
+  if (state === undefined) return undefined;
+  const { capacity, refillPerSecond: rate } = params;
+  let tokens = Math.min(capacity, state.tokens + (Math.max(0, nowMs - state.ts) * rate) / 1000);
+  tokens = Math.min(capacity, tokens + cost);
+  return { tokens, ts: nowMs };
+}

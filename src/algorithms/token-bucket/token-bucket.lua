@@ -37,3 +37,19 @@ A.token_bucket = function(keys, args, now)
     redis.call('PEXPIRE', keys[1], string.format('%d', math.ceil(capacity * 2000 / rate)))
   end
 end
+
+--[[
+  Refund (driver mode 'refund'): gives back `cost` tokens a spend took, capped
+  at the capacity, after refilling to now. An absent bucket is full already.
+  Mirrors refundTokenBucket in model.ts.
+]]
+R.token_bucket = function(keys, args, now, spent_at)
+  local capacity, rate, cost = tonumber(args[1]), tonumber(args[2]), tonumber(args[3])
+  local stored = redis.call('HMGET', keys[1], 'tokens', 'ts')
+  if not (stored[1] and stored[2]) then return end
+  local tokens, ts = tonumber(stored[1]), tonumber(stored[2])
+  tokens = math.min(capacity, tokens + math.max(0, now - ts) * rate / 1000)
+  tokens = math.min(capacity, tokens + cost)
+  redis.call('HSET', keys[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', now))
+  redis.call('PEXPIRE', keys[1], string.format('%d', math.ceil(capacity * 2000 / rate)))
+end

@@ -1,5 +1,5 @@
 import { readLua, type Algorithm } from '../algorithm.js';
-import { decideTokenBucket, type TokenBucketParams, type TokenBucketState } from './model.js';
+import { decideTokenBucket, refundTokenBucket, tokenBucketTtlMs, type TokenBucketParams, type TokenBucketState } from './model.js';
 
 /** Token bucket (spec 3.2): bursts up to capacity, refills at a steady rate. */
 export const tokenBucket: Algorithm<TokenBucketParams> = {
@@ -13,6 +13,11 @@ export const tokenBucket: Algorithm<TokenBucketParams> = {
   decideInMemory(space, identityKey, params, cost, nowMs) {
     const step = decideTokenBucket(space.get<TokenBucketState>(identityKey, nowMs), params, cost, nowMs);
     return { outcome: step.outcome, commit: () => space.set(identityKey, step.state, step.ttlMs, nowMs) };
+  },
+
+  refundInMemory(space, identityKey, params, cost, nowMs) {
+    const state = refundTokenBucket(space.get<TokenBucketState>(identityKey, nowMs), params, cost, nowMs);
+    if (state !== undefined) space.set(identityKey, state, tokenBucketTtlMs(params), nowMs);
   },
 
   capacity: (params) => params.capacity,

@@ -1,0 +1,119 @@
+import type { LimitOutcome } from '../algorithms/algorithm.js';
+import { encodeRemembered, type GroupDecision, type LimitCall, type Memo } from '../algorithms/decide-script.js';
+import type { QuotaStore } from '../store/store.js';
+import { StoreUnavailableError } from './errors.js';
+
+/** A retry that finds its request still being decided (cross-slot) looks again this often, this many times. */
+const PENDING_POLL_MS = 5;
+const PENDING_POLLS = 100;
+
+/**
+ * The calls of one request split into groups that one script call can decide
+ * atomically: one group on a store without slots, else one per hash slot,
+ * sorted by slot so every request reserves in the same fixed order. Each
+ * group lists indexes into `calls`.
+ */
+export function slotGroups(store: QuotaStore, calls: readonly LimitCall[]): number[][] {
+  const slots = calls.map((call) => store.slotOf?.(call.identityKey));
+  if (calls.length <= 1 || slots.some((slot) => slot === undefined)) return [calls.map((_, i) => i)];
+  const bySlot = new Map<number, number[]>();
+  calls.forEach((_, i) => {
+    const slot = slots[i] as number;
+    bySlot.set(slot, [...(bySlot.get(slot) ?? []), i]);
+  });
+  return [...bySlot.entries()].sort(([a], [b]) => a - b).map(([, group]) => group);
+}
+
+/**
+ * Spends on every limit or on none (spec 3.3). Keys in one slot: one script
+ * call checks all and writes all or none. Keys across slots (a cluster): each
+ * slot group is decided in turn, in slot order, and spends when its own
+ * limits all allow (a reservation); when a group rejects, the groups before
+ * it are refunded and the groups after it only checked (never spent), so the
+ * outcome is the one a single call would give. A reservation is held from its
+ * group's call until the refund call returns: other requests in that window
+ * see it spent (docs/decide-script.md). If a group's call fails (a shard
+ * down), the earlier groups are refunded as far as their shards answer and
+ * the error propagates to the failure policy.
+ *
+ * With `memo` (a request id, idempotent Allow) the first group's call also
+ * answers a remembered decision, or remembers this one, in the same script
+ * call as the spend: concurrent retries cannot both spend. A cross-slot
+ * decision claims the id in that call and stores the whole decision once
+ * known; a retry meanwhile waits for it.
+ */
+export async function spendAcrossSlots(store: QuotaStore, calls: readonly LimitCall[], memo?: Omit<Memo, 'claim' | 'count'>): Promise<LimitOutcome[]> {
+  const groups = slotGroups(store, calls);
+  const full = memo === undefined ? undefined : { ...memo, count: calls.length, claim: groups.length > 1 };
+  if (groups.length === 1) return (await store.decideGroup(calls, 'spend', full === undefined ? {} : { memo: full })).outcomes;
+  const outcomes: LimitOutcome[] = [];
+  const pick = (group: number[]) => group.map((i) => calls[i]!);
+  const place = (group: number[], got: readonly LimitOutcome[]) => group.forEach((i, j) => (outcomes[i] = got[j]!));
+  const reserved: { group: number[]; spentAtMs: number }[] = [];
+  const refundAll = () =>
+    Promise.all(reserved.map(async ({ group, spentAtMs }) => place(group, (await store.decideGroup(pick(group), 'refund', { spentAtMs })).outcomes)));
+  let decidedAt = 0;
+  for (const [g, group] of groups.entries()) {
+    let decision: GroupDecision;
+    try {
+      if (g === 0 && full !== undefined) {
+        decision = await firstWithMemo(store, pick(group), full);
+        if (decision.replayed) return decision.outcomes;
+      } else {
+        decision = await store.decideGroup(pick(group), 'spend');
+      }
+    } catch (error) {
+      await refundAll().catch(() => {});
+      // Forget the claim: the request was not decided, a retry decides anew.
+      if (full !== undefined && g > 0) await store.remember(full, '').catch(() => {});
+      throw error;
+    }
+    decidedAt = g === 0 ? decision.nowMs : decidedAt;
+    place(group, decision.outcomes);
+    if (decision.outcomes.every((o) => o.allowed)) {
+      reserved.push({ group, spentAtMs: decision.nowMs });
+      continue;
+    }
+    // Rejected: undo the reservations, and ask the rest (without spending) for
+    // their own status, so denied_by and limits[] are what one call would give.
+    const later = groups.slice(g + 1);
+    await Promise.all([refundAll(), ...later.map(async (rest) => place(rest, (await store.decideGroup(pick(rest), 'check')).outcomes))]);
+    return remembered(store, full, outcomes, decidedAt);
+  }
+  return remembered(store, full, outcomes, decidedAt);
+}
+
+/** The first group of a cross-slot request with a request id: claims it, or replays (waiting while it is pending). */
+async function firstWithMemo(store: QuotaStore, calls: readonly LimitCall[], memo: Memo): Promise<GroupDecision> {
+  for (let poll = 0; poll < PENDING_POLLS; poll++) {
+    const decision = await store.decideGroup(calls, 'spend', { memo });
+    if (!decision.pending) return decision;
+    await new Promise((resolve) => setTimeout(resolve, PENDING_POLL_MS));
+  }
+  throw new StoreUnavailableError(new Error('an earlier call with this request_id is still being decided'));
+}
+
+/** Stores a cross-slot decision under its claimed request id, then answers it. */
+async function remembered(store: QuotaStore, memo: Memo | undefined, outcomes: LimitOutcome[], nowMs: number): Promise<LimitOutcome[]> {
+  // Not fatal: the request was decided. A retry then finds 'pending' until the
+  // claim expires and gets UNAVAILABLE (docs/policies.md, "Idempotent Allow").
+  if (memo !== undefined) await store.remember(memo, encodeRemembered({ outcomes, nowMs })).catch(() => {});
+  return outcomes;
+}
+
+/** Every limit's status, spending nothing: one peek per slot group, in parallel. */
+export async function peekAcrossSlots(store: QuotaStore, calls: readonly LimitCall[]): Promise<LimitOutcome[]> {
+  const groups = slotGroups(store, calls);
+  if (groups.length === 1) return store.decideAll(calls, 'peek');
+  const outcomes: LimitOutcome[] = [];
+  await Promise.all(
+    groups.map(async (group) => {
+      const got = await store.decideAll(
+        group.map((i) => calls[i]!),
+        'peek',
+      );
+      group.forEach((i, j) => (outcomes[i] = got[j]!));
+    }),
+  );
+  return outcomes;
+}
