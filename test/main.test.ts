@@ -61,13 +61,7 @@ describe('the service process', () => {
   ] as const)('serves orders on %s, then drains and exits 0 on SIGTERM', async (_name, env, logLine) => {
     const service = startService(env === 'redis' ? { QUOTA_REDIS_URL: redis.url } : env);
     running.push(service.child);
-    const channel = createChannel(`127.0.0.1:${await service.port}`);
-    await untilServing(channel);
-    const client = createClient(QuotaServiceDefinition, channel);
-    const decisions = [];
-    for (let i = 0; i < 11; i++) decisions.push((await client.allow({ policy: 'orders', identity: { user: 'main' } })).allowed);
-    expect(decisions).toEqual([...Array(10).fill(true), false]);
-    channel.close();
+    expect(await elevenOrders(await service.port)).toEqual([...Array(10).fill(true), false]);
 
     service.child.kill('SIGTERM');
     expect(await service.exit).toBe(0);
@@ -107,6 +101,20 @@ describe('the service process', () => {
   });
 });
 
+/** Waits for SERVING, then asks for 11 orders of one user: the bucket holds 10. */
+async function elevenOrders(port: number): Promise<boolean[]> {
+  const channel = createChannel(`127.0.0.1:${port}`);
+  try {
+    await untilServing(channel);
+    const client = createClient(QuotaServiceDefinition, channel);
+    const decisions = [];
+    for (let i = 0; i < 11; i++) decisions.push((await client.allow({ policy: 'orders', identity: { user: 'main' } })).allowed);
+    return decisions;
+  } finally {
+    channel.close();
+  }
+}
+
 describe('the service process on a Redis Cluster (QUOTA_REDIS_CLUSTER)', () => {
   const cluster = useRedisCluster();
 
@@ -114,13 +122,7 @@ describe('the service process on a Redis Cluster (QUOTA_REDIS_CLUSTER)', () => {
     const seeds = cluster().seeds.slice(0, 3).join(',');
     const service = startService({ QUOTA_REDIS_CLUSTER: seeds });
     running.push(service.child);
-    const channel = createChannel(`127.0.0.1:${await service.port}`);
-    await untilServing(channel);
-    const client = createClient(QuotaServiceDefinition, channel);
-    const decisions = [];
-    for (let i = 0; i < 11; i++) decisions.push((await client.allow({ policy: 'orders', identity: { user: 'main' } })).allowed);
-    expect(decisions).toEqual([...Array(10).fill(true), false]);
-    channel.close();
+    expect(await elevenOrders(await service.port)).toEqual([...Array(10).fill(true), false]);
     service.child.kill('SIGTERM');
     expect(await service.exit).toBe(0);
     const { stdout } = service.output();
