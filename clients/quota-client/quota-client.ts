@@ -1,6 +1,7 @@
 import { ChannelCredentials, ClientError, createChannel, createClientFactory, Status } from 'nice-grpc';
 import { DecisionSource as ProtoDecisionSource, QuotaServiceDefinition, type AllowRequest, type AllowResponse } from '../../src/gen/quota/v1/quota.js';
 import { Batcher, unarySender, type Send } from './batcher.js';
+import { callDeadline } from './call-deadline.js';
 import { requestError } from './errors.js';
 import { createFallback } from './fallback.js';
 import type { AllowOptions, AllowParams, DecisionSource, QuotaClient, QuotaClientOptions, QuotaDecision } from './types.js';
@@ -51,11 +52,10 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
       cost: params.cost ?? 0,
       requestId: params.requestId ?? '',
     };
-    const deadline = AbortSignal.timeout(callOptions.deadlineMs ?? deadlineMs);
-    const signal = callOptions.signal === undefined ? deadline : AbortSignal.any([deadline, callOptions.signal]);
+    const deadline = callDeadline(callOptions.deadlineMs ?? deadlineMs, callOptions.signal);
     let response: AllowResponse;
     try {
-      response = await send(request, signal);
+      response = await send(request, deadline.signal);
     } catch (error) {
       if (callOptions.signal?.aborted) throw callOptions.signal.reason;
       if (error instanceof ClientError) {
@@ -64,9 +64,11 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
       }
       if (!degraded) {
         degraded = true;
-        logger?.warn({ reason: describe(error, deadline) }, 'quota service unavailable: the failure policy answers');
+        logger?.warn({ reason: describe(error, deadline.expired) }, 'quota service unavailable: the failure policy answers');
       }
       return fallback(params);
+    } finally {
+      deadline.release();
     }
     if (degraded) {
       degraded = false;
@@ -85,8 +87,8 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
   };
 }
 
-function describe(error: unknown, deadline: AbortSignal): string {
-  if (deadline.aborted) return 'deadline exceeded';
+function describe(error: unknown, expired: boolean): string {
+  if (expired) return 'deadline exceeded';
   if (error instanceof ClientError) return `${Status[error.code]}: ${error.details}`;
   return error instanceof Error ? error.message : String(error);
 }

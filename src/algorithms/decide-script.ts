@@ -12,8 +12,15 @@ export const DECIDE_SCRIPT_NAME = 'quotaDecide';
 
 export const decideLua = [
   'local A, R = {}, {}',
-  // do ... end: file-level locals of one algorithm stay out of the others' way.
-  ...Object.values(algorithms).map((algorithm) => `do\n${algorithm.lua}\nend`),
+  // define(name) runs one algorithm's file, defining A.<name> and R.<name>, and
+  // the driver calls it once per algorithm the call uses: defining all six
+  // decisions and refunds on every call cost Redis CPU on each decision
+  // (docs/benchmarks.md). Each file sits in its own branch, so its file-level
+  // locals stay out of the others' way as they did in a do ... end block.
+  'local function define(name)',
+  ...Object.values(algorithms).map((algorithm, i) => `${i === 0 ? 'if' : 'elseif'} name == '${algorithm.name}' then\n${algorithm.lua}`),
+  'end',
+  'end',
   readLua(import.meta.url, './decide.lua'),
 ].join('\n');
 

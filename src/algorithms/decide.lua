@@ -1,8 +1,10 @@
 --[[
   Driver: decides every limit of a request in one atomic step, then writes all
   or none (spec 3.3). decide-script.ts assembles the script as
-  `local A, R = {}, {}`, then each algorithm's .lua (each defines A.<name>, its
-  decision, and R.<name>, its refund), then this.
+  `local A, R = {}, {}`, then `local function define(name)` holding each
+  algorithm's .lua in a branch of its own (each defines A.<name>, its
+  decision, and R.<name>, its refund), then this. A limit's algorithm is
+  defined when the call first names it.
 
   KEYS     the keys of every limit, in order: limit i takes the next nkeys_i
   ARGV[1]  mode:
@@ -70,7 +72,11 @@ for i = 1, tonumber(ARGV[3]) do
   local keys, args = {}, {}
   for j = 1, nkeys do keys[j] = KEYS[k + j] end
   for j = 1, nargs do args[j] = ARGV[a + 3 + j] end
-  limits[i] = { name = ARGV[a + 1], keys = keys, args = args }
+  local name = ARGV[a + 1]
+  -- Only the algorithms this call uses get defined (decide-script.ts); an
+  -- unknown name defines nothing and fails below as before.
+  if A[name] == nil then define(name) end
+  limits[i] = { name = name, keys = keys, args = args }
   k, a = k + nkeys, a + 3 + nargs
 end
 

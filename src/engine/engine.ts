@@ -63,19 +63,25 @@ export class QuotaEngine {
     const firstKey = calls[first]?.identityKey ?? '';
     const decision = await this.failure.decide(
       request.policy,
-      () => this.decideOn(this.store, request, (limit) => limit),
-      (store, scale) => this.decideOn(store, request, scale),
+      // The shared store applies the policy's own limits: the calls built above serve as they are.
+      () => this.decideOn(this.store, request, request.policy.limits, calls),
+      (store, scale) => {
+        const limits = request.policy.limits.map(scale);
+        return this.decideOn(store, request, limits, limitCalls(limits, request));
+      },
       this.store.partitionOf?.(firstKey),
     );
     this.onDecision?.(request.policy.name, decision, (performance.now() - started) / 1000);
     return decision;
   }
 
-  /** The decision on one store; `scale` gives the limit to apply (the local limiter's share, or the limit itself). */
-  private async decideOn(store: QuotaStore, request: ValidRequest, scale: (limit: Limit) => Limit): Promise<Omit<Decision, 'source'>> {
-    const limits = request.policy.limits.map(scale);
+  /**
+   * The decision on one store; `limits` are the policy's limits as this store
+   * applies them (the local limiter's share, or the limits themselves) and
+   * `calls` their store calls (limitCalls).
+   */
+  private async decideOn(store: QuotaStore, request: ValidRequest, limits: readonly Limit[], calls: readonly LimitCall[]): Promise<Omit<Decision, 'source'>> {
     // All or nothing: one store call when the keys share a slot (or the store has none), else reserve and refund.
-    const calls = limitCalls(limits, request);
     const outcomes = await spendAcrossSlots(store, calls, memoOf(store, request, calls));
     const denied = limits.findIndex((_, i) => outcomes[i]?.allowed !== true);
     const allowed = denied === -1;
