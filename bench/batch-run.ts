@@ -5,18 +5,16 @@
 //
 //   npx tsx bench/batch-run.ts [--seconds 4] [--concurrency 256] [--rounds 3] [--warmup 2]
 import { benchMain, type BenchRun } from './bench-main.js';
+import { alternateRounds, benchBudgetMs } from './rounds.js';
 import { cpus, totalmem } from 'node:os';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { startServerChild } from './children.js';
 import { allowCaller, type AllowCaller } from './client.js';
-import { cpuBetween, sampleCpu } from './cpu.js';
-import { driveLoad } from './load.js';
 import { parseOptions } from './options.js';
 import { quotaClientCaller } from './quota-client-caller.js';
-import { formatCpuTable, formatRoundLine, formatTable, summarize, type Kind, type Round } from './report.js';
+import { formatCpuTable, formatTable, summarize, type Kind } from './report.js';
 import { median } from './stats.js';
 
-const ROUND_GRACE_MS = 5_000;
 /** The client's default batch: flush at the end of the event-loop turn, at most 100 per batch. */
 const BATCH = { maxDelayMs: 0, maxSize: 100 };
 
@@ -24,8 +22,7 @@ async function main(run: BenchRun): Promise<number> {
   const argv = process.argv.slice(2);
   // Batching needs calls in flight to coalesce: a higher default than the unary bench.
   const options = parseOptions(argv.some((a) => a.startsWith('--concurrency')) ? argv : [...argv, '--concurrency', '256']);
-  const budgetMs = 60_000 + 2 * options.warmupSeconds * 1000 + options.rounds * 3 * (options.seconds * 1000 + ROUND_GRACE_MS);
-  run.watchdog(budgetMs);
+  run.watchdog(benchBudgetMs(options, 3));
 
   const redis = await startRedisServer();
   run.onCleanup(() => redis.stop());
@@ -43,22 +40,8 @@ async function main(run: BenchRun): Promise<number> {
       `concurrency ${options.concurrency}, ${options.rounds} rounds x ${options.seconds} s per kind, warm-up ${options.warmupSeconds} s per kind; ` +
       `node ${process.version}, ${cpus().length} cpus, ${(totalmem() / 2 ** 30).toFixed(1)} GiB\n\n`,
   );
-  const load = (kind: Kind, seconds: number) =>
-    driveLoad({ call: (callers[kind] as AllowCaller).call, concurrency: options.concurrency, durationMs: seconds * 1000, graceMs: ROUND_GRACE_MS });
-  if (options.warmupSeconds > 0) for (const kind of kinds) await load(kind, options.warmupSeconds);
-
   const redisInfo = redis.client();
-  const rounds: Round[] = [];
-  for (let round = 1; round <= options.rounds; round++) {
-    for (const kind of kinds) {
-      const before = await sampleCpu(service.pid, redisInfo);
-      const result = await load(kind, options.seconds);
-      const after = await sampleCpu(service.pid, redisInfo);
-      const entry: Round = { round, kind, result, cpu: cpuBetween(before, after) };
-      rounds.push(entry);
-      process.stdout.write(`${formatRoundLine(entry)}\n`);
-    }
-  }
+  const rounds = await alternateRounds({ kinds, callers, options, cpu: { pidOf: () => service.pid, redis: redisInfo } });
 
   const raw = summarize(rounds, 'raw');
   const unary = summarize(rounds, 'unary');

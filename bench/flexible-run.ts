@@ -5,20 +5,18 @@
 //
 //   npx tsx bench/flexible-run.ts [--seconds 4] [--concurrency 256] [--rounds 3] [--warmup 2]
 import { benchMain, type BenchRun } from './bench-main.js';
+import { alternateRounds, benchBudgetMs } from './rounds.js';
 import { cpus, totalmem } from 'node:os';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { startServerChild } from './children.js';
 import type { AllowCaller } from './client.js';
-import { cpuBetween, sampleCpu } from './cpu.js';
-import { driveLoad } from './load.js';
 import { parseOptions } from './options.js';
 import { quotaClientCaller } from './quota-client-caller.js';
-import { formatCpuTable, formatRoundLine, formatTable, summarize, type Kind, type Round } from './report.js';
+import { formatCpuTable, formatTable, summarize, type Kind } from './report.js';
 import { median } from './stats.js';
 
-const ROUND_GRACE_MS = 5_000;
 /** The quota client's default batch, as in bench/batch-run.ts. */
 const BATCH = { maxDelayMs: 0, maxSize: 100 };
 /** The same distinct identities the quota client cycles over (bench/quota-client-caller.ts). */
@@ -54,8 +52,7 @@ function flexibleCaller(redisUrl: string): AllowCaller {
 async function main(run: BenchRun): Promise<number> {
   const argv = process.argv.slice(2);
   const options = parseOptions(argv.some((a) => a.startsWith('--concurrency')) ? argv : [...argv, '--concurrency', '256']);
-  const budgetMs = 60_000 + 2 * options.warmupSeconds * 1000 + options.rounds * 2 * (options.seconds * 1000 + ROUND_GRACE_MS);
-  run.watchdog(budgetMs);
+  run.watchdog(benchBudgetMs(options, 2));
 
   const redis = await startRedisServer();
   run.onCleanup(() => redis.stop());
@@ -74,22 +71,8 @@ async function main(run: BenchRun): Promise<number> {
       `concurrency ${options.concurrency}, ${options.rounds} rounds x ${options.seconds} s per kind, warm-up ${options.warmupSeconds} s per kind; ` +
       `node ${process.version}, ${cpus().length} cpus, ${(totalmem() / 2 ** 30).toFixed(1)} GiB\n\n`,
   );
-  const load = (kind: Kind, seconds: number) =>
-    driveLoad({ call: (callers[kind] as AllowCaller).call, concurrency: options.concurrency, durationMs: seconds * 1000, graceMs: ROUND_GRACE_MS });
-  if (options.warmupSeconds > 0) for (const kind of kinds) await load(kind, options.warmupSeconds);
-
   const redisInfo = redis.client();
-  const rounds: Round[] = [];
-  for (let round = 1; round <= options.rounds; round++) {
-    for (const kind of kinds) {
-      const before = await sampleCpu(service.pid, redisInfo);
-      const result = await load(kind, options.seconds);
-      const after = await sampleCpu(service.pid, redisInfo);
-      const entry: Round = { round, kind, result, cpu: cpuBetween(before, after) };
-      rounds.push(entry);
-      process.stdout.write(`${formatRoundLine(entry)}\n`);
-    }
-  }
+  const rounds = await alternateRounds({ kinds, callers, options, cpu: { pidOf: () => service.pid, redis: redisInfo } });
 
   const flexible = summarize(rounds, 'flexible');
   const batched = summarize(rounds, 'batched');

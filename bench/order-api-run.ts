@@ -5,24 +5,22 @@
 //
 //   npx tsx bench/order-api-run.ts [--seconds 4] [--concurrency 1] [--rounds 3] [--warmup 2]
 import { benchMain, type BenchRun } from './bench-main.js';
+import { alternateRounds, benchBudgetMs } from './rounds.js';
 import { cpus, totalmem } from 'node:os';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { startServerChild } from './children.js';
 import type { AllowCaller } from './client.js';
-import { driveLoad } from './load.js';
 import { parseOptions } from './options.js';
 import { orderCaller } from './order-caller.js';
-import { formatRoundLine, formatTable, summarize, type Kind, type Round } from './report.js';
+import { formatTable, summarize, type Kind } from './report.js';
 
-const ROUND_GRACE_MS = 5_000;
 /** The issue's target: the limiter adds at most this much to the order API's p99. */
 const TARGET_ADDED_P99_MS = 1.5;
 
 async function main(run: BenchRun): Promise<number> {
   const argv = process.argv.slice(2);
   const options = parseOptions(argv.some((a) => a.startsWith('--concurrency')) ? argv : [...argv, '--concurrency', '1']);
-  const budgetMs = 90_000 + 2 * options.warmupSeconds * 1000 + options.rounds * 2 * (options.seconds * 1000 + ROUND_GRACE_MS);
-  run.watchdog(budgetMs);
+  run.watchdog(benchBudgetMs(options, 2, 90_000));
 
   const redis = await startRedisServer();
   run.onCleanup(() => redis.stop());
@@ -44,19 +42,7 @@ async function main(run: BenchRun): Promise<number> {
       `concurrency ${options.concurrency}, ${options.rounds} rounds x ${options.seconds} s per kind, warm-up ${options.warmupSeconds} s per kind; ` +
       `node ${process.version}, ${cpus().length} cpus, ${(totalmem() / 2 ** 30).toFixed(1)} GiB\n\n`,
   );
-  const load = (kind: Kind, seconds: number) =>
-    driveLoad({ call: (callers[kind] as AllowCaller).call, concurrency: options.concurrency, durationMs: seconds * 1000, graceMs: ROUND_GRACE_MS });
-  if (options.warmupSeconds > 0) for (const kind of kinds) await load(kind, options.warmupSeconds);
-
-  const rounds: Round[] = [];
-  const nan = { driverMs: Number.NaN, serverMs: Number.NaN, redisMs: Number.NaN };
-  for (let round = 1; round <= options.rounds; round++) {
-    for (const kind of kinds) {
-      const entry: Round = { round, kind, result: await load(kind, options.seconds), cpu: nan };
-      rounds.push(entry);
-      process.stdout.write(`${formatRoundLine(entry)}\n`);
-    }
-  }
+  const rounds = await alternateRounds({ kinds, callers, options });
   const without = summarize(rounds, 'noop');
   const withLimiter = summarize(rounds, 'service');
   const added = withLimiter.p99Ms - without.p99Ms;

@@ -9,25 +9,18 @@
 // (starting/stopping them), client.ts (the Allow call), load.ts (closed-loop
 // driver), stats.ts, report.ts (medians, table, ratio).
 import { benchMain, type BenchRun } from './bench-main.js';
+import { alternateRounds, benchBudgetMs } from './rounds.js';
 import { cpus, totalmem } from 'node:os';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { startServerChild } from './children.js';
 import { allowCaller, type AllowCaller } from './client.js';
-import { cpuBetween, sampleCpu } from './cpu.js';
-import { driveLoad } from './load.js';
 import { parseOptions } from './options.js';
-import { formatCpuTable, formatRatio, formatRoundLine, formatTable, roundRatios, summarize, type Kind, type Round } from './report.js';
-
-/** Calls still in flight this long after a round's end are aborted, so a stuck server cannot hang the bench. */
-const ROUND_GRACE_MS = 5_000;
+import { formatCpuTable, formatRatio, formatTable, roundRatios, summarize, type Kind } from './report.js';
 
 async function main(run: BenchRun): Promise<number> {
   const options = parseOptions(process.argv.slice(2));
 
-  // Bounded in time whatever happens: startup allowance + warm-ups + rounds + grace per round.
-  const budgetMs =
-    60_000 + 2 * options.warmupSeconds * 1000 + options.rounds * 2 * (options.seconds * 1000 + ROUND_GRACE_MS);
-  run.watchdog(budgetMs);
+  run.watchdog(benchBudgetMs(options, 2));
 
   const redis = await startRedisServer();
   run.onCleanup(() => redis.stop());
@@ -47,27 +40,9 @@ async function main(run: BenchRun): Promise<number> {
   );
 
   const kinds: Kind[] = ['noop', 'service'];
-  if (options.warmupSeconds > 0) {
-    for (const kind of kinds) {
-      await driveLoad({ call: (callers[kind] as AllowCaller).call, concurrency: options.concurrency, durationMs: options.warmupSeconds * 1000, graceMs: ROUND_GRACE_MS });
-    }
-  }
-
-  // Alternate the kinds round by round: on a shared, noisy machine a slow spell
-  // then hurts both kinds instead of whichever happened to run during it.
   const redisInfo = redis.client();
   const pids: Partial<Record<Kind, number | undefined>> = { noop: noopChild.pid, service: serviceChild.pid };
-  const rounds: Round[] = [];
-  for (let round = 1; round <= options.rounds; round++) {
-    for (const kind of kinds) {
-      const before = await sampleCpu(pids[kind], redisInfo);
-      const result = await driveLoad({ call: (callers[kind] as AllowCaller).call, concurrency: options.concurrency, durationMs: options.seconds * 1000, graceMs: ROUND_GRACE_MS });
-      const after = await sampleCpu(pids[kind], redisInfo);
-      const entry: Round = { round, kind, result, cpu: cpuBetween(before, after) };
-      rounds.push(entry);
-      process.stdout.write(`${formatRoundLine(entry)}\n`);
-    }
-  }
+  const rounds = await alternateRounds({ kinds, callers, options, cpu: { pidOf: (kind) => pids[kind], redis: redisInfo } });
 
   // Evidence that the service really decided in Redis: one bucket key per user it saw.
   const keys = await redisInfo.dbsize();
