@@ -1,12 +1,12 @@
 import calculateSlot from 'cluster-key-slot';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { fixedWindowKey } from '../../src/algorithms/fixed-window/model.js';
 import { parsePolicies } from '../../src/config/policies.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { identityKey } from '../../src/engine/keys.js';
-import { clusterFixture, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
-import { useRedisCluster, useRedisServer } from '../support/use-redis.js';
+import { memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
+import { useClusterFixture, useRedisServer } from '../support/use-redis.js';
 
 /**
  * Spec 3.3: a request that one limit rejects spends on none of the others.
@@ -122,18 +122,7 @@ describe('all-or-nothing, same slot: one call decides the whole policy', () => {
 });
 
 describe('all-or-nothing, cross slot (Redis Cluster): reserve in slot order, refund on a later rejection', () => {
-  const cluster = useRedisCluster();
-  let f: StoreFixture;
-  beforeAll(async () => {
-    f = clusterFixture(cluster());
-    await f.store.ready();
-  });
-  beforeEach(async () => {
-    await f.reset();
-  });
-  afterAll(async () => {
-    await f?.store.close();
-  });
+  const { fixture } = useClusterFixture();
 
   it('the layouts really span two slots, in both orders', () => {
     for (const userFirst of [true, false]) {
@@ -142,6 +131,6 @@ describe('all-or-nothing, cross slot (Redis Cluster): reserve in slot order, ref
       expect(calculateSlot(bucketKey(user)) < calculateSlot(tenantCounterKey(tenant))).toBe(userFirst);
     }
   });
-  scenarios(() => f, 'cluster, user slot first', pair(true));
-  scenarios(() => f, 'cluster, tenant slot first', pair(false));
+  scenarios(fixture, 'cluster, user slot first', pair(true));
+  scenarios(fixture, 'cluster, tenant slot first', pair(false));
 });

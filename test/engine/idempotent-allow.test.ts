@@ -1,12 +1,12 @@
 import calculateSlot from 'cluster-key-slot';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { fixedWindowKey } from '../../src/algorithms/fixed-window/model.js';
 import { parsePolicies } from '../../src/config/policies.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { identityKey, requestKey } from '../../src/engine/keys.js';
-import { clusterFixture, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
-import { useRedisCluster, useRedisServer } from '../support/use-redis.js';
+import { memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
+import { useClusterFixture, useRedisServer } from '../support/use-redis.js';
 
 /**
  * Idempotent Allow (DESIGN.md AllowRequest.request_id): a retry with the same
@@ -109,20 +109,9 @@ describe('idempotent Allow, memory and single node', () => {
 });
 
 describe('idempotent Allow, Redis Cluster', () => {
-  const cluster = useRedisCluster();
-  let f: StoreFixture;
-  beforeAll(async () => {
-    f = clusterFixture(cluster());
-    await f.store.ready();
-  });
-  beforeEach(async () => {
-    await f.reset();
-  });
-  afterAll(async () => {
-    await f?.store.close();
-  });
+  const { cluster, fixture } = useClusterFixture();
   it('user 42 and tenant acme live in different slots', () => {
     expect(calculateSlot(bucketKey('42'))).not.toBe(calculateSlot(tenantCounterKey('acme')));
   });
-  scenarios(() => f, async (key) => void (await cluster().client().del(key)));
+  scenarios(fixture, async (key) => void (await cluster().client().del(key)));
 });
