@@ -54,6 +54,26 @@ describe('templates', () => {
     expect(() => parseTemplate(`${service}\n---\n${service}`, 'service.yaml')).toThrow(/expected one YAML document, found 2/);
   });
 
+  /** Openers (if, with, range, define) minus `end`s, never below zero along the way; 0 when balanced. */
+  function blockBalance(text: string): number {
+    let depth = 0;
+    for (const [, word] of text.matchAll(/\{\{-?\s*(if|with|range|define|end)\b/g)) {
+      depth += word === 'end' ? -1 : 1;
+      if (depth < 0) return -1;
+    }
+    return depth;
+  }
+
+  it.each(templateFiles())('%s opens and closes its template blocks in balance', (file) => {
+    expect(blockBalance(readChartFile(join('templates', file)))).toBe(0);
+  });
+
+  it('the balance check catches a missing end and a stray one', () => {
+    const service = readChartFile('templates/service.yaml');
+    expect(blockBalance(service.replace('  {{- end }}\n', ''))).toBe(1);
+    expect(blockBalance(`{{- end }}\n${service}`)).toBe(-1);
+  });
+
   it('NOTES.txt shows a grpcurl health check on grpc.health.v1', () => {
     const notes = readChartFile('templates/NOTES.txt');
     expect(notes).toMatch(/grpcurl -plaintext localhost:\{\{ \.Values\.grpc\.port \}\} grpc\.health\.v1\.Health\/Check/);
