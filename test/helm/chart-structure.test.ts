@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isPair, isMap as isYamlMap, parse, parseDocument, type Node } from 'yaml';
+import { isPair, isMap as isYamlMap, parse, parseDocument, type Node, type YAMLMap } from 'yaml';
 import { CHART_DIR, parseTemplate, readChartFile, REPO_DIR, templateFiles, templateObject } from './chart.js';
 
 /** One Kubernetes object per template file: the file name says which. */
@@ -102,24 +102,29 @@ describe('templates', () => {
 });
 
 describe('values.yaml', () => {
-  /** Dotted paths of the keys in values.yaml with no comment of their own. */
+  /**
+   * Dotted paths of the values in values.yaml with no comment of their own. A map whose
+   * entries carry comments is a section: each of its entries needs one. A map whose
+   * entries carry none (e.g. default labels) is one value, documented above its key.
+   */
   function uncommented(text: string): string[] {
     const document = parseDocument(text);
     const missing: string[] = [];
-    const visit = (node: Node | null, path: string) => {
-      if (!isYamlMap(node)) return;
-      node.items.forEach((pair, index) => {
+    // The yaml library hangs the comment above a map's first key on the map itself.
+    const commentOf = (map: YAMLMap, index: number) => {
+      const pair = map.items[index]!;
+      return ((pair.key as Node | null)?.commentBefore ?? (index === 0 ? map.commentBefore : undefined))?.trim();
+    };
+    const isSection = (node: unknown): node is YAMLMap => isYamlMap(node) && node.items.some((_, index) => Boolean(commentOf(node, index)) || isSection(node.items[index]!.value));
+    const visit = (map: YAMLMap, path: string) => {
+      map.items.forEach((pair, index) => {
         if (!isPair(pair)) return;
         const key = `${path}${String((pair.key as { value?: unknown }).value)}`;
-        // The yaml library hangs the comment above a map's first key on the map itself.
-        const before = (pair.key as Node | null)?.commentBefore ?? (index === 0 ? node.commentBefore : undefined);
-        if (before?.trim()) return;
-        // An uncommented map with entries is a section: its entries carry the comments.
-        if (isYamlMap(pair.value) && pair.value.items.length > 0) return visit(pair.value, `${key}.`);
-        missing.push(key);
+        if (isSection(pair.value)) visit(pair.value, `${key}.`);
+        else if (!commentOf(map, index)) missing.push(key);
       });
     };
-    visit(document.contents as Node, '');
+    visit(document.contents as YAMLMap, '');
     return missing;
   }
 
@@ -131,9 +136,11 @@ describe('values.yaml', () => {
     expect(uncommented(readChartFile('values.yaml'))).toEqual([]);
   });
 
-  it('the comment check fails on a value without a comment', () => {
+  it('the comment check fails on a value without a comment, also inside a commented section', () => {
     const text = readChartFile('values.yaml').replace('replicaCount: 3\n', 'replicaCount: 3\nsneaky: true\n');
     expect(uncommented(text)).toEqual(['sneaky']);
+    const inSection = readChartFile('values.yaml').replace(/ {2}# -- QUOTA_STORE_TIMEOUT_MS:.*\n/, '');
+    expect(uncommented(inSection)).toEqual(['config.storeTimeoutMs']);
   });
 
   it("ships the repository's config/policies.yaml as the chart's default policy file", () => {
