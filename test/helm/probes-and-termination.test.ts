@@ -53,8 +53,8 @@ describe('ports', () => {
 
   it('the service listens where the container port says (QUOTA_GRPC_ADDR, QUOTA_METRICS_ADDR from the same values)', () => {
     const env = (container() as unknown as { env: { name: string; value?: string }[] }).env;
-    expect(env.find(({ name }) => name === 'QUOTA_GRPC_ADDR')?.value).toBe(`0.0.0.0:${GRPC_PORT}`);
-    expect(env.find(({ name }) => name === 'QUOTA_METRICS_ADDR')?.value).toBe('0.0.0.0:<<.Values.metrics.port>>');
+    expect(env.find(({ name }) => name === 'QUOTA_GRPC_ADDR')?.value).toBe(`<<.Values.listenHost>>:${GRPC_PORT}`);
+    expect(env.find(({ name }) => name === 'QUOTA_METRICS_ADDR')?.value).toBe('<<.Values.listenHost>>:<<.Values.metrics.port>>');
   });
 
   it('the Dockerfile exposes the default ports of values.yaml', () => {
