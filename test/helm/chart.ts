@@ -97,13 +97,18 @@ export function parseTemplate(text: string, file: string): Record<string, unknow
   return object;
 }
 
-/** A named `define` block of templates/_helpers.tpl. */
+/** The body of a named `define` block of templates/_helpers.tpl (nested if/with/range blocks included). */
 export function helperBody(name: string): string {
   const helpers = readChartFile(join('templates', '_helpers.tpl'));
-  const start = helpers.indexOf(`{{- define "${name}" -}}`);
+  const opener = `{{- define "${name}" -}}`;
+  const start = helpers.indexOf(opener);
   if (start < 0) throw new Error(`no helper ${name}`);
-  const end = helpers.indexOf('{{- end }}', start);
-  return helpers.slice(start, end).replace(/^\{\{- define "[^"]+" -\}\}/, '').trim();
+  let depth = 0;
+  for (const match of helpers.slice(start).matchAll(/\{\{-?\s*(if|with|range|define|end)\b[^}]*\}\}/g)) {
+    depth += match[1] === 'end' ? -1 : 1;
+    if (depth === 0) return helpers.slice(start + opener.length, start + match.index).trim();
+  }
+  throw new Error(`helper ${name} has no matching end`);
 }
 
 /**
