@@ -64,6 +64,11 @@ describe('Deployment environment', () => {
     expect([...new Set(quotaNames(containerEnv()))].sort()).toEqual(serviceNames);
   });
 
+  it('turns off service links, which would add QUOTA_*_PORT variables for Services named quota-*', () => {
+    const deployment = templateObject('deployment.yaml') as { spec: { template: { spec: { enableServiceLinks?: unknown } } } };
+    expect(deployment.spec.template.spec.enableServiceLinks).toBe(false);
+  });
+
   it('sets nothing else but the listed non-service variables', () => {
     const others = containerEnv()
       .map(({ name }) => name)
