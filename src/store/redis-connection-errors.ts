@@ -1,0 +1,51 @@
+import type { Logger } from '../logger.js';
+
+/**
+ * Why a connection to Redis failed, in words an operator can act on, for the errors
+ * that mean a setting is wrong rather than Redis being away (Node's TLS error codes).
+ */
+export function connectionErrorHint(error: Error): string | undefined {
+  const code = (error as NodeJS.ErrnoException).code ?? '';
+  if (/^(SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_SIGNATURE_FAILURE|CERT_UNTRUSTED)$/.test(code)) {
+    return "Redis's certificate is not signed by a CA this service trusts: set QUOTA_REDIS_TLS_CA to the PEM bundle of the CA that signed it";
+  }
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return "Redis's certificate is not issued for the host or IP this service connects to: its subjectAltName must list that name (DNS:) or address (IP:)";
+  }
+  if (/^CERT_(HAS_EXPIRED|NOT_YET_VALID)$/.test(code)) return "Redis's certificate is outside its validity period";
+  if (/^ERR_SSL_(TLSV13_ALERT_CERTIFICATE_REQUIRED|SSLV3_ALERT_BAD_CERTIFICATE|TLSV1_ALERT_UNKNOWN_CA|SSLV3_ALERT_CERTIFICATE_UNKNOWN|SSLV3_ALERT_CERTIFICATE_EXPIRED|SSLV3_ALERT_HANDSHAKE_FAILURE)$/.test(code)) {
+    return 'Redis refused this service\'s TLS handshake, likely its client certificate (tls-auth-clients): set QUOTA_REDIS_TLS_CERT and QUOTA_REDIS_TLS_KEY to a pair signed by a CA in Redis\'s tls-ca-cert-file';
+  }
+  if (code === 'ERR_SSL_WRONG_VERSION_NUMBER') return 'the port does not speak TLS: is it the plain port (redis:// rather than rediss://)?';
+  return undefined;
+}
+
+/**
+ * A listener for the store's connection errors, for the log. ioredis reconnects by
+ * itself every few milliseconds, so each distinct error is logged once per node until
+ * a different one comes. Until the store first answered (`connected()`), that is an
+ * error: the service stays NOT_SERVING because of it. Afterwards a failing connection
+ * is an outage, and the failure policy's circuit breaker gives the one warning per
+ * outage (docs/operations.md); the cause goes to debug. Only host:port, the error code
+ * and Node's message are logged: no URL (it may carry a password), no file contents.
+ */
+export function connectionErrorLog(logger: Logger): { onConnectionError(error: Error, node: string): void; connected(): void } {
+  const last = new Map<string, string>();
+  let started = false;
+  return {
+    onConnectionError(error, node) {
+      const code = (error as NodeJS.ErrnoException).code;
+      const seen = `${code ?? ''} ${error.message}`;
+      if (last.get(node) === seen) return;
+      last.set(node, seen);
+      const hint = connectionErrorHint(error);
+      const fields = { node, ...(code === undefined ? {} : { code }), error: error.message, ...(hint === undefined ? {} : { hint }) };
+      if (started) logger.debug(fields, 'Redis connection failed');
+      else logger.error(fields, 'cannot connect to Redis: health stays NOT_SERVING');
+    },
+    connected() {
+      started = true;
+      last.clear();
+    },
+  };
+}
