@@ -29,7 +29,8 @@ async function main(): Promise<void> {
 
   // Read and checked before any connection: a bad file stops the start naming its variable.
   const redisTls = redisTlsOptions({ ca: config.QUOTA_REDIS_TLS_CA, cert: config.QUOTA_REDIS_TLS_CERT, key: config.QUOTA_REDIS_TLS_KEY });
-  const connectionErrors = connectionErrorLog(logger.child({ component: 'redis' }));
+  const redisTlsDescription = redisTlsMode(config);
+  const connectionErrors = connectionErrorLog(logger.child({ component: 'redis' }), { tls: redisTlsDescription !== 'off', clientCertificate: config.QUOTA_REDIS_TLS_CERT !== undefined });
   const redisOptions = { ...(redisTls === undefined ? {} : { tls: redisTls }), onConnectionError: connectionErrors.onConnectionError };
   const store: QuotaStore = config.QUOTA_REDIS_URL
     ? RedisStore.connect(config.QUOTA_REDIS_URL, redisOptions)
@@ -39,7 +40,7 @@ async function main(): Promise<void> {
   if (store instanceof MemoryStore) {
     logger.info('no Redis configured (QUOTA_REDIS_URL, QUOTA_REDIS_CLUSTER): using the embedded in-memory store; state is per process and lost on restart');
   } else {
-    logger.info({ tls: redisTlsMode(config), store: store.description }, 'deciding in Redis');
+    logger.info({ tls: redisTlsDescription, store: store.description }, 'deciding in Redis');
   }
 
   const metrics = new QuotaMetrics();

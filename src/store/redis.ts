@@ -8,6 +8,7 @@ import type { Limit } from '../config/policies.js';
 import { StoreUnavailableError } from '../engine/errors.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { parseClusterSeed } from './cluster-seeds.js';
+import { probeConnection } from './connection-probe.js';
 import type { QuotaStore } from './store.js';
 
 export interface RedisStoreOptions {
@@ -119,10 +120,23 @@ export class RedisStore implements QuotaStore {
         },
       },
     );
-    // 'node error': a node's connection failed (a TLS handshake among them); 'error': the
-    // slots refresh as a whole failed, which only repeats what the node errors said.
-    cluster.on('node error', (error: Error, node: string) => options.onConnectionError?.(error, node));
-    cluster.on('error', () => {});
+    const report = options.onConnectionError;
+    if (report !== undefined) {
+      // A node's own connection failed: the error says why (refused, a certificate, ...).
+      // ioredis's throwaway CLUSTER SLOTS connections only say "Connection is closed.":
+      // when the slots refresh failed on every seed, a probe of each seed finds out why.
+      cluster.on('node error', (error: Error, node: string) => {
+        if (error.message !== 'Connection is closed.') report(error, node);
+      });
+      cluster.on('error', (error: Error) => {
+        if (!error.message.startsWith('Failed to refresh slots cache')) return;
+        for (const { host, port } of parsed) {
+          void probeConnection(host, port, first.tls ? { ...options.tls } : undefined, COMMAND_TIMEOUT_MS).then((why) => why && report(why, `${host}:${port}`));
+        }
+      });
+    } else {
+      cluster.on('error', () => {});
+    }
     return new RedisStore(cluster, options);
   }
 
