@@ -138,6 +138,24 @@ describe('one Redis node over TLS only (no plain port)', () => {
   });
 });
 
+describe('bad TLS files stop the start, naming the variable and never the contents', () => {
+  it.each([
+    ['an unreadable CA', { QUOTA_REDIS_TLS_CA: '/nonexistent/redis-ca.pem' }, /^quota-service: invalid configuration:\n {2}QUOTA_REDIS_TLS_CA: cannot read \/nonexistent\/redis-ca\.pem: ENOENT/],
+    [
+      'a key that is not the certificate\'s',
+      { QUOTA_REDIS_TLS_CA: 'ca.crt', QUOTA_REDIS_TLS_CERT: 'client.crt', QUOTA_REDIS_TLS_KEY: 'stranger.key' },
+      /^quota-service: invalid configuration:\n {2}QUOTA_REDIS_TLS_KEY: .*stranger\.key is not the private key of the certificate in QUOTA_REDIS_TLS_CERT/,
+    ],
+  ])('%s: exit 1', async (_case, variables, expected) => {
+    const env = Object.fromEntries(Object.entries(variables).map(([name, path]) => [name, path.startsWith('/') ? path : file(path)]));
+    const started = service({ QUOTA_REDIS_URL: 'rediss://127.0.0.1:1', ...env });
+    expect(await started.exit).toBe(1);
+    const { stdout, stderr } = started.output();
+    expect(stderr).toMatch(expected);
+    for (const line of [...pemBody('stranger.key'), ...pemBody('client.crt'), ...pemBody('ca.crt')]) expect(stdout + stderr).not.toContain(line);
+  });
+});
+
 describe('one Redis node with tls-auth-clients yes (a client certificate required)', () => {
   let redis: RedisServer;
   beforeAll(async () => {
