@@ -25,6 +25,8 @@ export function connectionErrorHint(error: Error, settings: ConnectionSettings):
     return 'Redis refused this service\'s TLS handshake, likely its client certificate (tls-auth-clients): set QUOTA_REDIS_TLS_CERT and QUOTA_REDIS_TLS_KEY to a pair signed by a CA in Redis\'s tls-ca-cert-file';
   }
   if (code === 'ERR_SSL_WRONG_VERSION_NUMBER') return 'the port does not speak TLS: is it the plain port (redis:// rather than rediss://)?';
+  // A plain Redis port takes the TLS hello for the start of a command and waits for its end.
+  if (settings.tls && code === 'ETIMEDOUT') return "no answer to the TLS handshake: is the port Redis's tls-port, not its plain port?";
   // Under TLS 1.3 Redis judges the client certificate after the handshake and just
   // closes the connection, so a refusal often arrives as a reset, not as an alert.
   if (settings.tls && code === 'ECONNRESET') {
