@@ -167,7 +167,7 @@ async function launch(binary: string, port: number, extraArgs: string[], passwor
 }
 
 /** How the harness's own clients verify the server (and identify themselves with authClients). */
-export function clientTls(tls: RedisServerTls): ConnectionOptions {
+function clientTls(tls: RedisServerTls): ConnectionOptions {
   return {
     ca: readFileSync(tls.ca),
     // The harness checks the chain but not the name: some tests give a server a
