@@ -103,6 +103,7 @@ describe('one Redis node over TLS only (no plain port)', () => {
   it('rediss:// with QUOTA_REDIS_TLS_CA: SERVING, and orders decided in Redis (10 allowed, the 11th denied)', async () => {
     const redis = await tlsRedis();
     expect(redis.url).toBe(`rediss://127.0.0.1:${redis.tlsPort}`);
+    expect(await redis.client().config('GET', 'port')).toEqual(['port', '0']); // no plain port at all
     const started = service({ QUOTA_REDIS_URL: redis.url, QUOTA_REDIS_TLS_CA: file('ca.crt') });
     const channel = createChannel(`127.0.0.1:${await started.port}`);
     try {
