@@ -12,6 +12,8 @@ import { startMetricsServer, type MetricsServer } from './metrics/metrics-server
 import { MemoryStore } from './store/memory.js';
 import { StoreFailurePolicy } from './store/failure.js';
 import { RedisStore } from './store/redis.js';
+import { connectionErrorLog } from './store/redis-connection-errors.js';
+import { redisTlsMode, redisTlsOptions } from './store/redis-tls.js';
 import type { QuotaStore } from './store/store.js';
 
 async function main(): Promise<void> {
@@ -25,15 +27,20 @@ async function main(): Promise<void> {
   const { text: policyText, policies } = await readPolicyFile(config.QUOTA_POLICIES);
   logger.info({ file: config.QUOTA_POLICIES, policies: [...policies.keys()] }, 'policies loaded');
 
+  // Read and checked before any connection: a bad file stops the start naming its variable.
+  const redisTls = redisTlsOptions({ ca: config.QUOTA_REDIS_TLS_CA, cert: config.QUOTA_REDIS_TLS_CERT, key: config.QUOTA_REDIS_TLS_KEY });
+  const redisTlsDescription = redisTlsMode(config);
+  const connectionErrors = connectionErrorLog(logger.child({ component: 'redis' }), { tls: redisTlsDescription !== 'off', clientCertificate: config.QUOTA_REDIS_TLS_CERT !== undefined });
+  const redisOptions = { ...(redisTls === undefined ? {} : { tls: redisTls }), onConnectionError: connectionErrors.onConnectionError };
   const store: QuotaStore = config.QUOTA_REDIS_URL
-    ? RedisStore.connect(config.QUOTA_REDIS_URL)
+    ? RedisStore.connect(config.QUOTA_REDIS_URL, redisOptions)
     : config.QUOTA_REDIS_CLUSTER
-      ? RedisStore.connectCluster(config.QUOTA_REDIS_CLUSTER)
+      ? RedisStore.connectCluster(config.QUOTA_REDIS_CLUSTER, redisOptions)
       : new MemoryStore();
   if (store instanceof MemoryStore) {
     logger.info('no Redis configured (QUOTA_REDIS_URL, QUOTA_REDIS_CLUSTER): using the embedded in-memory store; state is per process and lost on restart');
   } else {
-    logger.info({ store: store.description }, 'deciding in Redis');
+    logger.info({ tls: redisTlsDescription, store: store.description }, 'deciding in Redis');
   }
 
   const metrics = new QuotaMetrics();
@@ -88,6 +95,7 @@ async function main(): Promise<void> {
   const waiting = setTimeout(() => logger.warn({ store: store.description }, 'store not answering yet: health stays NOT_SERVING'), 5_000);
   await store.ready();
   clearTimeout(waiting);
+  connectionErrors.connected();
   // A SIGTERM during the wait wins: never SERVING again once shutting down.
   if (stopping) return;
   const eviction = (store as QuotaStore).evictionRisk?.();

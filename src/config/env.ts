@@ -51,11 +51,43 @@ export const envSchema = z
     QUOTA_TLS_KEY: z.string().min(1).optional(),
     QUOTA_TLS_CLIENT_CA: z.string().min(1).optional(),
     QUOTA_AUTH_TOKENS: z.string().min(1).optional(),
+    // TLS towards Redis (docs/operations.md): a private CA, a client certificate for tls-auth-clients.
+    QUOTA_REDIS_TLS_CA: z.string().min(1).optional(),
+    QUOTA_REDIS_TLS_CERT: z.string().min(1).optional(),
+    QUOTA_REDIS_TLS_KEY: z.string().min(1).optional(),
   })
   .refine((config) => config.QUOTA_REDIS_URL === undefined || config.QUOTA_REDIS_CLUSTER === undefined, {
     path: ['QUOTA_REDIS_CLUSTER'],
     message: 'set either QUOTA_REDIS_URL (one node) or QUOTA_REDIS_CLUSTER (cluster seeds), not both',
+  })
+  .superRefine((config, context) => {
+    const issue = (variable: string, message: string) => context.addIssue({ code: 'custom', path: [variable], message });
+    if (config.QUOTA_REDIS_TLS_CERT !== undefined && config.QUOTA_REDIS_TLS_KEY === undefined) issue('QUOTA_REDIS_TLS_KEY', 'required with QUOTA_REDIS_TLS_CERT');
+    if (config.QUOTA_REDIS_TLS_KEY !== undefined && config.QUOTA_REDIS_TLS_CERT === undefined) issue('QUOTA_REDIS_TLS_CERT', 'required with QUOTA_REDIS_TLS_KEY');
+    // TLS is chosen by the URL scheme alone: a TLS file next to a plain redis:// address would
+    // silently do nothing, and letting it switch TLS on would make redis:// mean TLS in one
+    // deployment and plaintext in the next. So it is an error, naming what to change.
+    const plain = plainRedis(config);
+    if (plain === undefined) return;
+    for (const variable of ['QUOTA_REDIS_TLS_CA', 'QUOTA_REDIS_TLS_CERT', 'QUOTA_REDIS_TLS_KEY'] as const) {
+      if (config[variable] !== undefined) issue(variable, `only applies to TLS connections to Redis, but ${plain}`);
+    }
   });
+
+const isTls = (urlOrSeed: string) => urlOrSeed.includes('://') && new URL(urlOrSeed).protocol === 'rediss:';
+
+/** Why the Redis settings are not TLS (undefined when they are): for the TLS variables' error message. */
+function plainRedis(config: { QUOTA_REDIS_URL?: string | undefined; QUOTA_REDIS_CLUSTER?: string[] | undefined }): string | undefined {
+  if (config.QUOTA_REDIS_URL !== undefined) {
+    return isTls(config.QUOTA_REDIS_URL) ? undefined : 'QUOTA_REDIS_URL is a plain redis:// URL (use rediss:// for TLS)';
+  }
+  if (config.QUOTA_REDIS_CLUSTER !== undefined) {
+    return config.QUOTA_REDIS_CLUSTER.every(isTls)
+      ? undefined
+      : 'QUOTA_REDIS_CLUSTER seeds are plain (give them as rediss://host:port URLs for TLS)';
+  }
+  return 'no Redis is configured (set QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER with rediss://)';
+}
 
 export type ServiceConfig = Readonly<z.infer<typeof envSchema>> & {
   /** QUOTA_* variables the service does not know: likely typos, or Kubernetes service links. */

@@ -1,4 +1,5 @@
 import calculateSlot from 'cluster-key-slot';
+import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis } from 'ioredis';
 import type { LimitOutcome } from '../algorithms/algorithm.js';
 import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, parseDecideReply, type DecideMode, type DecideOptions, type GroupDecision, type LimitCall, type Memo, rememberArguments } from '../algorithms/decide-script.js';
@@ -7,6 +8,7 @@ import type { Limit } from '../config/policies.js';
 import { StoreUnavailableError } from '../engine/errors.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { parseClusterSeed } from './cluster-seeds.js';
+import { probeConnection } from './connection-probe.js';
 import type { QuotaStore } from './store.js';
 
 export interface RedisStoreOptions {
@@ -15,6 +17,16 @@ export interface RedisStoreOptions {
    * read Redis TIME. Production leaves it unset; the config cannot set it.
    */
   testClock?: Clock;
+  /**
+   * TLS settings for rediss:// (QUOTA_REDIS_TLS_*, src/store/redis-tls.ts): a private CA,
+   * a client certificate. Used on every node of a cluster; an error with a plain redis://.
+   */
+  tls?: ConnectionOptions;
+  /**
+   * Told every failed connection attempt, with the node's host:port (e.g. a certificate
+   * that does not verify): ioredis keeps reconnecting by itself and would fail silently.
+   */
+  onConnectionError?: (error: Error, node: string) => void;
 }
 
 /** Redis errors that mean "not now" rather than "this script is wrong". */
@@ -50,7 +62,12 @@ export class RedisStore implements QuotaStore {
 
   /** A client tuned for a decision path: fail fast instead of queueing while Redis is away. */
   static connect(url: string, options: RedisStoreOptions = {}): RedisStore {
+    // The scheme is read as the URL standard does (case-insensitive), not by ioredis's own prefix test.
+    const tls = new URL(url).protocol === 'rediss:';
+    if (!tls && options.tls !== undefined) throw new Error('TLS settings given for a plain redis:// URL: use rediss://');
     const redis = new Redis(url, {
+      // Verification stays on: Node checks the chain and that the certificate names this host or IP.
+      ...(tls ? { tls: { ...options.tls } } : {}),
       enableOfflineQueue: false,
       enableAutoPipelining: true,
       maxRetriesPerRequest: 1,
@@ -58,7 +75,7 @@ export class RedisStore implements QuotaStore {
       lazyConnect: false,
     });
     // ioredis reconnects by itself; without a listener an 'error' event would crash the process.
-    redis.on('error', () => {});
+    redis.on('error', (error: Error) => options.onConnectionError?.(error, `${redis.options.host}:${redis.options.port}`));
     return new RedisStore(redis, options);
   }
 
@@ -72,6 +89,7 @@ export class RedisStore implements QuotaStore {
     const parsed = seeds.map(parseClusterSeed);
     const first = parsed[0];
     if (first === undefined) throw new Error('no Redis Cluster seed given');
+    if (!first.tls && options.tls !== undefined) throw new Error('TLS settings given for plain Redis Cluster seeds: use rediss:// seeds');
     const cluster = new Cluster(
       parsed.map(({ host, port }) => ({ host, port })),
       {
@@ -97,11 +115,28 @@ export class RedisStore implements QuotaStore {
           commandTimeout: COMMAND_TIMEOUT_MS,
           ...(first.username === undefined ? {} : { username: first.username }),
           ...(first.password === undefined ? {} : { password: first.password }),
-          ...(first.tls ? { tls: {} } : {}),
+          // Every node, seeds and the ones CLUSTER SLOTS names alike, verified against the same CA.
+          ...(first.tls ? { tls: { ...options.tls } } : {}),
         },
       },
     );
-    cluster.on('error', () => {});
+    const report = options.onConnectionError;
+    if (report !== undefined) {
+      // A node's own connection failed: the error says why (refused, a certificate, ...).
+      // ioredis's throwaway CLUSTER SLOTS connections only say "Connection is closed.":
+      // when the slots refresh failed on every seed, a probe of each seed finds out why.
+      cluster.on('node error', (error: Error, node: string) => {
+        if (error.message !== 'Connection is closed.') report(error, node);
+      });
+      cluster.on('error', (error: Error) => {
+        if (!error.message.startsWith('Failed to refresh slots cache')) return;
+        for (const { host, port } of parsed) {
+          void probeConnection(host, port, first.tls ? { ...options.tls } : undefined, COMMAND_TIMEOUT_MS).then((why) => why && report(why, `${host}:${port}`));
+        }
+      });
+    } else {
+      cluster.on('error', () => {});
+    }
     return new RedisStore(cluster, options);
   }
 

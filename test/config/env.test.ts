@@ -64,6 +64,58 @@ describe('environment configuration', () => {
     );
   });
 
+  describe('TLS towards Redis (QUOTA_REDIS_TLS_CA, QUOTA_REDIS_TLS_CERT, QUOTA_REDIS_TLS_KEY)', () => {
+    const files = { QUOTA_REDIS_TLS_CA: '/etc/quota/redis-ca.pem', QUOTA_REDIS_TLS_CERT: '/etc/quota/redis-client.crt', QUOTA_REDIS_TLS_KEY: '/etc/quota/redis-client.key' };
+
+    it('reads them with a rediss:// URL or rediss:// cluster seeds (the scheme in any case)', () => {
+      expect(loadConfig({ QUOTA_REDIS_URL: 'rediss://redis.internal:6380', ...files })).toMatchObject(files);
+      expect(loadConfig({ QUOTA_REDIS_CLUSTER: 'rediss://10.0.0.1:6380,rediss://10.0.0.2:6380', ...files })).toMatchObject(files);
+      expect(loadConfig({ QUOTA_REDIS_URL: 'REDISS://redis.internal:6380', QUOTA_REDIS_TLS_CA: files.QUOTA_REDIS_TLS_CA }).QUOTA_REDIS_TLS_CA).toBe(files.QUOTA_REDIS_TLS_CA);
+      // A CA alone (verify Redis, no client certificate) and a client certificate alone (system CAs) are both fine.
+      expect(() => loadConfig({ QUOTA_REDIS_URL: 'rediss://redis.internal:6380', QUOTA_REDIS_TLS_CERT: files.QUOTA_REDIS_TLS_CERT, QUOTA_REDIS_TLS_KEY: files.QUOTA_REDIS_TLS_KEY })).not.toThrow();
+    });
+
+    it.each([
+      ['a certificate without its key', { QUOTA_REDIS_URL: 'rediss://r:6380', QUOTA_REDIS_TLS_CERT: files.QUOTA_REDIS_TLS_CERT }, ['QUOTA_REDIS_TLS_KEY: required with QUOTA_REDIS_TLS_CERT']],
+      ['a key without its certificate', { QUOTA_REDIS_URL: 'rediss://r:6380', QUOTA_REDIS_TLS_KEY: files.QUOTA_REDIS_TLS_KEY }, ['QUOTA_REDIS_TLS_CERT: required with QUOTA_REDIS_TLS_KEY']],
+      [
+        'a CA with a plain redis:// URL',
+        { QUOTA_REDIS_URL: 'redis://r:6379', QUOTA_REDIS_TLS_CA: files.QUOTA_REDIS_TLS_CA },
+        ['QUOTA_REDIS_TLS_CA: only applies to TLS connections to Redis, but QUOTA_REDIS_URL is a plain redis:// URL (use rediss:// for TLS)'],
+      ],
+      [
+        'a client certificate with host:port cluster seeds',
+        { QUOTA_REDIS_CLUSTER: '10.0.0.1:6379,10.0.0.2:6379', QUOTA_REDIS_TLS_CERT: files.QUOTA_REDIS_TLS_CERT, QUOTA_REDIS_TLS_KEY: files.QUOTA_REDIS_TLS_KEY },
+        [
+          'QUOTA_REDIS_TLS_CERT: only applies to TLS connections to Redis, but QUOTA_REDIS_CLUSTER seeds are plain (give them as rediss://host:port URLs for TLS)',
+          'QUOTA_REDIS_TLS_KEY: only applies to TLS connections to Redis, but QUOTA_REDIS_CLUSTER seeds are plain',
+        ],
+      ],
+      ['a CA with redis:// cluster seeds', { QUOTA_REDIS_CLUSTER: 'redis://:pw@10.0.0.1:6379', QUOTA_REDIS_TLS_CA: files.QUOTA_REDIS_TLS_CA }, ['QUOTA_REDIS_TLS_CA: only applies to TLS connections to Redis, but QUOTA_REDIS_CLUSTER seeds are plain']],
+      [
+        'any of them without Redis (the embedded store)',
+        files,
+        ['QUOTA_REDIS_TLS_CA: only applies to TLS connections to Redis, but no Redis is configured (set QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER with rediss://)', 'QUOTA_REDIS_TLS_CERT: only applies', 'QUOTA_REDIS_TLS_KEY: only applies'],
+      ],
+    ])('refuses %s, naming each variable that would do nothing', (_case, env, messages) => {
+      expect(() => loadConfig(env)).toThrow(ConfigError);
+      let message = '';
+      try {
+        loadConfig(env);
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message.startsWith('invalid configuration:\n  QUOTA_REDIS_TLS_')).toBe(true);
+      for (const expected of messages) expect(message).toContain(`\n  ${expected}`);
+      // Exactly the variables named above, each once.
+      expect(message.split('\n').length - 1).toBe(messages.length);
+    });
+
+    it('treats empty ones as unset', () => {
+      expect(loadConfig({ QUOTA_REDIS_URL: 'redis://r:6379', QUOTA_REDIS_TLS_CA: '', QUOTA_REDIS_TLS_CERT: '', QUOTA_REDIS_TLS_KEY: '' }).QUOTA_REDIS_TLS_CA).toBeUndefined();
+    });
+  });
+
   it('reports unknown QUOTA_* variables instead of failing (Kubernetes service links set some)', () => {
     expect(loadConfig({ QUOTA_PORT: 'tcp://10.0.0.1:50051', OTHER: 'x' }).unknownVariables).toEqual(['QUOTA_PORT']);
   });

@@ -1,5 +1,5 @@
 import { Cluster, type ClusterOptions, type Redis } from 'ioredis';
-import { freePort, startRedisServer, type RedisServer } from './redis-server.js';
+import { freePort, startRedisServer, type RedisServer, type RedisServerTls } from './redis-server.js';
 
 /**
  * A real Redis Cluster of 3 masters and 3 replicas on free loopback ports,
@@ -12,6 +12,8 @@ export interface RedisCluster {
   readonly nodes: readonly RedisServer[];
   /** `127.0.0.1:<port>` of every node, for QUOTA_REDIS_CLUSTER. */
   readonly seeds: readonly string[];
+  /** With `tls`: `rediss://127.0.0.1:<tlsPort>` of every node, for QUOTA_REDIS_CLUSTER. */
+  readonly tlsSeeds: readonly string[];
   /** Milliseconds from the first spawn to a healthy cluster. */
   readonly startupMs: number;
   /** An admin connection to one node (closed by `stop`). */
@@ -52,6 +54,13 @@ export interface RedisClusterOptions {
   password?: string;
   /** More redis-server arguments for every node; they override the harness's own. */
   args?: string[];
+  /**
+   * Every node also gets a TLS port of its own, and the cluster bus and replication
+   * run over TLS (tls-cluster, tls-replication), so CLUSTER SLOTS answers the TLS
+   * ports to TLS clients. The harness itself keeps building and checking the cluster
+   * over the plain ports (a node tells a plain connection the plain ports).
+   */
+  tls?: Omit<RedisServerTls, 'plainPort'>;
 }
 
 const SLOTS = 16_384;
@@ -62,7 +71,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const nodeTimeout = options.nodeTimeoutMs ?? 1_000;
   /** Ports of nodes crashed on purpose. */
   const crashed = new Set<number>();
-  const launched = await Promise.allSettled(Array.from({ length: MASTERS * 2 }, () => startClusterNode(nodeTimeout, options.password, options.args ?? [], crashed)));
+  const launched = await Promise.allSettled(Array.from({ length: MASTERS * 2 }, () => startClusterNode(nodeTimeout, options, crashed)));
   const nodes = launched.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const admins = new Map<number, Redis>();
   const clients: Cluster[] = [];
@@ -93,6 +102,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const cluster: RedisCluster = {
     nodes: nodes.map((n) => n.server),
     seeds: nodes.map((n) => `127.0.0.1:${n.server.port}`),
+    tlsSeeds: nodes.flatMap((n) => (n.server.tlsUrl === undefined ? [] : [n.server.tlsUrl])),
     startupMs: 0,
     node,
     client(clientOptions) {
@@ -142,7 +152,8 @@ interface ClusterNode {
 }
 
 /** redis-server in cluster mode; the bus port is chosen too (port + 10000 may be out of range). */
-async function startClusterNode(nodeTimeout: number, password: string | undefined, extraArgs: string[], crashed: ReadonlySet<number>): Promise<ClusterNode> {
+async function startClusterNode(nodeTimeout: number, options: RedisClusterOptions, crashed: ReadonlySet<number>): Promise<ClusterNode> {
+  const { password, tls } = options;
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
     const [port, busPort] = [await freePort(), await freePort()];
@@ -151,6 +162,7 @@ async function startClusterNode(nodeTimeout: number, password: string | undefine
       const server = await startRedisServer({
         port,
         ...(password === undefined ? {} : { password }),
+        ...(tls === undefined ? {} : { tls: { ...tls, plainPort: true } }),
         args: [
           '--cluster-enabled', 'yes',
           '--cluster-port', String(busPort),
@@ -163,7 +175,8 @@ async function startClusterNode(nodeTimeout: number, password: string | undefine
           '--cluster-replica-validity-factor', '0',
           '--repl-diskless-sync', 'yes',
           '--repl-diskless-sync-delay', '0',
-          ...extraArgs,
+          ...(tls === undefined ? [] : ['--tls-cluster', 'yes', '--tls-replication', 'yes']),
+          ...(options.args ?? []),
         ],
       });
       return { server, busPort, alive: () => !crashed.has(port) };

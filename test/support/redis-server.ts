@@ -1,15 +1,21 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ConnectionOptions } from 'node:tls';
 import { Redis } from 'ioredis';
 import { own } from './owned-child.js';
 
 /** A real redis-server process on a free loopback port, owned by the test that started it. */
 export interface RedisServer {
+  /** The port the harness's own clients use: the plain one, or the TLS one on a TLS-only server. */
   readonly port: number;
+  /** redis://127.0.0.1:<port>, or rediss:// on a TLS-only server. */
   readonly url: string;
+  /** With `tls`: the TLS port, and rediss://127.0.0.1:<tlsPort>. */
+  readonly tlsPort?: number;
+  readonly tlsUrl?: string;
   /** A fresh client; the caller closes it (or `stop` does). */
   client(): Redis;
   /** Sends a signal to the process, e.g. SIGSTOP to freeze it (a hung store) or SIGKILL (a dead one). */
@@ -50,6 +56,25 @@ export interface RedisServerOptions {
   args?: string[];
   /** requirepass (and masterauth, for replicas); the harness's own clients authenticate with it. */
   password?: string;
+  /** Also listen for TLS, on a free port of its own. */
+  tls?: RedisServerTls;
+}
+
+/** PEM files for redis-server's TLS port (see test/support/test-certificates.ts). */
+export interface RedisServerTls {
+  /**
+   * The server's certificate and key. The harness's own clients present the same pair
+   * when `authClients` is on (as Redis itself does towards a master or a cluster peer
+   * with tls-replication and tls-cluster), so it must allow clientAuth too.
+   */
+  readonly cert: string;
+  readonly key: string;
+  /** The CA that signed `cert`; with `authClients`, also what client certificates must chain to. */
+  readonly ca: string;
+  /** tls-auth-clients: yes (Redis's default) requires a client certificate; default false here. */
+  readonly authClients?: boolean;
+  /** Keep the plain port too (default true); false: TLS only (`--port 0`). */
+  readonly plainPort?: boolean;
 }
 
 /** Starts redis-server with no persistence; retries on a port taken between probe and bind. */
@@ -59,8 +84,10 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   let lastError: unknown;
   for (let attempt = 0; attempt < (options.port === undefined ? 5 : 1); attempt++) {
     const port = options.port ?? (await freePort());
+    const tlsPort = options.tls === undefined ? undefined : await freePort();
+    if (tlsPort === port) continue;
     try {
-      return await launch(binary, port, extraArgs, options.password);
+      return await launch(binary, port, extraArgs, options.password, options.tls === undefined ? undefined : { ...options.tls, port: tlsPort! });
     } catch (error) {
       lastError = error;
     }
@@ -68,12 +95,19 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   throw new Error(`could not start redis-server: ${String(lastError)}`);
 }
 
-async function launch(binary: string, port: number, extraArgs: string[], password: string | undefined): Promise<RedisServer> {
-  const auth = password === undefined ? {} : { password };
+async function launch(binary: string, port: number, extraArgs: string[], password: string | undefined, tls: (RedisServerTls & { port: number }) | undefined): Promise<RedisServer> {
+  const plain = tls?.plainPort ?? true;
+  // The port the harness itself talks to, and how (TLS options for ioredis when it is the TLS one).
+  const via = plain ? { port, tls: undefined } : { port: tls!.port, tls: clientTls(tls!) };
+  const clientOptions = { ...(password === undefined ? {} : { password }), ...(via.tls === undefined ? {} : { tls: via.tls }) };
   const dir = mkdtempSync(join(tmpdir(), 'quota-redis-'));
+  const tlsArgs =
+    tls === undefined
+      ? []
+      : ['--tls-port', String(tls.port), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-ca-cert-file', tls.ca, '--tls-auth-clients', tls.authClients ? 'yes' : 'no'];
   const child = spawn(
     binary,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+    ['--port', plain ? String(port) : '0', '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...tlsArgs, ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const owner = own(child);
@@ -88,8 +122,8 @@ async function launch(binary: string, port: number, extraArgs: string[], passwor
     rmSync(dir, { recursive: true, force: true });
   };
 
-  const url = `redis://127.0.0.1:${port}`;
-  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...auth });
+  const url = `${via.tls === undefined ? 'redis' : 'rediss'}://127.0.0.1:${via.port}`;
+  const probe = new Redis(via.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...clientOptions });
   probe.on('error', () => {});
   try {
     const deadline = Date.now() + 5_000;
@@ -100,7 +134,7 @@ async function launch(binary: string, port: number, extraArgs: string[], passwor
         await probe.ping();
         break;
       } catch (error) {
-        if (Date.now() > deadline) throw new Error(`redis-server did not answer on ${port}: ${String(error)}\n${output}`);
+        if (Date.now() > deadline) throw new Error(`redis-server did not answer on ${via.port}: ${String(error)}\n${output}`);
         probe.disconnect();
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -113,10 +147,11 @@ async function launch(binary: string, port: number, extraArgs: string[], passwor
   probe.disconnect();
 
   return {
-    port,
+    port: via.port,
     url,
+    ...(tls === undefined ? {} : { tlsPort: tls.port, tlsUrl: `rediss://127.0.0.1:${tls.port}` }),
     client() {
-      const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, ...auth });
+      const client = new Redis(via.port, '127.0.0.1', { maxRetriesPerRequest: 1, ...clientOptions });
       clients.push(client);
       return client;
     },
@@ -128,5 +163,16 @@ async function launch(binary: string, port: number, extraArgs: string[], passwor
       child.kill('SIGKILL');
       await owner.exited;
     },
+  };
+}
+
+/** How the harness's own clients verify the server (and identify themselves with authClients). */
+function clientTls(tls: RedisServerTls): ConnectionOptions {
+  return {
+    ca: readFileSync(tls.ca),
+    // The harness checks the chain but not the name: some tests give a server a
+    // certificate for another name on purpose, and still need to reach it themselves.
+    checkServerIdentity: () => undefined,
+    ...(tls.authClients ? { cert: readFileSync(tls.cert), key: readFileSync(tls.key) } : {}),
   };
 }

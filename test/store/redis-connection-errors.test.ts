@@ -1,0 +1,44 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { connectionErrorHint, connectionErrorLog } from '../../src/store/redis-connection-errors.js';
+
+const failure = (code: string, message: string) => Object.assign(new Error(message), { code });
+
+describe('Redis connection errors in the log (src/store/redis-connection-errors.ts)', () => {
+  it('logs each distinct error of a node once, as an error before the first connection and at debug after it', () => {
+    const lines: { level: number; node: string; code?: string; msg: string }[] = [];
+    const log = connectionErrorLog(createLogger('debug', new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) })), { tls: true, clientCertificate: false });
+    const reset = failure('ECONNRESET', 'write ECONNRESET');
+    const alert = failure('ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', 'tlsv13 alert certificate required');
+    // ioredis retries every few milliseconds; a refused handshake alternates between two errors.
+    for (let i = 0; i < 5; i++) {
+      log.onConnectionError(reset, '10.0.0.1:6380');
+      log.onConnectionError(alert, '10.0.0.1:6380');
+    }
+    log.onConnectionError(reset, '10.0.0.2:6380');
+    expect(lines.map((l) => [l.level, l.node, l.code])).toEqual([
+      [50, '10.0.0.1:6380', 'ECONNRESET'],
+      [50, '10.0.0.1:6380', 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED'],
+      [50, '10.0.0.2:6380', 'ECONNRESET'],
+    ]);
+    lines.length = 0;
+    log.connected();
+    // Now an outage: the circuit breaker warns; the cause is there at debug, once.
+    log.onConnectionError(reset, '10.0.0.1:6380');
+    log.onConnectionError(reset, '10.0.0.1:6380');
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([[20, 'Redis connection failed']]);
+  });
+
+  it('hints at the setting to fix', () => {
+    const tls = { tls: true, clientCertificate: false };
+    expect(connectionErrorHint(failure('SELF_SIGNED_CERT_IN_CHAIN', 'x'), tls)).toMatch(/set QUOTA_REDIS_TLS_CA/);
+    expect(connectionErrorHint(failure('ERR_TLS_CERT_ALTNAME_INVALID', 'x'), tls)).toMatch(/subjectAltName must list/);
+    expect(connectionErrorHint(failure('ECONNRESET', 'x'), tls)).toMatch(/set QUOTA_REDIS_TLS_CERT and QUOTA_REDIS_TLS_KEY/);
+    expect(connectionErrorHint(failure('ECONNRESET', 'x'), { tls: true, clientCertificate: true })).toMatch(/the one in QUOTA_REDIS_TLS_CERT must be signed/);
+    expect(connectionErrorHint(failure('ETIMEDOUT', 'x'), tls)).toMatch(/tls-port, not its plain port/);
+    // Without TLS a reset or a timeout is just Redis being away: no hint about certificates.
+    expect(connectionErrorHint(failure('ECONNRESET', 'x'), { tls: false, clientCertificate: false })).toBeUndefined();
+    expect(connectionErrorHint(failure('ECONNREFUSED', 'x'), tls)).toBeUndefined();
+  });
+});
