@@ -74,7 +74,9 @@ export const envSchema = z
     }
   });
 
-const isTls = (urlOrSeed: string) => urlOrSeed.includes('://') && new URL(urlOrSeed).protocol === 'rediss:';
+// zod runs this refinement even when the address itself was refused: an unparsable URL
+// counts as TLS here, so only the address's own error is reported, not a second one.
+const isTls = (urlOrSeed: string) => urlOrSeed.includes('://') && (!URL.canParse(urlOrSeed) || new URL(urlOrSeed).protocol === 'rediss:');
 
 /** Why the Redis settings are not TLS (undefined when they are): for the TLS variables' error message. */
 function plainRedis(config: { QUOTA_REDIS_URL?: string | undefined; QUOTA_REDIS_CLUSTER?: string[] | undefined }): string | undefined {

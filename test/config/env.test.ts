@@ -111,6 +111,15 @@ describe('environment configuration', () => {
       expect(message.split('\n').length - 1).toBe(messages.length);
     });
 
+    it('reports an unparsable URL as the URL error alone, with or without a TLS file (not a raw TypeError)', () => {
+      for (const extra of [{}, { QUOTA_REDIS_TLS_CA: '/etc/ca.pem' }]) {
+        // A password with an unescaped '/' and '#' breaks the URL.
+        const load = () => loadConfig({ QUOTA_REDIS_URL: 'rediss://:pa/ss#word@127.0.0.1:6380', ...extra });
+        expect(load).toThrow(ConfigError);
+        expect(load).toThrow(/^invalid configuration:\n  QUOTA_REDIS_URL: expected redis:\/\/host:port or rediss:\/\/host:port$/);
+      }
+    });
+
     it('treats empty ones as unset', () => {
       expect(loadConfig({ QUOTA_REDIS_URL: 'redis://r:6379', QUOTA_REDIS_TLS_CA: '', QUOTA_REDIS_TLS_CERT: '', QUOTA_REDIS_TLS_KEY: '' }).QUOTA_REDIS_TLS_CA).toBeUndefined();
     });
