@@ -20,13 +20,10 @@ function containerEnv(): EnvVar[] {
 }
 
 /** Variables the chart sets that the service does not read itself, each for a reason. */
-const NOT_THE_SERVICE = {
-  // Node's own: trusted CAs for the Redis server certificate (redis.tls.caSecret).
-  NODE_EXTRA_CA_CERTS: 'node',
-};
+const NOT_THE_SERVICE = {};
 
 /** Variables the chart fixes (the chart owns the mount or the bind address); the rest come from values. */
-const FIXED_BY_CHART = ['QUOTA_POLICIES', 'QUOTA_AUTH_TOKENS', 'QUOTA_TLS_CERT', 'QUOTA_TLS_KEY'];
+const FIXED_BY_CHART = ['QUOTA_POLICIES', 'QUOTA_AUTH_TOKENS', 'QUOTA_TLS_CERT', 'QUOTA_TLS_KEY', 'QUOTA_REDIS_TLS_CERT', 'QUOTA_REDIS_TLS_KEY'];
 
 const quotaNames = (env: EnvVar[]) => env.map(({ name }) => name).filter((name) => name.startsWith('QUOTA_'));
 
@@ -55,6 +52,27 @@ function renderedEnv(values: Values): Record<string, string> {
     env[name] = value.replace(/<<\.Values\.([A-Za-z0-9_.]+)>>/g, (_, path: string) => String(valueAt(values, path)));
   }
   return env;
+}
+
+/**
+ * The Redis part of the environment, which the static parse cannot give: the connection
+ * string comes from a Secret (a stand-in of the scheme the values select) and the Redis
+ * TLS files are set only when their Secrets are (the service refuses them next to a
+ * plain redis:// connection).
+ */
+function withRedisAsConfigured(env: Record<string, string>, values: Values): Record<string, string> {
+  const out = { ...env };
+  const tls = valueAt(values, 'redis.tls.enabled') === true;
+  const mode = valueAt(values, 'redis.mode');
+  const scheme = tls ? 'rediss' : 'redis';
+  if (mode === 'single') out.QUOTA_REDIS_URL = `${scheme}://redis.example:6379`;
+  if (mode === 'cluster') out.QUOTA_REDIS_CLUSTER = `${scheme}://redis-0.example:6379,${scheme}://redis-1.example:6379`;
+  if (valueAt(values, 'redis.tls.caSecret') === '') delete out.QUOTA_REDIS_TLS_CA;
+  if (valueAt(values, 'redis.tls.clientCertSecret') === '') {
+    delete out.QUOTA_REDIS_TLS_CERT;
+    delete out.QUOTA_REDIS_TLS_KEY;
+  }
+  return out;
 }
 
 describe('Deployment environment', () => {
@@ -108,7 +126,7 @@ describe('Deployment environment', () => {
   });
 
   it.each(valueSets().map(({ name, values }) => [name, values] as const))('%s: the variables it produces pass the service schema', (_name, values) => {
-    const env = renderedEnv(values);
+    const env = withRedisAsConfigured(renderedEnv(values), values);
     expect(Object.keys(env)).toEqual(expect.arrayContaining(['QUOTA_GRPC_ADDR', 'QUOTA_POLICIES', 'QUOTA_LOG_LEVEL', 'QUOTA_SHUTDOWN_GRACE_MS']));
     const parsed = envSchema.safeParse(env);
     expect(parsed.error?.issues ?? []).toEqual([]);

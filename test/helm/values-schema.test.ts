@@ -62,6 +62,8 @@ describe('values.schema.json', () => {
     ['a seed that is not host:port', { redis: { mode: 'cluster', seeds: ['redis://node-1'] } }, /\/redis\/seeds\/0 must match pattern/],
     ['single-node Redis without a host', { redis: { mode: 'single', host: '' } }, /\/redis\/host must NOT have fewer than 1 characters/],
     ['auth on without a callers file or Secret', { auth: { enabled: true } }, /\/auth\/callers must NOT have fewer than 1 characters/],
+    ['a Redis CA without TLS to Redis (the service refuses it)', { redis: { tls: { caSecret: 'redis-ca' } } }, /\/redis\/tls\/caSecret must be equal to constant/],
+    ['a Redis client certificate without TLS to Redis', { redis: { tls: { clientCertSecret: 'redis-client' } } }, /\/redis\/tls\/clientCertSecret must be equal to constant/],
     ['TLS on without a certificate Secret', { tls: { enabled: true } }, /\/tls\/secretName must NOT have fewer than 1 characters/],
     ['a QUOTA_* name in extraEnv (each has its own value)', { extraEnv: [{ name: 'QUOTA_LOG_LEVEL', value: 'debug' }] }, /\/extraEnv\/0\/name must NOT be valid/],
     ['a non-string label value', { podLabels: { team: 7 } }, /\/podLabels\/team must be string/],
@@ -75,6 +77,8 @@ describe('values.schema.json', () => {
     expect(errorsOf(withOverride({ redis: { mode: 'single', host: '', existingSecret: 'quota-redis' } }))).toEqual([]);
     expect(errorsOf(withOverride({ auth: { enabled: true, existingSecret: 'quota-callers' } }))).toEqual([]);
     expect(errorsOf(withOverride({ tls: { enabled: true, secretName: 'quota-tls' } }))).toEqual([]);
+    expect(errorsOf(withOverride({ redis: { tls: { enabled: true, caSecret: 'redis-ca', clientCertSecret: 'redis-client' } } }))).toEqual([]);
+    expect(errorsOf(withOverride({ redis: { existingSecret: 'quota-redis', tls: { caSecret: 'redis-ca' } } }))).toEqual([]);
     expect(errorsOf(withOverride({ extraEnv: [{ name: 'NODE_OPTIONS', value: '--max-old-space-size=192' }] }))).toEqual([]);
   });
 });
