@@ -1,7 +1,7 @@
 import { ChannelCredentials, ClientError, createChannel, createClientFactory, Status } from 'nice-grpc';
 import { DecisionSource as ProtoDecisionSource, QuotaServiceDefinition, type AllowRequest, type AllowResponse } from '../../src/gen/quota/v1/quota.js';
 import { Batcher, unarySender, type Send } from './batcher.js';
-import { callDeadline } from './call-deadline.js';
+import { checkDeadlineMs, DeadlineExceeded } from './call-deadline.js';
 import { requestError } from './errors.js';
 import { createFallback } from './fallback.js';
 import type { AllowOptions, AllowParams, DecisionSource, QuotaClient, QuotaClientOptions, QuotaDecision } from './types.js';
@@ -52,23 +52,23 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
       cost: params.cost ?? 0,
       requestId: params.requestId ?? '',
     };
-    const deadline = callDeadline(callOptions.deadlineMs ?? deadlineMs, callOptions.signal);
+    const callDeadlineMs = callOptions.deadlineMs ?? deadlineMs;
+    checkDeadlineMs(callDeadlineMs);
+    const signal = callOptions.signal;
     let response: AllowResponse;
     try {
-      response = await send(request, deadline.signal);
+      response = await send(request, callDeadlineMs, signal);
     } catch (error) {
-      if (callOptions.signal?.aborted) throw callOptions.signal.reason;
+      if (signal?.aborted) throw signal.reason;
       if (error instanceof ClientError) {
         const typed = requestError(error.code, error.details);
         if (typed !== undefined) throw typed;
       }
       if (!degraded) {
         degraded = true;
-        logger?.warn({ reason: describe(error, deadline.expired) }, 'quota service unavailable: the failure policy answers');
+        logger?.warn({ reason: describe(error) }, 'quota service unavailable: the failure policy answers');
       }
       return fallback(params);
-    } finally {
-      deadline.release();
     }
     if (degraded) {
       degraded = false;
@@ -87,8 +87,8 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
   };
 }
 
-function describe(error: unknown, expired: boolean): string {
-  if (expired) return 'deadline exceeded';
+function describe(error: unknown): string {
+  if (error instanceof DeadlineExceeded) return 'deadline exceeded';
   if (error instanceof ClientError) return `${Status[error.code]}: ${error.details}`;
   return error instanceof Error ? error.message : String(error);
 }
