@@ -1,6 +1,7 @@
 import { ClientError, Status } from 'nice-grpc';
-import type { AllowRequest, AllowResponse, QuotaServiceClient } from '../../src/gen/quota/v1/quota.js';
+import type { AllowRequest, AllowResponse } from '../../src/gen/quota/v1/quota.js';
 import { callDeadline, DeadlineExceeded } from './call-deadline.js';
+import type { QuotaRpcClient } from './service-definition.js';
 import type { BatchOptions } from './types.js';
 
 /**
@@ -13,7 +14,7 @@ export type Send = (request: AllowRequest, deadlineMs: number, signal: AbortSign
 const ALLOW_PATH = '/quota.v1.QuotaService/Allow';
 
 /** One Allow RPC per call (`batch: false`): nice-grpc cancels through a signal, so each call gets one. */
-export function unarySender(client: QuotaServiceClient): Send {
+export function unarySender(client: QuotaRpcClient): Send {
   return async (request, deadlineMs, signal) => {
     const deadline = callDeadline(deadlineMs, signal);
     try {
@@ -70,7 +71,7 @@ export class Batcher {
   private readonly flushNow = () => this.flush();
 
   constructor(
-    private readonly client: QuotaServiceClient,
+    private readonly client: QuotaRpcClient,
     private readonly options: BatchOptions,
   ) {}
 

@@ -1,9 +1,10 @@
 import { ChannelCredentials, ClientError, createChannel, createClientFactory, Status } from 'nice-grpc';
-import { DecisionSource as ProtoDecisionSource, QuotaServiceDefinition, type AllowRequest, type AllowResponse } from '../../src/gen/quota/v1/quota.js';
+import { DecisionSource as ProtoDecisionSource, type AllowResponse } from '../../src/gen/quota/v1/quota.js';
 import { Batcher, unarySender, type Send } from './batcher.js';
 import { checkDeadlineMs, DeadlineExceeded } from './call-deadline.js';
 import { requestError } from './errors.js';
 import { createFallback } from './fallback.js';
+import { allowRequest, quotaClientDefinition } from './service-definition.js';
 import type { AllowOptions, AllowParams, DecisionSource, QuotaClient, QuotaClientOptions, QuotaDecision } from './types.js';
 
 export const DEFAULT_DEADLINE_MS = 250;
@@ -36,7 +37,7 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
   // its whole deadline on TCP and HTTP/2 setup.
   channel.getConnectivityState(true);
   const factory = options.middleware === undefined ? createClientFactory() : createClientFactory().use(options.middleware);
-  const client = factory.create(QuotaServiceDefinition, channel);
+  const client = factory.create(quotaClientDefinition, channel);
   const batcher = batch === false ? undefined : new Batcher(client, batch);
   const send: Send = batcher?.send ?? unarySender(client);
 
@@ -46,12 +47,7 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
 
   async function allow(params: AllowParams, callOptions: AllowOptions = {}): Promise<QuotaDecision> {
     if (closed) throw new Error('quota client is closed');
-    const request: AllowRequest = {
-      policy: params.policy,
-      identity: params.identity,
-      cost: params.cost ?? 0,
-      requestId: params.requestId ?? '',
-    };
+    const request = allowRequest(params);
     const callDeadlineMs = callOptions.deadlineMs ?? deadlineMs;
     checkDeadlineMs(callDeadlineMs);
     const signal = callOptions.signal;
@@ -106,13 +102,8 @@ function toDecision(response: AllowResponse): QuotaDecision {
     allowed: response.allowed,
     retryAfterMs: response.retryAfterMs,
     deniedBy: response.deniedBy,
-    limits: response.limits.map((limit) => ({
-      name: limit.name,
-      algorithm: limit.algorithm,
-      limit: limit.limit,
-      remaining: limit.remaining,
-      resetAfterMs: limit.resetAfterMs,
-    })),
+    // Decoded for this call alone, with exactly QuotaLimitStatus's fields: no copy needed.
+    limits: response.limits,
     delayMs: response.delayMs,
     source: SOURCES[response.source] ?? 'store',
   };
