@@ -150,6 +150,18 @@ describe('the service takes longer than the deadline (its store never answers)',
     expect(store.asked).toBe(asked);
   });
 
+  it.each([
+    ['unary', false],
+    ['batching', undefined],
+  ] as const)('%s: the warning says the deadline passed, once for three calls', async (_mode, batch) => {
+    service ??= await startTestService(store, undefined, { failure: patientFailurePolicy() });
+    const lines: Array<{ msg: string; reason?: string }> = [];
+    const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const client = connect({ address: `127.0.0.1:${service.server.port}`, batch, deadlineMs: 200, onUnavailable: 'fail_open', logger });
+    await Promise.all([1, 2, 3].map((i) => client.allow({ policy: 'orders', identity: { user: `w${i}` } })));
+    expect(lines.map((l) => [l.msg, l.reason])).toEqual([['quota service unavailable: the failure policy answers', 'deadline exceeded']]);
+  });
+
   it('a per-call deadline overrides the client default', async () => {
     service ??= await startTestService(store, undefined, { failure: patientFailurePolicy() });
     const client = connect({ address: `127.0.0.1:${service.server.port}`, deadlineMs: 60_000, onUnavailable: 'fail_closed' });
