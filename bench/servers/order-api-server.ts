@@ -1,7 +1,8 @@
 // Child process: the reference order API (clients/order-api) for the order API
-// bench. argv: <quota port> <limited|unlimited>. "unlimited" is the baseline:
+// bench. argv: <quota port> <limited|unbatched|unlimited>. "unlimited" is the baseline:
 // the same app with a quota client that allows at once without asking anyone,
-// so the difference between the two is what the limiter adds to a request.
+// so the difference between the two is what the limiter adds to a request;
+// "unbatched" is "limited" with the quota client's batching off (one Allow per call).
 import { buildOrderApi } from '../../clients/order-api/app.js';
 import { Credentials } from '../../clients/order-api/credentials.js';
 import { createOrderApiLogger } from '../../clients/order-api/logger.js';
@@ -18,10 +19,11 @@ const noLimiter: QuotaClient = {
 
 async function main(): Promise<void> {
   const [quotaPort, mode] = process.argv.slice(2);
-  if (quotaPort === undefined || (mode !== 'limited' && mode !== 'unlimited')) {
-    throw new Error('usage: order-api-server.ts <quota port> limited|unlimited');
+  if (quotaPort === undefined || (mode !== 'limited' && mode !== 'unbatched' && mode !== 'unlimited')) {
+    throw new Error('usage: order-api-server.ts <quota port> limited|unbatched|unlimited');
   }
-  const quota = mode === 'limited' ? createQuotaClient({ address: `127.0.0.1:${quotaPort}`, deadlineMs: 5_000 }) : noLimiter;
+  const quota =
+    mode === 'unlimited' ? noLimiter : createQuotaClient({ address: `127.0.0.1:${quotaPort}`, deadlineMs: 5_000, ...(mode === 'unbatched' ? { batch: false } : {}) });
   const app = buildOrderApi({
     quota,
     credentials: await Credentials.load('clients/order-api/dev-credentials.yaml'),

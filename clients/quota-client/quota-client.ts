@@ -1,9 +1,10 @@
 import { ChannelCredentials, ClientError, createChannel, createClientFactory, Status } from 'nice-grpc';
-import { DecisionSource as ProtoDecisionSource, QuotaServiceDefinition, type AllowRequest, type AllowResponse } from '../../src/gen/quota/v1/quota.js';
+import { DecisionSource as ProtoDecisionSource, type AllowResponse } from '../../src/gen/quota/v1/quota.js';
 import { Batcher, unarySender, type Send } from './batcher.js';
-import { callDeadline } from './call-deadline.js';
+import { checkDeadlineMs, DeadlineExceeded } from './call-deadline.js';
 import { requestError } from './errors.js';
 import { createFallback } from './fallback.js';
+import { allowRequest, quotaClientDefinition } from './service-definition.js';
 import type { AllowOptions, AllowParams, DecisionSource, QuotaClient, QuotaClientOptions, QuotaDecision } from './types.js';
 
 export const DEFAULT_DEADLINE_MS = 250;
@@ -36,7 +37,7 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
   // its whole deadline on TCP and HTTP/2 setup.
   channel.getConnectivityState(true);
   const factory = options.middleware === undefined ? createClientFactory() : createClientFactory().use(options.middleware);
-  const client = factory.create(QuotaServiceDefinition, channel);
+  const client = factory.create(quotaClientDefinition, channel);
   const batcher = batch === false ? undefined : new Batcher(client, batch);
   const send: Send = batcher?.send ?? unarySender(client);
 
@@ -46,29 +47,24 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
 
   async function allow(params: AllowParams, callOptions: AllowOptions = {}): Promise<QuotaDecision> {
     if (closed) throw new Error('quota client is closed');
-    const request: AllowRequest = {
-      policy: params.policy,
-      identity: params.identity,
-      cost: params.cost ?? 0,
-      requestId: params.requestId ?? '',
-    };
-    const deadline = callDeadline(callOptions.deadlineMs ?? deadlineMs, callOptions.signal);
+    const request = allowRequest(params);
+    const callDeadlineMs = callOptions.deadlineMs ?? deadlineMs;
+    checkDeadlineMs(callDeadlineMs);
+    const signal = callOptions.signal;
     let response: AllowResponse;
     try {
-      response = await send(request, deadline.signal);
+      response = await send(request, callDeadlineMs, signal);
     } catch (error) {
-      if (callOptions.signal?.aborted) throw callOptions.signal.reason;
+      if (signal?.aborted) throw signal.reason;
       if (error instanceof ClientError) {
         const typed = requestError(error.code, error.details);
         if (typed !== undefined) throw typed;
       }
       if (!degraded) {
         degraded = true;
-        logger?.warn({ reason: describe(error, deadline.expired) }, 'quota service unavailable: the failure policy answers');
+        logger?.warn({ reason: describe(error) }, 'quota service unavailable: the failure policy answers');
       }
       return fallback(params);
-    } finally {
-      deadline.release();
     }
     if (degraded) {
       degraded = false;
@@ -87,8 +83,8 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
   };
 }
 
-function describe(error: unknown, expired: boolean): string {
-  if (expired) return 'deadline exceeded';
+function describe(error: unknown): string {
+  if (error instanceof DeadlineExceeded) return 'deadline exceeded';
   if (error instanceof ClientError) return `${Status[error.code]}: ${error.details}`;
   return error instanceof Error ? error.message : String(error);
 }
@@ -106,13 +102,8 @@ function toDecision(response: AllowResponse): QuotaDecision {
     allowed: response.allowed,
     retryAfterMs: response.retryAfterMs,
     deniedBy: response.deniedBy,
-    limits: response.limits.map((limit) => ({
-      name: limit.name,
-      algorithm: limit.algorithm,
-      limit: limit.limit,
-      remaining: limit.remaining,
-      resetAfterMs: limit.resetAfterMs,
-    })),
+    // Decoded for this call alone, with exactly QuotaLimitStatus's fields: no copy needed.
+    limits: response.limits,
     delayMs: response.delayMs,
     source: SOURCES[response.source] ?? 'store',
   };

@@ -1,5 +1,6 @@
+import { getEventListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { VirtualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import { StoreFailurePolicy } from '../../src/store/failure.js';
@@ -102,6 +103,63 @@ describe('the service takes longer than the deadline (its store never answers)',
     // Timers never fire early; the upper bound is loose on purpose (shared machine).
     expect(elapsed).toBeGreaterThanOrEqual(deadlineMs - 1);
     expect(elapsed).toBeLessThan(deadlineMs + 3_000);
+  });
+
+  it.each([
+    ['unary', false],
+    ['batching', undefined],
+  ] as const)("%s: a caller's signal rejects only the calls that carry it, with its reason, and leaves no listener behind", async (_mode, batch) => {
+    service ??= await startTestService(store, undefined, { failure: patientFailurePolicy() });
+    const client = connect({ address: `127.0.0.1:${service.server.port}`, batch, deadlineMs: 60_000, onUnavailable: 'fail_open' });
+    const a = new AbortController();
+    const b = new AbortController();
+    const c = new AbortController();
+    const asked = store.asked;
+    // One batch (or five Allow RPCs): three calls share signal a, one has b, one a short deadline of its own (and c).
+    const withA = [0, 1, 2].map((i) => client.allow({ policy: 'orders', identity: { user: `sa${i}` } }, { signal: a.signal }));
+    const withB = client.allow({ policy: 'orders', identity: { user: 'sb' } }, { signal: b.signal });
+    const shortDeadline = client.allow({ policy: 'orders', identity: { user: 'sd' } }, { deadlineMs: 300, signal: c.signal });
+    let bSettled = false;
+    void withB.finally(() => (bSettled = true)).catch(() => {});
+    // In flight: the service holds them (its store never answers).
+    await vi.waitFor(() => expect(store.asked).toBeGreaterThan(asked), { timeout: 10_000 });
+    const reasonA = new Error('caller a gave up');
+    a.abort(reasonA);
+    for (const call of withA) await expect(call).rejects.toBe(reasonA);
+    expect(getEventListeners(a.signal, 'abort')).toHaveLength(0);
+    // The others keep their own deadline and signal.
+    expect(await shortDeadline).toMatchObject({ source: 'fail_open' });
+    expect(getEventListeners(c.signal, 'abort')).toHaveLength(0);
+    expect(bSettled).toBe(false);
+    expect(getEventListeners(b.signal, 'abort')).toHaveLength(1);
+    const reasonB = new Error('caller b gave up');
+    b.abort(reasonB);
+    await expect(withB).rejects.toBe(reasonB);
+    expect(getEventListeners(b.signal, 'abort')).toHaveLength(0);
+  });
+
+  it.each([
+    ['unary', false],
+    ['batching', undefined],
+  ] as const)('%s: an already aborted signal rejects at once with its reason', async (_mode, batch) => {
+    service ??= await startTestService(store, undefined, { failure: patientFailurePolicy() });
+    const client = connect({ address: `127.0.0.1:${service.server.port}`, batch, deadlineMs: 60_000, onUnavailable: 'fail_open' });
+    const reason = new Error('gave up before asking');
+    const asked = store.asked;
+    await expect(client.allow({ policy: 'orders', identity: { user: 'early' } }, { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    expect(store.asked).toBe(asked);
+  });
+
+  it.each([
+    ['unary', false],
+    ['batching', undefined],
+  ] as const)('%s: the warning says the deadline passed, once for three calls', async (_mode, batch) => {
+    service ??= await startTestService(store, undefined, { failure: patientFailurePolicy() });
+    const lines: Array<{ msg: string; reason?: string }> = [];
+    const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const client = connect({ address: `127.0.0.1:${service.server.port}`, batch, deadlineMs: 200, onUnavailable: 'fail_open', logger });
+    await Promise.all([1, 2, 3].map((i) => client.allow({ policy: 'orders', identity: { user: `w${i}` } })));
+    expect(lines.map((l) => [l.msg, l.reason])).toEqual([['quota service unavailable: the failure policy answers', 'deadline exceeded']]);
   });
 
   it('a per-call deadline overrides the client default', async () => {

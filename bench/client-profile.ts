@@ -1,0 +1,50 @@
+// Drives only the batching quota client against the quota service on Redis
+// (the "batched" kind of bench/flexible-run.ts), so a CPU profile of this
+// process is the client's cost per decision and nothing else:
+//
+//   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/client-profile.ts [--seconds 4] [--concurrency 256] [--warmup 2] [--batch off]
+//
+// Prints decisions/s and the driver's CPU µs per decision.
+import { parseArgs } from 'node:util';
+import { benchMain, type BenchRun } from './bench-main.js';
+import { startRedisServer } from '../test/support/redis-server.js';
+import { startServerChild } from './children.js';
+import { driveLoad } from './load.js';
+import { quotaClientCaller } from './quota-client-caller.js';
+import { ROUND_GRACE_MS } from './rounds.js';
+
+async function main(run: BenchRun): Promise<number> {
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      seconds: { type: 'string', default: '4' },
+      concurrency: { type: 'string', default: '256' },
+      warmup: { type: 'string', default: '2' },
+      batch: { type: 'string', default: 'on' },
+    },
+    strict: true,
+  });
+  const seconds = Number(values.seconds);
+  const concurrency = Number(values.concurrency);
+  const warmup = Number(values.warmup);
+  run.watchdog(60_000 + (seconds + warmup) * 1000 + 2 * ROUND_GRACE_MS);
+  const redis = await startRedisServer();
+  run.onCleanup(() => redis.stop());
+  const service = await startServerChild('service', 'quota-server.ts', [redis.url]);
+  run.onCleanup(() => service.stop());
+  const caller = quotaClientCaller(service.port, values.batch === 'off' ? false : { maxDelayMs: 0, maxSize: 100 });
+  run.onCleanup(() => caller.close());
+  const load = (s: number) => driveLoad({ call: caller.call, concurrency, durationMs: s * 1000, graceMs: ROUND_GRACE_MS });
+  if (warmup > 0) await load(warmup);
+  const before = process.cpuUsage();
+  const result = await load(seconds);
+  const cpu = process.cpuUsage(before);
+  const cpuUs = cpu.user + cpu.system;
+  process.stdout.write(
+    `batch ${values.batch}, concurrency ${concurrency}: ${result.decisionsPerSecond.toFixed(0)} decisions/s, ` +
+      `p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, driver ${(cpuUs / result.calls).toFixed(1)} µs/decision, errors ${result.errors}\n`,
+  );
+  return result.errors > 0 ? 1 : 0;
+}
+
+benchMain(main);
