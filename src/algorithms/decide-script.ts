@@ -66,7 +66,7 @@ export interface LimitCall {
 }
 
 /** KEYS and ARGV of the driver, without `numkeys` (ioredis adds it from the first element). */
-export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, nowMs?: number, options: DecideOptions = {}): { keys: string[]; args: string[] } {
+export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, nowMs?: number, options: DecideOptions = {}): ScriptCall {
   const { spentAtMs, memo } = options;
   if (mode === 'refund' && spentAtMs === undefined) throw new Error('refund needs the time of the spend');
   const keys: string[] = [];
@@ -88,8 +88,29 @@ export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, n
   return { keys, args };
 }
 
+/** One driver call's KEYS and ARGV (decideArguments, rememberArguments). */
+export interface ScriptCall {
+  keys: string[];
+  args: string[];
+}
+
+/**
+ * KEYS and ARGV of one driver call in batch mode: each call decided in turn as
+ * if it ran alone, one reply (or error) per call (decide.lua, docs/decide-script.md).
+ */
+export function batchArguments(calls: readonly ScriptCall[]): ScriptCall {
+  const keys: string[] = [];
+  const args = ['batch', String(calls.length)];
+  for (const call of calls) {
+    for (const key of call.keys) keys.push(key);
+    args.push(String(call.keys.length), String(call.args.length));
+    for (const arg of call.args) args.push(arg);
+  }
+  return { keys, args };
+}
+
 /** KEYS and ARGV that store `value` as the remembered decision ('' forgets it). */
-export function rememberArguments(memo: Memo, value: string): { keys: string[]; args: string[] } {
+export function rememberArguments(memo: Memo, value: string): ScriptCall {
   return { keys: [memo.key], args: ['remember', '', '0', '', String(memo.ttlMs), value] };
 }
 

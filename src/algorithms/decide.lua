@@ -32,6 +32,14 @@
            args[3] is the cost for every algorithm (the driver sets it to '0'
            to report a limit unchanged)
 
+  Batch (docs/decide-script.md, "Batch mode"): ARGV[1] = 'batch', ARGV[2] =
+  the number of calls n, then per call: nkeys_c, nargs_c, and that call's
+  own ARGV as above (nargs_c of them); KEYS holds each call's own KEYS in
+  turn. Each call is decided by the same function, in order, exactly as a
+  separate script call would be; one whose work raises an error answers
+  that error in its place, and the others go on. Reply: n replies, each one
+  a call's own reply (or its error).
+
   Reply: { all_allowed (1|0), then per limit:
            allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms,
            then now }
@@ -39,93 +47,128 @@
     A limit that allowed a request some other limit denied reports its status
     unchanged (as a peek), not what it would have had after spending.
 ]]
-local now = tonumber(ARGV[2])
-if not now then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
-local mode = ARGV[1]
-local memo_ttl, memo = tonumber(ARGV[5]), nil
-if memo_ttl then memo = KEYS[#KEYS] end
 
-if mode == 'remember' then
-  if ARGV[6] == '' then
-    redis.call('DEL', memo)
-  else
-    redis.call('SET', memo, ARGV[6], 'PX', string.format('%d', memo_ttl))
+-- Redis TIME, read at most once per script call: a batch decides at one instant.
+local clock
+local function redis_now()
+  if not clock then
+    local time = redis.call('TIME')
+    clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   end
-  return { 'remembered' }
-end
-if memo and mode == 'spend' then
-  local seen = redis.call('GET', memo)
-  if seen then
-    local replay = { 'replay' }
-    for field in string.gmatch(seen, '%S+') do replay[#replay + 1] = field end
-    return replay
-  end
-end
-
-local limits = {}
-local k, a = 0, 6
-for i = 1, tonumber(ARGV[3]) do
-  local nkeys, nargs = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local keys, args = {}, {}
-  for j = 1, nkeys do keys[j] = KEYS[k + j] end
-  for j = 1, nargs do args[j] = ARGV[a + 3 + j] end
-  local name = ARGV[a + 1]
-  -- Only the algorithms this call uses get defined (decide-script.ts); an
-  -- unknown name defines nothing and fails below as before.
-  if A[name] == nil then define(name) end
-  limits[i] = { name = name, keys = keys, args = args }
-  k, a = k + nkeys, a + 3 + nargs
+  return clock
 end
 
 -- The same limit asked with cost 0: its status without this request.
-local function unchanged(limit)
+local function unchanged(limit, now)
   local args = {}
   for j, v in ipairs(limit.args) do args[j] = v end
   args[3] = '0'
   return (A[limit.name](limit.keys, args, now))
 end
 
-local outcomes, all = {}, 1
-if mode == 'refund' then
-  local spent_at = tonumber(ARGV[4])
-  for _, limit in ipairs(limits) do R[limit.name](limit.keys, limit.args, now, spent_at) end
-  for i, limit in ipairs(limits) do outcomes[i] = unchanged(limit) end
-else
-  local writes = {}
-  for i, limit in ipairs(limits) do
-    outcomes[i], writes[i] = A[limit.name](limit.keys, limit.args, now)
-    if outcomes[i][1] == 0 then all = 0 end
+--[[
+  One call, as documented above: its KEYS are keys[k + 1], keys[k + 2], ...
+  and its ARGV argv[a + 1], argv[a + 2], ... (offsets, so a batch needs no
+  copies). The single path is decide(KEYS, ARGV, 0, 0).
+]]
+local function decide(keys, argv, k, a)
+  local mode = argv[a + 1]
+  local now = tonumber(argv[a + 2]) or redis_now()
+  local memo_ttl = tonumber(argv[a + 5])
+
+  local limits = {}
+  local at = a + 6
+  for i = 1, tonumber(argv[a + 3]) do
+    local nkeys, nargs = tonumber(argv[at + 2]), tonumber(argv[at + 3])
+    local limit_keys, args = {}, {}
+    for j = 1, nkeys do limit_keys[j] = keys[k + j] end
+    for j = 1, nargs do args[j] = argv[at + 3 + j] end
+    local name = argv[at + 1]
+    -- Only the algorithms this call uses get defined (decide-script.ts); an
+    -- unknown name defines nothing and fails below as before.
+    if A[name] == nil then define(name) end
+    limits[i] = { name = name, keys = limit_keys, args = args }
+    k, at = k + nkeys, at + 3 + nargs
   end
-  local spends = mode == 'spend' and all == 1
-  for i, o in ipairs(outcomes) do
-    if (mode == 'spend' or mode == 'check') and writes[i] and (spends or o[1] == 0) then writes[i]() end
+  -- The remembered decision's key follows the limits' keys (the last key of the call).
+  local memo = memo_ttl and keys[k + 1]
+
+  if mode == 'remember' then
+    if argv[a + 6] == '' then
+      redis.call('DEL', memo)
+    else
+      redis.call('SET', memo, argv[a + 6], 'PX', string.format('%d', memo_ttl))
+    end
+    return { 'remembered' }
   end
-  if mode ~= 'peek' and not spends then
-    for i, limit in ipairs(limits) do
-      if outcomes[i][1] == 1 then outcomes[i] = unchanged(limit) end
+  if memo and mode == 'spend' then
+    local seen = redis.call('GET', memo)
+    if seen then
+      local replay = { 'replay' }
+      for field in string.gmatch(seen, '%S+') do replay[#replay + 1] = field end
+      return replay
     end
   end
+
+  local outcomes, all = {}, 1
+  if mode == 'refund' then
+    local spent_at = tonumber(argv[a + 4])
+    for _, limit in ipairs(limits) do R[limit.name](limit.keys, limit.args, now, spent_at) end
+    for i, limit in ipairs(limits) do outcomes[i] = unchanged(limit, now) end
+  else
+    local writes = {}
+    for i, limit in ipairs(limits) do
+      outcomes[i], writes[i] = A[limit.name](limit.keys, limit.args, now)
+      if outcomes[i][1] == 0 then all = 0 end
+    end
+    local spends = mode == 'spend' and all == 1
+    for i, o in ipairs(outcomes) do
+      if (mode == 'spend' or mode == 'check') and writes[i] and (spends or o[1] == 0) then writes[i]() end
+    end
+    if mode ~= 'peek' and not spends then
+      for i, limit in ipairs(limits) do
+        if outcomes[i][1] == 1 then outcomes[i] = unchanged(limit, now) end
+      end
+    end
+  end
+
+  local reply = { all }
+  for _, o in ipairs(outcomes) do
+    reply[#reply + 1] = o[1]
+    reply[#reply + 1] = o[2]
+    reply[#reply + 1] = string.format('%.17g', o[3])
+    reply[#reply + 1] = o[4]
+    reply[#reply + 1] = o[5]
+  end
+  reply[#reply + 1] = now
+  if memo and mode == 'spend' then
+    local stored = 'pending'
+    if argv[a + 6] ~= 'claim' then
+      local fields = {}
+      for i, v in ipairs(reply) do fields[i] = type(v) == 'number' and string.format('%.17g', v) or v end
+      stored = table.concat(fields, ' ')
+    end
+    redis.call('SET', memo, stored, 'PX', string.format('%d', memo_ttl))
+  end
+  return reply
 end
 
-local reply = { all }
-for _, o in ipairs(outcomes) do
-  reply[#reply + 1] = o[1]
-  reply[#reply + 1] = o[2]
-  reply[#reply + 1] = string.format('%.17g', o[3])
-  reply[#reply + 1] = o[4]
-  reply[#reply + 1] = o[5]
-end
-reply[#reply + 1] = now
-if memo and mode == 'spend' then
-  local stored = 'pending'
-  if ARGV[6] ~= 'claim' then
-    local fields = {}
-    for i, v in ipairs(reply) do fields[i] = type(v) == 'number' and string.format('%.17g', v) or v end
-    stored = table.concat(fields, ' ')
+if ARGV[1] ~= 'batch' then return decide(KEYS, ARGV, 0, 0) end
+
+-- Batch: every call in turn. An error in one call (a key of the wrong type,
+-- say) answers that call with the error, as its own script call would have,
+-- and the next call is decided; what the failed call wrote before its error
+-- stays written, as in a separate script call.
+local replies = {}
+local k, a = 0, 2
+for c = 1, tonumber(ARGV[2]) do
+  local nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local ok, reply = pcall(decide, KEYS, ARGV, k, a + 2)
+  if not ok then
+    -- redis.call raises the reply's error text, Lua its own message (or a table from error_reply).
+    reply = type(reply) == 'table' and reply or { err = tostring(reply) }
   end
-  redis.call('SET', memo, stored, 'PX', string.format('%d', memo_ttl))
+  replies[c] = reply
+  k, a = k + nkeys, a + 2 + nargs
 end
-return reply
+return replies
