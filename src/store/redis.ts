@@ -16,6 +16,11 @@ export interface RedisStoreOptions {
    * read Redis TIME. Production leaves it unset; the config cannot set it.
    */
   testClock?: Clock;
+  /**
+   * Coalesce one event-loop turn's script calls into one (default true; a
+   * cluster never does). Off only to measure the difference (bench/store-batch.ts).
+   */
+  batch?: boolean;
 }
 
 /** Redis errors that mean "not now" rather than "this script is wrong". */
@@ -54,7 +59,7 @@ export class RedisStore implements QuotaStore {
     this.description = redis instanceof Cluster ? `redis cluster seeds ${describeSeeds(redis)}` : `redis ${redis.options.host}:${redis.options.port}`;
     // No numberOfKeys: the key count varies with the limits, so each call passes it first.
     redis.defineCommand(DECIDE_SCRIPT_NAME, { lua: decideLua });
-    this.batcher = redis instanceof Cluster ? undefined : new ScriptBatcher((call) => this.send(call), storeError);
+    this.batcher = redis instanceof Cluster || options.batch === false ? undefined : new ScriptBatcher((call) => this.send(call), storeError);
   }
 
   /** A client tuned for a decision path: fail fast instead of queueing while Redis is away. */
