@@ -97,16 +97,31 @@ export interface ScriptCall {
 /**
  * KEYS and ARGV of one driver call in batch mode: each call decided in turn as
  * if it ran alone, one reply (or error) per call (decide.lua, docs/decide-script.md).
+ * A call whose ARGV equals the previous call's sends none (nargs 0): a batch
+ * is mostly one policy at one cost, so Redis parses and this process encodes
+ * about 3 arguments per call instead of 15.
  */
 export function batchArguments(calls: readonly ScriptCall[]): ScriptCall {
   const keys: string[] = [];
   const args = ['batch', String(calls.length)];
+  let previous: readonly string[] | undefined;
   for (const call of calls) {
     for (const key of call.keys) keys.push(key);
+    if (previous !== undefined && sameStrings(previous, call.args)) {
+      args.push(String(call.keys.length), '0');
+      continue;
+    }
     args.push(String(call.keys.length), String(call.args.length));
     for (const arg of call.args) args.push(arg);
+    previous = call.args;
   }
   return { keys, args };
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** KEYS and ARGV that store `value` as the remembered decision ('' forgets it). */

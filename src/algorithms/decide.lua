@@ -34,8 +34,9 @@
 
   Batch (docs/decide-script.md, "Batch mode"): ARGV[1] = 'batch', ARGV[2] =
   the number of calls n, then per call: nkeys_c, nargs_c, and that call's
-  own ARGV as above (nargs_c of them); KEYS holds each call's own KEYS in
-  turn. Each call is decided by the same function, in order, exactly as a
+  own ARGV as above (nargs_c of them), or nargs_c = 0 for the same ARGV as
+  the call before (the usual batch: one policy, one cost); KEYS holds each
+  call's own KEYS in turn. Each call is decided by the same function, in order, exactly as a
   separate script call would be; one whose work raises an error answers
   that error in its place, and the others go on. Reply: n replies, each one
   a call's own reply (or its error).
@@ -59,11 +60,45 @@ local function redis_now()
 end
 
 -- The same limit asked with cost 0: its status without this request.
-local function unchanged(limit, now)
+local function unchanged(limit, keys, now)
   local args = {}
   for j, v in ipairs(limit.args) do args[j] = v end
   args[3] = '0'
-  return (A[limit.name](limit.keys, args, now))
+  return (A[limit.name](keys, args, now))
+end
+
+--[[
+  A call's arguments, argv[a + 1], argv[a + 2], ...: its mode, now, memo and
+  per limit the algorithm, key count and args. A batch call may send the
+  previous call's arguments again by reference (nargs 0, below); parsing them
+  again would give the same, so the last parse is kept. Algorithms only read
+  their args, so calls may share them.
+]]
+local parsed_at, parsed
+local function parse(argv, a)
+  if parsed_at == a then return parsed end
+  local limits, at = {}, a + 6
+  for i = 1, tonumber(argv[a + 3]) do
+    local nargs = tonumber(argv[at + 3])
+    local args = {}
+    for j = 1, nargs do args[j] = argv[at + 3 + j] end
+    local name = argv[at + 1]
+    -- Only the algorithms this call uses get defined (decide-script.ts); an
+    -- unknown name defines nothing and fails below as before.
+    if A[name] == nil then define(name) end
+    limits[i] = { name = name, nkeys = tonumber(argv[at + 2]), args = args }
+    at = at + 3 + nargs
+  end
+  parsed_at = a
+  parsed = {
+    mode = argv[a + 1],
+    now = tonumber(argv[a + 2]) or redis_now(),
+    spent_at = tonumber(argv[a + 4]),
+    memo_ttl = tonumber(argv[a + 5]),
+    memo_arg = argv[a + 6],
+    limits = limits,
+  }
+  return parsed
 end
 
 --[[
@@ -72,32 +107,23 @@ end
   copies). The single path is decide(KEYS, ARGV, 0, 0).
 ]]
 local function decide(keys, argv, k, a)
-  local mode = argv[a + 1]
-  local now = tonumber(argv[a + 2]) or redis_now()
-  local memo_ttl = tonumber(argv[a + 5])
-
-  local limits = {}
-  local at = a + 6
-  for i = 1, tonumber(argv[a + 3]) do
-    local nkeys, nargs = tonumber(argv[at + 2]), tonumber(argv[at + 3])
-    local limit_keys, args = {}, {}
-    for j = 1, nkeys do limit_keys[j] = keys[k + j] end
-    for j = 1, nargs do args[j] = argv[at + 3 + j] end
-    local name = argv[at + 1]
-    -- Only the algorithms this call uses get defined (decide-script.ts); an
-    -- unknown name defines nothing and fails below as before.
-    if A[name] == nil then define(name) end
-    limits[i] = { name = name, keys = limit_keys, args = args }
-    k, at = k + nkeys, at + 3 + nargs
+  local call = parse(argv, a)
+  local mode, now, memo_ttl, limits = call.mode, call.now, call.memo_ttl, call.limits
+  local limit_keys = {}
+  for i, limit in ipairs(limits) do
+    local these = {}
+    for j = 1, limit.nkeys do these[j] = keys[k + j] end
+    limit_keys[i] = these
+    k = k + limit.nkeys
   end
   -- The remembered decision's key follows the limits' keys (the last key of the call).
   local memo = memo_ttl and keys[k + 1]
 
   if mode == 'remember' then
-    if argv[a + 6] == '' then
+    if call.memo_arg == '' then
       redis.call('DEL', memo)
     else
-      redis.call('SET', memo, argv[a + 6], 'PX', string.format('%d', memo_ttl))
+      redis.call('SET', memo, call.memo_arg, 'PX', string.format('%d', memo_ttl))
     end
     return { 'remembered' }
   end
@@ -112,13 +138,12 @@ local function decide(keys, argv, k, a)
 
   local outcomes, all = {}, 1
   if mode == 'refund' then
-    local spent_at = tonumber(argv[a + 4])
-    for _, limit in ipairs(limits) do R[limit.name](limit.keys, limit.args, now, spent_at) end
-    for i, limit in ipairs(limits) do outcomes[i] = unchanged(limit, now) end
+    for i, limit in ipairs(limits) do R[limit.name](limit_keys[i], limit.args, now, call.spent_at) end
+    for i, limit in ipairs(limits) do outcomes[i] = unchanged(limit, limit_keys[i], now) end
   else
     local writes = {}
     for i, limit in ipairs(limits) do
-      outcomes[i], writes[i] = A[limit.name](limit.keys, limit.args, now)
+      outcomes[i], writes[i] = A[limit.name](limit_keys[i], limit.args, now)
       if outcomes[i][1] == 0 then all = 0 end
     end
     local spends = mode == 'spend' and all == 1
@@ -127,7 +152,7 @@ local function decide(keys, argv, k, a)
     end
     if mode ~= 'peek' and not spends then
       for i, limit in ipairs(limits) do
-        if outcomes[i][1] == 1 then outcomes[i] = unchanged(limit, now) end
+        if outcomes[i][1] == 1 then outcomes[i] = unchanged(limit, limit_keys[i], now) end
       end
     end
   end
@@ -143,7 +168,7 @@ local function decide(keys, argv, k, a)
   reply[#reply + 1] = now
   if memo and mode == 'spend' then
     local stored = 'pending'
-    if argv[a + 6] ~= 'claim' then
+    if call.memo_arg ~= 'claim' then
       local fields = {}
       for i, v in ipairs(reply) do fields[i] = type(v) == 'number' and string.format('%.17g', v) or v end
       stored = table.concat(fields, ' ')
@@ -160,10 +185,12 @@ if ARGV[1] ~= 'batch' then return decide(KEYS, ARGV, 0, 0) end
 -- and the next call is decided; what the failed call wrote before its error
 -- stays written, as in a separate script call.
 local replies = {}
-local k, a = 0, 2
+local k, a, at = 0, 2, nil
 for c = 1, tonumber(ARGV[2]) do
   local nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  local ok, reply = pcall(decide, KEYS, ARGV, k, a + 2)
+  -- nargs 0: the same arguments as the call before (no call has none).
+  if nargs > 0 then at = a + 2 end
+  local ok, reply = pcall(decide, KEYS, ARGV, k, at)
   if not ok then
     -- redis.call raises the reply's error text, Lua its own message (or a table from error_reply).
     reply = type(reply) == 'table' and reply or { err = tostring(reply) }
