@@ -38,8 +38,8 @@
   the call before (the usual batch: one policy, one cost); KEYS holds each
   call's own KEYS in turn. Each call is decided by the same function, in order, exactly as a
   separate script call would be; one whose work raises an error answers
-  that error in its place, and the others go on. Reply: n replies, each one
-  a call's own reply (or its error).
+  that error in its place, and the others go on. Reply, flat: per call the
+  length m of its own reply, then its m elements; or -1, then its error.
 
   Reply: { all_allowed (1|0), then per limit:
            allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms,
@@ -72,7 +72,8 @@ end
   per limit the algorithm, key count and args. A batch call may send the
   previous call's arguments again by reference (nargs 0, below); parsing them
   again would give the same, so the last parse is kept. Algorithms only read
-  their args, so calls may share them.
+  their args, so calls may share them; args that read as numbers arrive as
+  numbers (algorithms take them with tonumber, the rest as strings).
 ]]
 local parsed_at, parsed
 local function parse(argv, a)
@@ -81,7 +82,12 @@ local function parse(argv, a)
   for i = 1, tonumber(argv[a + 3]) do
     local nargs = tonumber(argv[at + 3])
     local args = {}
-    for j = 1, nargs do args[j] = argv[at + 3 + j] end
+    -- Numbers once per parse, not once per call of a batch sharing them: the
+    -- algorithms read them with tonumber, which returns a number as it is.
+    for j = 1, nargs do
+      local v = argv[at + 3 + j]
+      args[j] = tonumber(v) or v
+    end
     local name = argv[at + 1]
     -- Only the algorithms this call uses get defined (decide-script.ts); an
     -- unknown name defines nothing and fails below as before.
@@ -184,18 +190,26 @@ if ARGV[1] ~= 'batch' then return decide(KEYS, ARGV, 0, 0) end
 -- say) answers that call with the error, as its own script call would have,
 -- and the next call is decided; what the failed call wrote before its error
 -- stays written, as in a separate script call.
-local replies = {}
+-- One flat reply: a nested table per call costs Redis several times as much
+-- to send as its elements do.
+local replies, r = {}, 0
 local k, a, at = 0, 2, nil
 for c = 1, tonumber(ARGV[2]) do
   local nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   -- nargs 0: the same arguments as the call before (no call has none).
   if nargs > 0 then at = a + 2 end
   local ok, reply = pcall(decide, KEYS, ARGV, k, at)
-  if not ok then
+  if ok then
+    local m = #reply
+    replies[r + 1] = m
+    for j = 1, m do replies[r + 1 + j] = reply[j] end
+    r = r + 1 + m
+  else
     -- redis.call raises the reply's error text, Lua its own message (or a table from error_reply).
-    reply = type(reply) == 'table' and reply or { err = tostring(reply) }
+    replies[r + 1] = -1
+    replies[r + 2] = type(reply) == 'table' and reply or { err = tostring(reply) }
+    r = r + 2
   end
-  replies[c] = reply
   k, a = k + nkeys, a + 2 + nargs
 end
 return replies

@@ -80,13 +80,13 @@ export class ScriptBatcher {
     }
     this.send(batchArguments(waiting.map((w) => w.call))).then(
       (reply) => {
-        if (!Array.isArray(reply) || reply.length !== waiting.length) {
-          const error = new Error(`batch: expected ${waiting.length} replies, got ${JSON.stringify(reply)}`);
-          for (const w of waiting) w.reject(error);
+        const replies = splitReplies(reply, waiting.length);
+        if (replies instanceof Error) {
+          for (const w of waiting) w.reject(replies);
           return;
         }
         waiting.forEach((w, i) => {
-          const one: unknown = reply[i];
+          const one = replies[i];
           if (one instanceof Error) w.reject(this.callError(one));
           else w.resolve(one);
         });
@@ -96,4 +96,30 @@ export class ScriptBatcher {
       },
     );
   }
+}
+
+/**
+ * The batch reply (flat, decide.lua): per call the length of its reply and its
+ * elements, or -1 and its error. Each call's own reply, or an Error when the
+ * reply is not that shape.
+ */
+function splitReplies(reply: unknown, count: number): unknown[] | Error {
+  const replies: unknown[] = [];
+  if (Array.isArray(reply)) {
+    let at = 0;
+    while (at < reply.length && replies.length < count) {
+      const length: unknown = reply[at];
+      if (length === -1) {
+        replies.push(reply[at + 1]);
+        at += 2;
+      } else if (typeof length === 'number' && Number.isInteger(length) && length >= 0 && at + 1 + length <= reply.length) {
+        replies.push(reply.slice(at + 1, at + 1 + length));
+        at += 1 + length;
+      } else {
+        break;
+      }
+    }
+    if (at === reply.length && replies.length === count) return replies;
+  }
+  return new Error(`batch: expected the flat replies of ${count} calls, got ${JSON.stringify(reply)}`);
 }
