@@ -10,8 +10,16 @@ import { algorithms } from './registry.js';
  */
 export const DECIDE_SCRIPT_NAME = 'quotaDecide';
 
+/**
+ * int(n) and g17(x): numbers as the text Redis stores, as string.format gives
+ * it, remembered within the script call (text.lua). Every algorithm uses them,
+ * so a script running an algorithm's .lua defines them first.
+ */
+export const textLua = readLua(import.meta.url, './text.lua');
+
 export const decideLua = [
   'local A, R = {}, {}',
+  textLua,
   // define(name) runs one algorithm's file, defining A.<name> and R.<name>, and
   // the driver calls it once per algorithm the call uses: defining all six
   // decisions and refunds on every call cost Redis CPU on each decision

@@ -129,7 +129,7 @@ local function decide(keys, argv, k, a)
     if call.memo_arg == '' then
       redis.call('DEL', memo)
     else
-      redis.call('SET', memo, call.memo_arg, 'PX', string.format('%d', memo_ttl))
+      redis.call('SET', memo, call.memo_arg, 'PX', int(memo_ttl))
     end
     return { 'remembered' }
   end
@@ -163,23 +163,20 @@ local function decide(keys, argv, k, a)
     end
   end
 
-  local reply = { all }
-  for _, o in ipairs(outcomes) do
-    reply[#reply + 1] = o[1]
-    reply[#reply + 1] = o[2]
-    reply[#reply + 1] = string.format('%.17g', o[3])
-    reply[#reply + 1] = o[4]
-    reply[#reply + 1] = o[5]
+  local reply, n = { all }, #outcomes
+  for i = 1, n do
+    local o, at = outcomes[i], 5 * i - 3
+    reply[at], reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = o[1], o[2], g17(o[3]), o[4], o[5]
   end
-  reply[#reply + 1] = now
+  reply[5 * n + 2] = now
   if memo and mode == 'spend' then
     local stored = 'pending'
     if call.memo_arg ~= 'claim' then
       local fields = {}
-      for i, v in ipairs(reply) do fields[i] = type(v) == 'number' and string.format('%.17g', v) or v end
+      for i, v in ipairs(reply) do fields[i] = type(v) == 'number' and g17(v) or v end
       stored = table.concat(fields, ' ')
     end
-    redis.call('SET', memo, stored, 'PX', string.format('%d', memo_ttl))
+    redis.call('SET', memo, stored, 'PX', int(memo_ttl))
   end
   return reply
 end
