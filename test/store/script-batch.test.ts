@@ -7,6 +7,7 @@ import { StoreUnavailableError } from '../../src/engine/errors.js';
 import { identityKey } from '../../src/engine/keys.js';
 import { limitFrom, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { scriptCalls } from '../support/script-calls.js';
+import { startTestService } from '../support/quota-service.js';
 import { useRedisServer } from '../support/use-redis.js';
 
 /**
@@ -48,6 +49,19 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
     // Each user was asked twice in order: 10 -> 9 -> 8.
     expect(decisions.map((d) => d.limits[0]?.remaining)).toEqual([...Array(125).fill(9), ...Array(125).fill(8)]);
     expect(await f.tokenBucket(keyOf('u7'))).toEqual({ tokens: 8, ts: T0 });
+  });
+
+  it('one AllowBatch of 100 requests over gRPC (the quota client\'s batch) reaches Redis as one script call', async () => {
+    const service = await startTestService(f.store, policies);
+    try {
+      await redis.config('RESETSTAT');
+      const requests = Array.from({ length: 100 }, (_, i) => ({ policy: 'orders', identity: { user: `g${i}` }, cost: 1, requestId: '' }));
+      const { results } = await service.client.allowBatch({ requests });
+      expect(results.map((r) => r.response?.allowed)).toEqual(Array(100).fill(true));
+      expect(await scriptCalls(redis)).toBe(1);
+    } finally {
+      await service.stop();
+    }
   });
 
   it('an item hitting WRONGTYPE fails alone, with the script-error class a lone call gets; the others are decided and written', async () => {
