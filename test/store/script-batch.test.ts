@@ -51,6 +51,15 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
     expect(await f.tokenBucket(keyOf('u7'))).toEqual({ tokens: 8, ts: T0 });
   });
 
+  it('a script call carries at most 256 keys: 100 calls of 3 limits each go as 85 + 15 calls', async () => {
+    const three = ['x', 'y', 'z'].map((name) => limitFrom({ name, key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 1 }));
+    const outcomes = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => f.store.decideAll(three.map((limit) => ({ limit, identityKey: identityKey(limit.name, 'user', `k${i}`), cost: 1 })), 'spend')),
+    );
+    expect(outcomes.flat().every((o) => o.allowed && o.remaining === 9)).toBe(true);
+    expect(await scriptCalls(redis)).toBe(2);
+  });
+
   it('one AllowBatch of 100 requests over gRPC (the quota client\'s batch) reaches Redis as one script call', async () => {
     const service = await startTestService(f.store, policies);
     try {
