@@ -105,24 +105,28 @@ export interface ScriptCall {
 /**
  * KEYS and ARGV of one driver call in batch mode: each call decided in turn as
  * if it ran alone, one reply (or error) per call (decide.lua, docs/decide-script.md).
- * A call whose ARGV equals the previous call's sends none (nargs 0): a batch
- * is mostly one policy at one cost, so Redis parses and this process encodes
- * about 3 arguments per call instead of 15.
+ * Consecutive calls with the same ARGV and key count form a group that sends
+ * its ARGV once: a batch is mostly one policy at one cost, so Redis parses and
+ * this process encodes about one argument per call (its key) instead of 16.
  */
 export function batchArguments(calls: readonly ScriptCall[]): ScriptCall {
   const keys: string[] = [];
-  const args = ['batch', String(calls.length)];
-  let previous: readonly string[] | undefined;
+  const args = ['batch', '0'];
+  const groups: { at: number; nkeys: number; args: readonly string[]; calls: number }[] = [];
+  let group: (typeof groups)[number] | undefined;
   for (const call of calls) {
     for (const key of call.keys) keys.push(key);
-    if (previous !== undefined && sameStrings(previous, call.args)) {
-      args.push(String(call.keys.length), '0');
+    if (group !== undefined && group.nkeys === call.keys.length && sameStrings(group.args, call.args)) {
+      group.calls += 1;
       continue;
     }
-    args.push(String(call.keys.length), String(call.args.length));
+    group = { at: args.length, nkeys: call.keys.length, args: call.args, calls: 1 };
+    groups.push(group);
+    args.push('', String(call.keys.length), String(call.args.length));
     for (const arg of call.args) args.push(arg);
-    previous = call.args;
   }
+  args[1] = String(groups.length);
+  for (const { at, calls: count } of groups) args[at] = String(count);
   return { keys, args };
 }
 

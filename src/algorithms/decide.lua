@@ -33,13 +33,14 @@
            to report a limit unchanged)
 
   Batch (docs/decide-script.md, "Batch mode"): ARGV[1] = 'batch', ARGV[2] =
-  the number of calls n, then per call: nkeys_c, nargs_c, and that call's
-  own ARGV as above (nargs_c of them), or nargs_c = 0 for the same ARGV as
-  the call before (the usual batch: one policy, one cost); KEYS holds each
-  call's own KEYS in turn. Each call is decided by the same function, in order, exactly as a
-  separate script call would be; one whose work raises an error answers
-  that error in its place, and the others go on. Reply, flat: per call the
-  length m of its own reply, then its m elements; or -1, then its error.
+  the number of groups; per group: ncalls_g, nkeys_g, nargs_g and the ARGV
+  (as above, nargs_g of them) its ncalls_g calls share, each call taking its
+  own nkeys_g KEYS in turn (a batch is mostly one policy at one cost, so
+  mostly one group). Each call is decided by the same function, in order,
+  exactly as a separate script call would be; one whose work raises an error
+  answers that error in its place, and the others go on. Reply, flat: per
+  call the length m of its own reply, then its m elements; or -1, then its
+  error.
 
   Reply: { all_allowed (1|0), then per limit:
            allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms,
@@ -69,9 +70,9 @@ end
 
 --[[
   A call's arguments, argv[a + 1], argv[a + 2], ...: its mode, now, memo and
-  per limit the algorithm, key count and args. A batch call may send the
-  previous call's arguments again by reference (nargs 0, below); parsing them
-  again would give the same, so the last parse is kept. Algorithms only read
+  per limit the algorithm, key count and args. The calls of a batch group
+  share their arguments (below); parsing them again would give the same, so
+  the last parse is kept. Algorithms only read
   their args, so calls may share them; args that read as numbers arrive as
   numbers (algorithms take them with tonumber, the rest as strings).
 ]]
@@ -190,23 +191,24 @@ if ARGV[1] ~= 'batch' then return decide(KEYS, ARGV, 0, 0) end
 -- One flat reply: a nested table per call costs Redis several times as much
 -- to send as its elements do.
 local replies, r = {}, 0
-local k, a, at = 0, 2, nil
-for c = 1, tonumber(ARGV[2]) do
-  local nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  -- nargs 0: the same arguments as the call before (no call has none).
-  if nargs > 0 then at = a + 2 end
-  local ok, reply = pcall(decide, KEYS, ARGV, k, at)
-  if ok then
-    local m = #reply
-    replies[r + 1] = m
-    for j = 1, m do replies[r + 1 + j] = reply[j] end
-    r = r + 1 + m
-  else
-    -- redis.call raises the reply's error text, Lua its own message (or a table from error_reply).
-    replies[r + 1] = -1
-    replies[r + 2] = type(reply) == 'table' and reply or { err = tostring(reply) }
-    r = r + 2
+local k, a = 0, 2
+for _ = 1, tonumber(ARGV[2]) do
+  local ncalls, nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  for _ = 1, ncalls do
+    local ok, reply = pcall(decide, KEYS, ARGV, k, a + 3)
+    if ok then
+      local m = #reply
+      replies[r + 1] = m
+      for j = 1, m do replies[r + 1 + j] = reply[j] end
+      r = r + 1 + m
+    else
+      -- redis.call raises the reply's error text, Lua its own message (or a table from error_reply).
+      replies[r + 1] = -1
+      replies[r + 2] = type(reply) == 'table' and reply or { err = tostring(reply) }
+      r = r + 2
+    end
+    k = k + nkeys
   end
-  k, a = k + nkeys, a + 2 + nargs
+  a = a + 3 + nargs
 end
 return replies
