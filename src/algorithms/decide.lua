@@ -116,12 +116,14 @@ end
 local function decide(keys, argv, k, a)
   local call = parse(argv, a)
   local mode, now, memo_ttl, limits = call.mode, call.now, call.memo_ttl, call.limits
+  local n = #limits
   local limit_keys = {}
-  for i, limit in ipairs(limits) do
+  for i = 1, n do
+    local nkeys = limits[i].nkeys
     local these = {}
-    for j = 1, limit.nkeys do these[j] = keys[k + j] end
+    for j = 1, nkeys do these[j] = keys[k + j] end
     limit_keys[i] = these
-    k = k + limit.nkeys
+    k = k + nkeys
   end
   -- The remembered decision's key follows the limits' keys (the last key of the call).
   local memo = memo_ttl and keys[k + 1]
@@ -145,26 +147,33 @@ local function decide(keys, argv, k, a)
 
   local outcomes, all = {}, 1
   if mode == 'refund' then
-    for i, limit in ipairs(limits) do R[limit.name](limit_keys[i], limit.args, now, call.spent_at) end
-    for i, limit in ipairs(limits) do outcomes[i] = unchanged(limit, limit_keys[i], now) end
+    for i = 1, n do
+      local limit = limits[i]
+      R[limit.name](limit_keys[i], limit.args, now, call.spent_at)
+    end
+    for i = 1, n do outcomes[i] = unchanged(limits[i], limit_keys[i], now) end
   else
     local writes = {}
-    for i, limit in ipairs(limits) do
-      outcomes[i], writes[i] = A[limit.name](limit_keys[i], limit.args, now)
-      if outcomes[i][1] == 0 then all = 0 end
+    for i = 1, n do
+      local limit = limits[i]
+      local outcome, write = A[limit.name](limit_keys[i], limit.args, now)
+      outcomes[i], writes[i] = outcome, write
+      if outcome[1] == 0 then all = 0 end
     end
     local spends = mode == 'spend' and all == 1
-    for i, o in ipairs(outcomes) do
-      if (mode == 'spend' or mode == 'check') and writes[i] and (spends or o[1] == 0) then writes[i]() end
+    if mode == 'spend' or mode == 'check' then
+      for i = 1, n do
+        if writes[i] and (spends or outcomes[i][1] == 0) then writes[i]() end
+      end
     end
     if mode ~= 'peek' and not spends then
-      for i, limit in ipairs(limits) do
-        if outcomes[i][1] == 1 then outcomes[i] = unchanged(limit, limit_keys[i], now) end
+      for i = 1, n do
+        if outcomes[i][1] == 1 then outcomes[i] = unchanged(limits[i], limit_keys[i], now) end
       end
     end
   end
 
-  local reply, n = { all }, #outcomes
+  local reply = { all }
   for i = 1, n do
     local o, at = outcomes[i], 5 * i - 3
     reply[at], reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = o[1], o[2], g17(o[3]), o[4], o[5]
