@@ -72,9 +72,9 @@ end
   A call's arguments, argv[a + 1], argv[a + 2], ...: its mode, now, memo and
   per limit the algorithm, key count and args. The calls of a batch group
   share their arguments (below); parsing them again would give the same, so
-  the last parse is kept. Algorithms only read
-  their args, so calls may share them; args that read as numbers arrive as
-  numbers (algorithms take them with tonumber, the rest as strings).
+  the last parse is kept. Algorithms only read their args, so calls may share
+  them; args that read as numbers arrive as numbers (algorithms take them
+  with tonumber, the rest as strings).
 ]]
 local parsed_at, parsed
 local function parse(argv, a)
