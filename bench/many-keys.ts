@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
 import type { Redis } from 'ioredis';
 import { stringify } from 'yaml';
-import { decideArguments, decideLua, parseDecideReply } from '../src/algorithms/decide-script.js';
+import { decideArguments, decideLua, parseDecideReply, textLua } from '../src/algorithms/decide-script.js';
 import { tokenBucket } from '../src/algorithms/token-bucket/token-bucket.js';
 import { parsePolicies, type Limit } from '../src/config/policies.js';
 import { identityKey } from '../src/engine/keys.js';
@@ -51,7 +51,9 @@ const KEY_SUFFIX = '}';
  * Returns the number of denials (none expected: every identity is new).
  */
 const BULK_LUA = [
-  'local A = {}',
+  // The prologue the decide script has (decide-script.ts): the tables the algorithm files fill, and text.lua's int/g17.
+  'local A, R = {}, {}',
+  textLua,
   `do\n${tokenBucket.lua}\nend`,
   `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)

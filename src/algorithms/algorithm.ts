@@ -47,7 +47,7 @@ export interface Algorithm<P> {
   readonly lua: string;
   /** The function's `keys`, from the identity's key (src/engine/keys.ts). */
   scriptKeys(identityKey: string, params: P): string[];
-  /** The function's `args` (the driver passes `now` separately). */
+  /** The function's `args` (the driver passes `now` separately; in Lua, args that read as numbers arrive as numbers: read them with tonumber). */
   scriptArgs(params: P, cost: number): string[];
   /** The same decision on the embedded store; writes nothing until `commit`. */
   decideInMemory(space: MemorySpace, identityKey: string, params: P, cost: number, nowMs: number): Decided;

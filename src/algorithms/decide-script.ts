@@ -10,8 +10,16 @@ import { algorithms } from './registry.js';
  */
 export const DECIDE_SCRIPT_NAME = 'quotaDecide';
 
+/**
+ * int(n) and g17(x): numbers as the text Redis stores, as string.format gives
+ * it, remembered within the script call (text.lua). Every algorithm uses them,
+ * so a script running an algorithm's .lua defines them first.
+ */
+export const textLua = readLua(import.meta.url, './text.lua');
+
 export const decideLua = [
   'local A, R = {}, {}',
+  textLua,
   // define(name) runs one algorithm's file, defining A.<name> and R.<name>, and
   // the driver calls it once per algorithm the call uses: defining all six
   // decisions and refunds on every call cost Redis CPU on each decision
@@ -66,7 +74,7 @@ export interface LimitCall {
 }
 
 /** KEYS and ARGV of the driver, without `numkeys` (ioredis adds it from the first element). */
-export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, nowMs?: number, options: DecideOptions = {}): { keys: string[]; args: string[] } {
+export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, nowMs?: number, options: DecideOptions = {}): ScriptCall {
   const { spentAtMs, memo } = options;
   if (mode === 'refund' && spentAtMs === undefined) throw new Error('refund needs the time of the spend');
   const keys: string[] = [];
@@ -88,8 +96,48 @@ export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, n
   return { keys, args };
 }
 
+/** One driver call's KEYS and ARGV (decideArguments, rememberArguments). */
+export interface ScriptCall {
+  keys: string[];
+  args: string[];
+}
+
+/**
+ * KEYS and ARGV of one driver call in batch mode: each call decided in turn as
+ * if it ran alone, one reply (or error) per call (decide.lua, docs/decide-script.md).
+ * Consecutive calls with the same ARGV and key count form a group that sends
+ * its ARGV once: a batch is mostly one policy at one cost, so Redis parses and
+ * this process encodes about one argument per call (its key) instead of 16.
+ */
+export function batchArguments(calls: readonly ScriptCall[]): ScriptCall {
+  const keys: string[] = [];
+  const args = ['batch', '0'];
+  const groups: { at: number; nkeys: number; args: readonly string[]; calls: number }[] = [];
+  let group: (typeof groups)[number] | undefined;
+  for (const call of calls) {
+    for (const key of call.keys) keys.push(key);
+    if (group !== undefined && group.nkeys === call.keys.length && sameStrings(group.args, call.args)) {
+      group.calls += 1;
+      continue;
+    }
+    group = { at: args.length, nkeys: call.keys.length, args: call.args, calls: 1 };
+    groups.push(group);
+    args.push('', String(call.keys.length), String(call.args.length));
+    for (const arg of call.args) args.push(arg);
+  }
+  args[1] = String(groups.length);
+  for (const { at, calls: count } of groups) args[at] = String(count);
+  return { keys, args };
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** KEYS and ARGV that store `value` as the remembered decision ('' forgets it). */
-export function rememberArguments(memo: Memo, value: string): { keys: string[]; args: string[] } {
+export function rememberArguments(memo: Memo, value: string): ScriptCall {
   return { keys: [memo.key], args: ['remember', '', '0', '', String(memo.ttlMs), value] };
 }
 

@@ -32,6 +32,16 @@
            args[3] is the cost for every algorithm (the driver sets it to '0'
            to report a limit unchanged)
 
+  Batch (docs/decide-script.md, "Batch mode"): ARGV[1] = 'batch', ARGV[2] =
+  the number of groups; per group: ncalls_g, nkeys_g, nargs_g and the ARGV
+  (as above, nargs_g of them) its ncalls_g calls share, each call taking its
+  own nkeys_g KEYS in turn (a batch is mostly one policy at one cost, so
+  mostly one group). Each call is decided by the same function, in order,
+  exactly as a separate script call would be; one whose work raises an error
+  answers that error in its place, and the others go on. Reply, flat: per
+  call the length m of its own reply, then its m elements; or -1, then its
+  error.
+
   Reply: { all_allowed (1|0), then per limit:
            allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms,
            then now }
@@ -39,93 +49,175 @@
     A limit that allowed a request some other limit denied reports its status
     unchanged (as a peek), not what it would have had after spending.
 ]]
-local now = tonumber(ARGV[2])
-if not now then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
-local mode = ARGV[1]
-local memo_ttl, memo = tonumber(ARGV[5]), nil
-if memo_ttl then memo = KEYS[#KEYS] end
 
-if mode == 'remember' then
-  if ARGV[6] == '' then
-    redis.call('DEL', memo)
-  else
-    redis.call('SET', memo, ARGV[6], 'PX', string.format('%d', memo_ttl))
+-- Redis TIME, read at most once per script call: a batch decides at one instant.
+local clock
+local function redis_now()
+  if not clock then
+    local time = redis.call('TIME')
+    clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   end
-  return { 'remembered' }
-end
-if memo and mode == 'spend' then
-  local seen = redis.call('GET', memo)
-  if seen then
-    local replay = { 'replay' }
-    for field in string.gmatch(seen, '%S+') do replay[#replay + 1] = field end
-    return replay
-  end
-end
-
-local limits = {}
-local k, a = 0, 6
-for i = 1, tonumber(ARGV[3]) do
-  local nkeys, nargs = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local keys, args = {}, {}
-  for j = 1, nkeys do keys[j] = KEYS[k + j] end
-  for j = 1, nargs do args[j] = ARGV[a + 3 + j] end
-  local name = ARGV[a + 1]
-  -- Only the algorithms this call uses get defined (decide-script.ts); an
-  -- unknown name defines nothing and fails below as before.
-  if A[name] == nil then define(name) end
-  limits[i] = { name = name, keys = keys, args = args }
-  k, a = k + nkeys, a + 3 + nargs
+  return clock
 end
 
 -- The same limit asked with cost 0: its status without this request.
-local function unchanged(limit)
+local function unchanged(limit, keys, now)
   local args = {}
   for j, v in ipairs(limit.args) do args[j] = v end
   args[3] = '0'
-  return (A[limit.name](limit.keys, args, now))
+  return (A[limit.name](keys, args, now))
 end
 
-local outcomes, all = {}, 1
-if mode == 'refund' then
-  local spent_at = tonumber(ARGV[4])
-  for _, limit in ipairs(limits) do R[limit.name](limit.keys, limit.args, now, spent_at) end
-  for i, limit in ipairs(limits) do outcomes[i] = unchanged(limit) end
-else
-  local writes = {}
-  for i, limit in ipairs(limits) do
-    outcomes[i], writes[i] = A[limit.name](limit.keys, limit.args, now)
-    if outcomes[i][1] == 0 then all = 0 end
+--[[
+  A call's arguments, argv[a + 1], argv[a + 2], ...: its mode, now, memo and
+  per limit the algorithm, key count and args. The calls of a batch group
+  share their arguments (below); parsing them again would give the same, so
+  the last parse is kept. Algorithms only read their args, so calls may share
+  them; args that read as numbers arrive as numbers (algorithms take them
+  with tonumber, the rest as strings).
+]]
+local parsed_at, parsed
+local function parse(argv, a)
+  if parsed_at == a then return parsed end
+  local limits, at = {}, a + 6
+  for i = 1, tonumber(argv[a + 3]) do
+    local nargs = tonumber(argv[at + 3])
+    local args = {}
+    -- Numbers once per parse, not once per call of a batch sharing them: the
+    -- algorithms read them with tonumber, which returns a number as it is.
+    for j = 1, nargs do
+      local v = argv[at + 3 + j]
+      args[j] = tonumber(v) or v
+    end
+    local name = argv[at + 1]
+    -- Only the algorithms this call uses get defined (decide-script.ts); an
+    -- unknown name defines nothing and fails below as before.
+    if A[name] == nil then define(name) end
+    limits[i] = { name = name, nkeys = tonumber(argv[at + 2]), args = args }
+    at = at + 3 + nargs
   end
-  local spends = mode == 'spend' and all == 1
-  for i, o in ipairs(outcomes) do
-    if (mode == 'spend' or mode == 'check') and writes[i] and (spends or o[1] == 0) then writes[i]() end
+  parsed_at = a
+  parsed = {
+    mode = argv[a + 1],
+    now = tonumber(argv[a + 2]) or redis_now(),
+    spent_at = tonumber(argv[a + 4]),
+    memo_ttl = tonumber(argv[a + 5]),
+    memo_arg = argv[a + 6],
+    limits = limits,
+  }
+  return parsed
+end
+
+--[[
+  One call, as documented above: its KEYS are keys[k + 1], keys[k + 2], ...
+  and its ARGV argv[a + 1], argv[a + 2], ... (offsets, so a batch needs no
+  copies). The single path is decide(KEYS, ARGV, 0, 0).
+]]
+local function decide(keys, argv, k, a)
+  local call = parse(argv, a)
+  local mode, now, memo_ttl, limits = call.mode, call.now, call.memo_ttl, call.limits
+  local n = #limits
+  local limit_keys = {}
+  for i = 1, n do
+    local nkeys = limits[i].nkeys
+    local these = {}
+    for j = 1, nkeys do these[j] = keys[k + j] end
+    limit_keys[i] = these
+    k = k + nkeys
   end
-  if mode ~= 'peek' and not spends then
-    for i, limit in ipairs(limits) do
-      if outcomes[i][1] == 1 then outcomes[i] = unchanged(limit) end
+  -- The remembered decision's key follows the limits' keys (the last key of the call).
+  local memo = memo_ttl and keys[k + 1]
+
+  if mode == 'remember' then
+    if call.memo_arg == '' then
+      redis.call('DEL', memo)
+    else
+      redis.call('SET', memo, call.memo_arg, 'PX', int(memo_ttl))
+    end
+    return { 'remembered' }
+  end
+  if memo and mode == 'spend' then
+    local seen = redis.call('GET', memo)
+    if seen then
+      local replay = { 'replay' }
+      for field in string.gmatch(seen, '%S+') do replay[#replay + 1] = field end
+      return replay
     end
   end
+
+  local outcomes, all = {}, 1
+  if mode == 'refund' then
+    for i = 1, n do
+      local limit = limits[i]
+      R[limit.name](limit_keys[i], limit.args, now, call.spent_at)
+    end
+    for i = 1, n do outcomes[i] = unchanged(limits[i], limit_keys[i], now) end
+  else
+    local writes = {}
+    for i = 1, n do
+      local limit = limits[i]
+      local outcome, write = A[limit.name](limit_keys[i], limit.args, now)
+      outcomes[i], writes[i] = outcome, write
+      if outcome[1] == 0 then all = 0 end
+    end
+    local spends = mode == 'spend' and all == 1
+    if mode == 'spend' or mode == 'check' then
+      for i = 1, n do
+        if writes[i] and (spends or outcomes[i][1] == 0) then writes[i]() end
+      end
+    end
+    if mode ~= 'peek' and not spends then
+      for i = 1, n do
+        if outcomes[i][1] == 1 then outcomes[i] = unchanged(limits[i], limit_keys[i], now) end
+      end
+    end
+  end
+
+  local reply = { all }
+  for i = 1, n do
+    local o, at = outcomes[i], 5 * i - 3
+    reply[at], reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = o[1], o[2], g17(o[3]), o[4], o[5]
+  end
+  reply[5 * n + 2] = now
+  if memo and mode == 'spend' then
+    local stored = 'pending'
+    if call.memo_arg ~= 'claim' then
+      local fields = {}
+      for i, v in ipairs(reply) do fields[i] = type(v) == 'number' and g17(v) or v end
+      stored = table.concat(fields, ' ')
+    end
+    redis.call('SET', memo, stored, 'PX', int(memo_ttl))
+  end
+  return reply
 end
 
-local reply = { all }
-for _, o in ipairs(outcomes) do
-  reply[#reply + 1] = o[1]
-  reply[#reply + 1] = o[2]
-  reply[#reply + 1] = string.format('%.17g', o[3])
-  reply[#reply + 1] = o[4]
-  reply[#reply + 1] = o[5]
-end
-reply[#reply + 1] = now
-if memo and mode == 'spend' then
-  local stored = 'pending'
-  if ARGV[6] ~= 'claim' then
-    local fields = {}
-    for i, v in ipairs(reply) do fields[i] = type(v) == 'number' and string.format('%.17g', v) or v end
-    stored = table.concat(fields, ' ')
+if ARGV[1] ~= 'batch' then return decide(KEYS, ARGV, 0, 0) end
+
+-- Batch: every call in turn. An error in one call (a key of the wrong type,
+-- say) answers that call with the error, as its own script call would have,
+-- and the next call is decided; what the failed call wrote before its error
+-- stays written, as in a separate script call.
+-- One flat reply: a nested table per call costs Redis several times as much
+-- to send as its elements do.
+local replies, r = {}, 0
+local k, a = 0, 2
+for _ = 1, tonumber(ARGV[2]) do
+  local ncalls, nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  for _ = 1, ncalls do
+    local ok, reply = pcall(decide, KEYS, ARGV, k, a + 3)
+    if ok then
+      local m = #reply
+      replies[r + 1] = m
+      for j = 1, m do replies[r + 1 + j] = reply[j] end
+      r = r + 1 + m
+    else
+      -- redis.call raises the reply's error text, Lua its own message (or a table from error_reply).
+      replies[r + 1] = -1
+      replies[r + 2] = type(reply) == 'table' and reply or { err = tostring(reply) }
+      r = r + 2
+    end
+    k = k + nkeys
   end
-  redis.call('SET', memo, stored, 'PX', string.format('%d', memo_ttl))
+  a = a + 3 + nargs
 end
-return reply
+return replies

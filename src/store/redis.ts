@@ -2,13 +2,14 @@ import calculateSlot from 'cluster-key-slot';
 import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis } from 'ioredis';
 import type { LimitOutcome } from '../algorithms/algorithm.js';
-import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, parseDecideReply, type DecideMode, type DecideOptions, type GroupDecision, type LimitCall, type Memo, rememberArguments } from '../algorithms/decide-script.js';
+import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, parseDecideReply, type DecideMode, type DecideOptions, type GroupDecision, type LimitCall, type Memo, rememberArguments, type ScriptCall } from '../algorithms/decide-script.js';
 import type { Clock } from '../clock.js';
 import type { Limit } from '../config/policies.js';
 import { StoreUnavailableError } from '../engine/errors.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { parseClusterSeed } from './cluster-seeds.js';
 import { probeConnection } from './connection-probe.js';
+import { ScriptBatcher } from './script-batcher.js';
 import type { QuotaStore } from './store.js';
 
 export interface RedisStoreOptions {
@@ -27,6 +28,11 @@ export interface RedisStoreOptions {
    * that does not verify): ioredis keeps reconnecting by itself and would fail silently.
    */
   onConnectionError?: (error: Error, node: string) => void;
+  /**
+   * Coalesce one event-loop turn's script calls into one (default true; a
+   * cluster never does). Off only to measure the difference (bench/store-batch.ts).
+   */
+  batch?: boolean;
 }
 
 /** Redis errors that mean "not now" rather than "this script is wrong". */
@@ -46,10 +52,17 @@ const COMMAND_TIMEOUT_MS = 1_000;
  * after that, and falls back to EVAL on NOSCRIPT (a restarted node, SCRIPT FLUSH,
  * a freshly promoted replica). On a cluster, ioredis routes each script call by
  * its key's slot and follows MOVED and ASK.
+ *
+ * On one node, the script calls issued within one event-loop turn go as one
+ * script call (ScriptBatcher, driver batch mode): an AllowBatch of 100
+ * requests costs Redis one EVALSHA instead of 100. On a cluster each call goes
+ * alone: one script may touch one slot only, and random identities almost
+ * never share one (docs/decide-script.md, "Batch mode").
  */
 export class RedisStore implements QuotaStore {
   readonly description: string;
   private eviction: EvictionRisk | undefined;
+  private readonly batcher: ScriptBatcher | undefined;
 
   constructor(
     private readonly redis: RedisClient,
@@ -58,6 +71,7 @@ export class RedisStore implements QuotaStore {
     this.description = redis instanceof Cluster ? `redis cluster seeds ${describeSeeds(redis)}` : `redis ${redis.options.host}:${redis.options.port}`;
     // No numberOfKeys: the key count varies with the limits, so each call passes it first.
     redis.defineCommand(DECIDE_SCRIPT_NAME, { lua: decideLua });
+    this.batcher = redis instanceof Cluster || options.batch === false ? undefined : new ScriptBatcher((call) => this.send(call), storeError);
   }
 
   /** A client tuned for a decision path: fail fast instead of queueing while Redis is away. */
@@ -158,17 +172,19 @@ export class RedisStore implements QuotaStore {
     await this.run(rememberArguments(memo, value));
   }
 
-  private async run({ keys, args }: { keys: string[]; args: string[] }): Promise<unknown> {
+  private run(call: ScriptCall): Promise<unknown> {
+    return this.batcher === undefined ? this.send(call) : this.batcher.run(call);
+  }
+
+  /** One script call; its error as the caller should see it (storeError). */
+  private async send({ keys, args }: ScriptCall): Promise<unknown> {
     const run = (this.redis as unknown as Record<string, ScriptRunner>)[DECIDE_SCRIPT_NAME];
     if (run === undefined) throw new Error(`script ${DECIDE_SCRIPT_NAME} is not registered`);
-    let reply: unknown;
     try {
-      reply = await run.call(this.redis, keys.length, ...keys, ...args);
+      return await run.call(this.redis, keys.length, ...keys, ...args);
     } catch (error) {
-      if (isScriptError(error)) throw error;
-      throw new StoreUnavailableError(error);
+      throw storeError(error);
     }
-    return reply;
   }
 
   /**
@@ -234,6 +250,11 @@ export class RedisStore implements QuotaStore {
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
+}
+
+/** A script error as it is (a bug to surface); anything else means the store is unavailable now. */
+function storeError(error: unknown): unknown {
+  return isScriptError(error) ? error : new StoreUnavailableError(error);
 }
 
 /** A reply error from the script itself is a bug to surface, not an outage. */

@@ -39,10 +39,10 @@ A.fixed_window = function(keys, args, now)
     write = function()
       if count == 0 then
         -- A new window: replace the counter and expire it with its window.
-        redis.call('HSET', keys[1], 'w', string.format('%d', start), 'c', string.format('%d', cost))
-        redis.call('PEXPIRE', keys[1], string.format('%d', reset_after_ms))
+        redis.call('HSET', keys[1], 'w', int(start), 'c', int(cost))
+        redis.call('PEXPIRE', keys[1], int(reset_after_ms))
       else
-        redis.call('HINCRBY', keys[1], 'c', string.format('%d', cost))
+        redis.call('HINCRBY', keys[1], 'c', int(cost))
       end
     end
   end
@@ -60,5 +60,5 @@ R.fixed_window = function(keys, args, now, spent_at)
   local stored = redis.call('HMGET', keys[1], 'w', 'c')
   if tonumber(stored[1]) ~= spent_at - (spent_at % window) then return end
   local count = tonumber(stored[2])
-  redis.call('HSET', keys[1], 'c', string.format('%d', count - math.min(count, cost)))
+  redis.call('HSET', keys[1], 'c', int(count - math.min(count, cost)))
 end

@@ -29,7 +29,7 @@ A.gcra = function(keys, args, now)
   local write = nil
   if cost > 0 then
     write = function()
-      redis.call('SET', keys[1], string.format('%.17g', now + after), 'PX', string.format('%d', math.ceil(after)))
+      redis.call('SET', keys[1], g17(now + after), 'PX', int(math.ceil(after)))
     end
   end
   return { 1, 0, math.max(0, capacity - after / interval), math.ceil(after), 0 }, write
@@ -50,5 +50,5 @@ R.gcra = function(keys, args, now, spent_at)
     redis.call('DEL', keys[1])
     return
   end
-  redis.call('SET', keys[1], string.format('%.17g', tat), 'PX', string.format('%d', math.ceil(tat - now)))
+  redis.call('SET', keys[1], g17(tat), 'PX', int(math.ceil(tat - now)))
 end

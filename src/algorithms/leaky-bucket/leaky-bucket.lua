@@ -37,8 +37,8 @@ A.leaky_bucket = function(keys, args, now)
   local write = nil
   if cost > 0 then
     write = function()
-      redis.call('HSET', keys[1], 'level', string.format('%.17g', level), 'ts', string.format('%d', now))
-      redis.call('PEXPIRE', keys[1], string.format('%d', math.ceil(level * 1000 / rate)))
+      redis.call('HSET', keys[1], 'level', g17(level), 'ts', int(now))
+      redis.call('PEXPIRE', keys[1], int(math.ceil(level * 1000 / rate)))
     end
   end
   return { 1, 0, capacity - level, math.ceil(level * 1000 / rate), delay_ms }, write
@@ -59,6 +59,6 @@ R.leaky_bucket = function(keys, args, now, spent_at)
     redis.call('DEL', keys[1])
     return
   end
-  redis.call('HSET', keys[1], 'level', string.format('%.17g', level), 'ts', string.format('%d', now))
-  redis.call('PEXPIRE', keys[1], string.format('%d', math.ceil(level * 1000 / rate)))
+  redis.call('HSET', keys[1], 'level', g17(level), 'ts', int(now))
+  redis.call('PEXPIRE', keys[1], int(math.ceil(level * 1000 / rate)))
 end

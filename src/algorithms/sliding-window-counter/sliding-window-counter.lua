@@ -49,8 +49,8 @@ A.sliding_window_counter = function(keys, args, now)
   local write = nil
   if cost > 0 then
     write = function()
-      redis.call('HSET', keys[1], 'w', string.format('%d', start), 'c', string.format('%d', current), 'p', string.format('%d', previous))
-      redis.call('PEXPIRE', keys[1], string.format('%d', start + 2 * window - now))
+      redis.call('HSET', keys[1], 'w', int(start), 'c', int(current), 'p', int(previous))
+      redis.call('PEXPIRE', keys[1], int(start + 2 * window - now))
     end
   end
   return { 1, 0, math.max(0, math.floor((limit * window - (current * window + fading)) / window)), reset_after(), 0 }, write
@@ -68,8 +68,8 @@ R.sliding_window_counter = function(keys, args, now, spent_at)
   local stored = redis.call('HMGET', keys[1], 'w', 'c', 'p')
   local w = tonumber(stored[1])
   if w == spent_start then
-    redis.call('HSET', keys[1], 'c', string.format('%d', math.max(0, tonumber(stored[2]) - cost)))
+    redis.call('HSET', keys[1], 'c', int(math.max(0, tonumber(stored[2]) - cost)))
   elseif w == spent_start + window then
-    redis.call('HSET', keys[1], 'p', string.format('%d', math.max(0, tonumber(stored[3]) - cost)))
+    redis.call('HSET', keys[1], 'p', int(math.max(0, tonumber(stored[3]) - cost)))
   end
 end

@@ -18,7 +18,7 @@
 ]]
 A.sliding_window_log = function(keys, args, now)
   local limit, window, cost = tonumber(args[1]), tonumber(args[2]), tonumber(args[3])
-  local key, after = keys[1], '(' .. string.format('%d', now - window)
+  local key, after = keys[1], '(' .. int(now - window)
   local count = redis.call('ZCOUNT', key, after, '+inf')
   local newest = nil
   if count > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
@@ -34,13 +34,13 @@ A.sliding_window_log = function(keys, args, now)
   end
   if cost == 0 then return { 1, 0, limit - count, reset_after(newest), 0 }, nil end
   return { 1, 0, limit - count - cost, reset_after(math.max(newest or now, now)), 0 }, function()
-    local stamp = string.format('%d', now)
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
+    local stamp = int(now)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - window))
     local n = redis.call('ZCOUNT', key, stamp, stamp)
     for i = 1, cost do
       redis.call('ZADD', key, stamp, stamp .. ':' .. (n + i))
     end
-    redis.call('PEXPIRE', key, string.format('%d', window))
+    redis.call('PEXPIRE', key, int(window))
   end
 end
 
@@ -52,7 +52,7 @@ end
 ]]
 R.sliding_window_log = function(keys, args, now, spent_at)
   local cost = tonumber(args[3])
-  local stamp = string.format('%d', spent_at)
+  local stamp = int(spent_at)
   local m = redis.call('ZCOUNT', keys[1], stamp, stamp)
   for n = m, math.max(1, m - cost + 1), -1 do
     redis.call('ZREM', keys[1], stamp .. ':' .. n)

@@ -33,8 +33,8 @@ A.token_bucket = function(keys, args, now)
   end
 
   return { allowed, retry_after_ms, tokens, math.ceil((capacity - tokens) * 1000 / rate), 0 }, function()
-    redis.call('HSET', keys[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', now))
-    redis.call('PEXPIRE', keys[1], string.format('%d', math.ceil(capacity * 2000 / rate)))
+    redis.call('HSET', keys[1], 'tokens', g17(tokens), 'ts', int(now))
+    redis.call('PEXPIRE', keys[1], int(math.ceil(capacity * 2000 / rate)))
   end
 end
 
@@ -50,6 +50,6 @@ R.token_bucket = function(keys, args, now, spent_at)
   local tokens, ts = tonumber(stored[1]), tonumber(stored[2])
   tokens = math.min(capacity, tokens + math.max(0, now - ts) * rate / 1000)
   tokens = math.min(capacity, tokens + cost)
-  redis.call('HSET', keys[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', now))
-  redis.call('PEXPIRE', keys[1], string.format('%d', math.ceil(capacity * 2000 / rate)))
+  redis.call('HSET', keys[1], 'tokens', g17(tokens), 'ts', int(now))
+  redis.call('PEXPIRE', keys[1], int(math.ceil(capacity * 2000 / rate)))
 end
