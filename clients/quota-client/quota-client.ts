@@ -32,7 +32,7 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
   const fallback = createFallback(options.onUnavailable ?? 'fail_closed', options.failClosedRetryAfterMs ?? 1_000);
   const logger = options.logger;
 
-  const channel = createChannel(options.address, options.credentials ?? ChannelCredentials.createInsecure());
+  const channel = createChannel(options.address, options.credentials ?? ChannelCredentials.createInsecure(), options.channelOptions);
   // Connect now rather than on the first call, so that call does not spend
   // its whole deadline on TCP and HTTP/2 setup.
   channel.getConnectivityState(true);

@@ -1,4 +1,4 @@
-import type { ChannelCredentials, ClientMiddleware } from 'nice-grpc';
+import type { ChannelCredentials, ChannelOptions, ClientMiddleware } from 'nice-grpc';
 import type { Clock } from '../../src/clock.js';
 import type { PolicySet } from '../../src/config/policies.js';
 import type { Logger } from '../../src/logger.js';
@@ -90,6 +90,13 @@ export interface QuotaClientOptions {
   address: string;
   /** Channel credentials; default insecure (plaintext), for loopback and meshes that add TLS. */
   credentials?: ChannelCredentials;
+  /**
+   * grpc-js channel options, e.g. round-robin over every address a name resolves to:
+   * `{ 'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }) }`
+   * with `address: 'dns:///quota-service-headless.ns.svc:50051'` (docs/deploy.md). Default:
+   * grpc-js's (pick_first: one connection, to one instance).
+   */
+  channelOptions?: ChannelOptions;
   /** Per-call deadline in ms; past it the failure policy answers. Default 250. */
   deadlineMs?: number;
   /** What answers when the service cannot: default 'fail_closed'. */
