@@ -66,7 +66,17 @@ async function main(): Promise<void> {
     onReload: (next) => engine.replacePolicies(next),
     onResult: (success) => metrics.reloaded(success),
   });
-  const server = await startQuotaServer({ engine, address: config.QUOTA_GRPC_ADDR, logger, credentials, callers });
+  const server = await startQuotaServer({
+    engine,
+    address: config.QUOTA_GRPC_ADDR,
+    logger,
+    credentials,
+    callers,
+    ...(config.QUOTA_HEALTH_ADDR === undefined ? {} : { healthAddress: config.QUOTA_HEALTH_ADDR }),
+  });
+  if (config.QUOTA_HEALTH_ADDR !== undefined) {
+    logger.info({ addr: config.QUOTA_HEALTH_ADDR, port: server.healthPort }, 'grpc.health.v1 also on a plaintext health-only port');
+  }
   logger.info(
     { tls: config.QUOTA_TLS_CERT ? (config.QUOTA_TLS_CLIENT_CA ? 'mutual' : 'server') : 'off', callers: callers?.size ?? 'off' },
     'caller authentication',

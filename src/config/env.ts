@@ -40,6 +40,8 @@ export const envSchema = z
     QUOTA_REDIS_CLUSTER: redisClusterSeeds.optional(),
     QUOTA_POLICIES: z.string().min(1).default('config/policies.yaml'),
     QUOTA_METRICS_ADDR: hostPort.optional(),
+    // A second, plaintext port with grpc.health.v1 only: Kubernetes' gRPC probes cannot speak TLS.
+    QUOTA_HEALTH_ADDR: hostPort.optional(),
     QUOTA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     QUOTA_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
     // Store failure handling (src/store/failure.ts, docs/operations.md).

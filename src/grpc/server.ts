@@ -14,6 +14,8 @@ import { addReflection } from './reflection.js';
 export interface QuotaServer {
   /** The bound port (useful with an address ending in :0). */
   readonly port: number;
+  /** The health-only port's bound port, when `healthAddress` was given. */
+  readonly healthPort: number | undefined;
   /** Reports SERVING (or NOT_SERVING) for the server and for quota.v1.QuotaService. */
   setServing(serving: boolean): void;
   /** Stops accepting calls, lets in-flight ones finish within `graceMs`, then cuts the rest. */
@@ -33,6 +35,11 @@ export async function startQuotaServer(options: {
   credentials?: ServerCredentials;
   /** Bearer tokens per caller; unset: no caller authentication. */
   callers?: CallerRegistry;
+  /**
+   * Also serve grpc.health.v1, and nothing else, in plaintext here: the kubelet's
+   * gRPC probe cannot speak TLS, and the main port may require it.
+   */
+  healthAddress?: string;
 }): Promise<QuotaServer> {
   // Logging outermost, so it sees the status the error middleware chose.
   let chain = createServer().use(loggingMiddleware(options.logger)).use(errorMiddleware(options.logger));
@@ -52,9 +59,14 @@ export async function startQuotaServer(options: {
   // NOT_SERVING until the caller says the store is ready.
   setServing(false);
   const port = await server.listen(options.address, options.credentials);
+  // The same HealthState: both ports always report the same status.
+  const healthServer = options.healthAddress === undefined ? undefined : createServer();
+  healthServer?.add(HealthDefinition, HealthServiceImpl(health));
+  const healthPort = healthServer === undefined ? undefined : await healthServer.listen(options.healthAddress!);
 
   return {
     port,
+    healthPort,
     setServing,
     async shutdown(graceMs) {
       setServing(false);
@@ -63,6 +75,8 @@ export async function startQuotaServer(options: {
         await server.shutdown();
       } finally {
         clearTimeout(timer);
+        // Last: the probes see NOT_SERVING for the whole drain, not a closed port.
+        healthServer?.forceShutdown();
       }
     },
   };

@@ -21,10 +21,15 @@ describe('environment configuration', () => {
       QUOTA_REDIS_URL: 'rediss://cache.internal:6380/0',
       QUOTA_POLICIES: '/etc/quota/policies.yaml',
       QUOTA_METRICS_ADDR: '0.0.0.0:9464',
+      QUOTA_HEALTH_ADDR: '0.0.0.0:50052',
       QUOTA_LOG_LEVEL: 'debug',
       QUOTA_SHUTDOWN_GRACE_MS: '2500',
     });
-    expect(config).toMatchObject({ QUOTA_GRPC_ADDR: '[::1]:7000', QUOTA_REDIS_URL: 'rediss://cache.internal:6380/0', QUOTA_METRICS_ADDR: '0.0.0.0:9464', QUOTA_SHUTDOWN_GRACE_MS: 2500 });
+    expect(config).toMatchObject({ QUOTA_GRPC_ADDR: '[::1]:7000', QUOTA_REDIS_URL: 'rediss://cache.internal:6380/0', QUOTA_METRICS_ADDR: '0.0.0.0:9464', QUOTA_HEALTH_ADDR: '0.0.0.0:50052', QUOTA_SHUTDOWN_GRACE_MS: 2500 });
+  });
+
+  it('refuses a health address that is not host:port, naming it', () => {
+    expect(() => loadConfig({ QUOTA_HEALTH_ADDR: '50052' })).toThrow(/QUOTA_HEALTH_ADDR: expected host:port/);
   });
 
   it('treats empty variables as unset', () => {

@@ -29,6 +29,7 @@ const deployment = () => templateObject('deployment.yaml') as { spec: { template
 const container = () => deployment().spec.template.spec.containers[0]!;
 const portOf = (address: string) => Number(address.slice(address.lastIndexOf(':') + 1));
 const GRPC_PORT = '<<.Values.grpc.port>>';
+const HEALTH_PORT = '<<.Values.health.port>>';
 
 describe('ports', () => {
   const defaults = envSchema.parse({});
@@ -41,6 +42,8 @@ describe('ports', () => {
     expect(container().ports).toEqual([
       { name: 'grpc', containerPort: GRPC_PORT, protocol: 'TCP' },
       { name: 'metrics', containerPort: '<<.Values.metrics.port>>', protocol: 'TCP' },
+      // With tls.enabled only (both branches are parsed): the plaintext health port.
+      { name: 'health', containerPort: HEALTH_PORT, protocol: 'TCP' },
     ]);
     const service = templateObject('service.yaml') as { spec: { ports: unknown[] } };
     expect(service.spec.ports).toEqual([
@@ -55,6 +58,18 @@ describe('ports', () => {
     const env = (container() as unknown as { env: { name: string; value?: string }[] }).env;
     expect(env.find(({ name }) => name === 'QUOTA_GRPC_ADDR')?.value).toBe(`<<.Values.listenHost>>:${GRPC_PORT}`);
     expect(env.find(({ name }) => name === 'QUOTA_METRICS_ADDR')?.value).toBe('<<.Values.listenHost>>:<<.Values.metrics.port>>');
+    expect(env.find(({ name }) => name === 'QUOTA_HEALTH_ADDR')?.value).toBe(`<<.Values.listenHost>>:${HEALTH_PORT}`);
+    // Set exactly when TLS is on, like the health container port and the probes' choice.
+    const raw = readChartFile('templates/deployment.yaml');
+    expect(raw).toMatch(/\{\{- if \.Values\.tls\.enabled \}\}\n[^\n]*\n\s+- name: QUOTA_HEALTH_ADDR\n/);
+    expect(raw).toMatch(/\{\{- if \.Values\.tls\.enabled \}\}\n\s+- name: health\n/);
+  });
+
+  it("values.yaml's health port differs from the gRPC and metrics ports", () => {
+    for (const { name, values } of valueSets()) {
+      const ports = ['grpc.port', 'metrics.port', 'health.port'].map((path) => valueAt(values, path));
+      expect(new Set(ports).size, name).toBe(3);
+    }
   });
 
   it('the Dockerfile exposes the default ports of values.yaml', () => {
@@ -65,25 +80,30 @@ describe('ports', () => {
 });
 
 describe('probes', () => {
-  it.each(['startupProbe', 'readinessProbe', 'livenessProbe'] as const)('%s is a native gRPC probe (grpc.health.v1) on the numeric gRPC port, tcpSocket with TLS', (name) => {
+  it.each(['startupProbe', 'readinessProbe', 'livenessProbe'] as const)('%s is a native gRPC probe (grpc.health.v1) on the numeric probe port', (name) => {
     const probe = container()[name];
-    // A numeric port from values, never the port's name: the kubelet's gRPC probe takes a number only.
-    expect(probe.grpc).toEqual({ port: GRPC_PORT });
-    expect(probe.tcpSocket).toEqual({ port: GRPC_PORT });
+    expect(probe.grpc).toEqual({ port: 'TEMPLATED' });
+    expect(probe.tcpSocket).toBeUndefined();
+    const raw = readChartFile('templates/deployment.yaml');
+    const block = raw.slice(raw.indexOf(`${name}:`), raw.indexOf('periodSeconds', raw.indexOf(`${name}:`)));
+    expect(block).toMatch(/grpc:\n\s+port: \{\{ include "quota-service\.probePort" \. \}\}\n/);
     const key = name.replace('Probe', '');
     expect(probe).toMatchObject({
       periodSeconds: `<<.Values.probes.${key}.periodSeconds>>`,
       failureThreshold: `<<.Values.probes.${key}.failureThreshold>>`,
       timeoutSeconds: `<<.Values.probes.${key}.timeoutSeconds>>`,
     });
-    const raw = readChartFile('templates/deployment.yaml');
-    const block = raw.slice(raw.indexOf(`${name}:`), raw.indexOf('periodSeconds', raw.indexOf(`${name}:`)));
-    // tcpSocket only in the TLS branch: the kubelet's gRPC probe speaks plaintext.
-    expect(block).toMatch(/\{\{- if \.Values\.tls\.enabled \}\}\n\s+tcpSocket:[\s\S]*\{\{- else \}\}\n\s+grpc:/);
   });
 
-  it('the gRPC port values are integers in every values set (the schema requires it too)', () => {
-    for (const { name, values } of valueSets()) expect(Number.isInteger(valueAt(values, 'grpc.port')), name).toBe(true);
+  it('the probe port is the gRPC port, or the plaintext health port with TLS (the kubelet probe cannot speak TLS), as a number', () => {
+    // A number from values, never a port name: the kubelet's gRPC probe takes numbers only.
+    expect(helperBody('quota-service.probePort')).toBe('{{- if .Values.tls.enabled }}{{ .Values.health.port }}{{ else }}{{ .Values.grpc.port }}{{ end }}');
+  });
+
+  it('the gRPC and health port values are integers in every values set (the schema requires it too)', () => {
+    for (const { name, values } of valueSets()) {
+      for (const path of ['grpc.port', 'health.port']) expect(Number.isInteger(valueAt(values, path)), `${name} ${path}`).toBe(true);
+    }
   });
 });
 

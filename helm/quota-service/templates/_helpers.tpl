@@ -50,6 +50,15 @@ SIGKILLs a pod that is still draining within its configured grace.
 {{- add .Values.lifecycle.preStopSleepSeconds (div (add .Values.config.shutdownGraceMs 999) 1000) .Values.lifecycle.terminationExtraSeconds }}
 {{- end }}
 
+{{/*
+The port the probes ask grpc.health.v1 on: the gRPC port, or with TLS on it the
+plaintext health-only port (QUOTA_HEALTH_ADDR), since the kubelet's gRPC probe
+cannot speak TLS. A number, never a port name: the gRPC probe takes numbers only.
+*/}}
+{{- define "quota-service.probePort" -}}
+{{- if .Values.tls.enabled }}{{ .Values.health.port }}{{ else }}{{ .Values.grpc.port }}{{ end }}
+{{- end }}
+
 {{/* The chart's own Secret holds the Redis connection string and/or the callers file, when they are not taken from existing Secrets. */}}
 {{- define "quota-service.secretName" -}}
 {{- printf "%s-secrets" (include "quota-service.fullname" .) }}
