@@ -1,5 +1,6 @@
 // The only place that reads the environment, handles signals and wires the parts.
-import { CallersFileError, loadCallersFile, type CallerRegistry } from './config/callers.js';
+import { CallersFileError, readCallersFile } from './config/callers.js';
+import { ReloadableCallerRegistry, watchCallersFile } from './config/callers-watcher.js';
 import { ConfigError, loadConfig } from './config/env.js';
 import { PolicyFileError, readPolicyFile } from './config/policies.js';
 import { watchPolicyFile } from './config/policy-watcher.js';
@@ -23,7 +24,8 @@ async function main(): Promise<void> {
     logger.warn({ variables: config.unknownVariables }, 'ignoring unknown QUOTA_* variables (typo?)');
   }
   const credentials = serverCredentials({ cert: config.QUOTA_TLS_CERT, key: config.QUOTA_TLS_KEY, clientCa: config.QUOTA_TLS_CLIENT_CA });
-  const callers: CallerRegistry | undefined = config.QUOTA_AUTH_TOKENS ? await loadCallersFile(config.QUOTA_AUTH_TOKENS) : undefined;
+  const callersFile = config.QUOTA_AUTH_TOKENS === undefined ? undefined : await readCallersFile(config.QUOTA_AUTH_TOKENS);
+  const callers = callersFile === undefined ? undefined : new ReloadableCallerRegistry(callersFile.callers);
   const { text: policyText, policies } = await readPolicyFile(config.QUOTA_POLICIES);
   logger.info({ file: config.QUOTA_POLICIES, policies: [...policies.keys()] }, 'policies loaded');
 
@@ -66,6 +68,10 @@ async function main(): Promise<void> {
     onReload: (next) => engine.replacePolicies(next),
     onResult: (success) => metrics.reloaded(success),
   });
+  const callersWatcher =
+    callers === undefined || callersFile === undefined
+      ? undefined
+      : watchCallersFile({ path: config.QUOTA_AUTH_TOKENS!, loadedText: callersFile.text, registry: callers, logger: logger.child({ component: 'callers' }) });
   const server = await startQuotaServer({
     engine,
     address: config.QUOTA_GRPC_ADDR,
@@ -91,6 +97,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal, graceMs: config.QUOTA_SHUTDOWN_GRACE_MS }, 'shutting down: draining calls');
     watcher.close();
+    callersWatcher?.close();
     await server.shutdown(config.QUOTA_SHUTDOWN_GRACE_MS);
     // Only now: a call still draining may need the store.
     await store.close();

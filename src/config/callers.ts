@@ -46,14 +46,15 @@ export class CallersFileError extends Error {
 
 export const tokenSha256 = (token: string): string => createHash('sha256').update(token, 'utf8').digest('hex');
 
-export async function loadCallersFile(path: string): Promise<CallerRegistry> {
+/** The callers file's text (for the watcher, src/config/callers-watcher.ts) and its callers. */
+export async function readCallersFile(path: string): Promise<{ text: string; callers: CallerRegistry }> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
     throw new CallersFileError(`cannot read callers file ${path}: ${(error as Error).message}`);
   }
-  return parseCallers(text, path);
+  return { text, callers: parseCallers(text, path) };
 }
 
 export function parseCallers(text: string, source = 'callers'): CallerRegistry {

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createChannel, createClient } from 'nice-grpc';
@@ -6,41 +6,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { watchPolicyFile } from '../../src/config/policy-watcher.js';
 import { QuotaServiceDefinition } from '../../src/gen/quota/v1/quota.js';
 import { createLogger } from '../../src/logger.js';
+import { ConfigMapVolume } from '../support/configmap-volume.js';
 import { startServiceProcess, untilServing, type ServiceProcess } from '../support/service-process.js';
 
 const policyFile = (capacity: number | string) =>
   `policies:\n  calls:\n    limits:\n      - { name: calls, key_by: user, algorithm: token_bucket, capacity: ${capacity}, refill_per_second: 0.001 }\n`;
-
-/**
- * A Kubernetes ConfigMap volume, as the kubelet lays it out and updates it:
- *   policies.yaml -> ..data/policies.yaml,  ..data -> ..<timestamp>/
- * An update writes a new ..<timestamp>/ directory, points ..data_tmp at it and
- * renames ..data_tmp over ..data (one atomic rename), then removes the old one.
- */
-class ConfigMapVolume {
-  readonly dir = mkdtempSync(join(tmpdir(), 'quota-configmap-'));
-  private version = 0;
-  private current: string | undefined;
-
-  constructor(text: string) {
-    this.update(text);
-    symlinkSync('..data/policies.yaml', join(this.dir, 'policies.yaml'));
-  }
-
-  get file(): string {
-    return join(this.dir, 'policies.yaml');
-  }
-
-  update(text: string): void {
-    const next = `..2026_11_21_00_00_0${this.version++}`;
-    mkdirSync(join(this.dir, next));
-    writeFileSync(join(this.dir, next, 'policies.yaml'), text);
-    symlinkSync(next, join(this.dir, '..data_tmp'));
-    renameSync(join(this.dir, '..data_tmp'), join(this.dir, '..data'));
-    if (this.current) rmSync(join(this.dir, this.current), { recursive: true });
-    this.current = next;
-  }
-}
 
 let service: ServiceProcess | undefined;
 afterAll(() => service?.signal('SIGKILL'));
