@@ -85,7 +85,7 @@ export class QuotaEngine {
    * applies them (the local limiter's share, or the limits themselves), `calls`
    * their store calls (limitCalls) and `groups` those calls' slot groups (slotGroups).
    */
-  private async decideOn(
+  private decideOn(
     store: QuotaStore,
     request: ValidRequest,
     limits: readonly Limit[],
@@ -93,25 +93,7 @@ export class QuotaEngine {
     groups: SlotGroups,
   ): Promise<Omit<Decision, 'source'>> {
     // All or nothing: one store call when the keys share a slot (or the store has none), else reserve and refund.
-    const outcomes = await spendAcrossSlots(store, calls, memoOf(request, groups), groups);
-    let denied = -1;
-    let delayMs = 0;
-    for (let i = 0; i < limits.length; i++) {
-      const outcome = outcomes[i];
-      if (outcome?.allowed !== true) {
-        denied = i;
-        break;
-      }
-      if (outcome.delayMs !== undefined && outcome.delayMs > delayMs) delayMs = outcome.delayMs;
-    }
-    const allowed = denied === -1;
-    return {
-      allowed,
-      retryAfterMs: allowed ? 0 : (outcomes[denied]?.retryAfterMs ?? 0),
-      deniedBy: allowed ? '' : (limits[denied]?.name ?? ''),
-      limits: statuses(limits, outcomes),
-      delayMs: allowed ? delayMs : 0,
-    };
+    return spendAcrossSlots(store, calls, memoOf(request, groups), groups).then((outcomes) => decisionOf(limits, outcomes));
   }
 
   /** GetQuota: every limit's status now, spending nothing and writing nothing. */
@@ -132,6 +114,28 @@ export class QuotaEngine {
   listPolicies(): Policy[] {
     return [...this.policies.values()];
   }
+}
+
+/** The decision from each limit's outcome: the first rejecting limit denies, else the longest shaping delay applies. */
+function decisionOf(limits: readonly Limit[], outcomes: readonly LimitOutcome[]): Omit<Decision, 'source'> {
+  let denied = -1;
+  let delayMs = 0;
+  for (let i = 0; i < limits.length; i++) {
+    const outcome = outcomes[i];
+    if (outcome?.allowed !== true) {
+      denied = i;
+      break;
+    }
+    if (outcome.delayMs !== undefined && outcome.delayMs > delayMs) delayMs = outcome.delayMs;
+  }
+  const allowed = denied === -1;
+  return {
+    allowed,
+    retryAfterMs: allowed ? 0 : (outcomes[denied]?.retryAfterMs ?? 0),
+    deniedBy: allowed ? '' : (limits[denied]?.name ?? ''),
+    limits: statuses(limits, outcomes),
+    delayMs: allowed ? delayMs : 0,
+  };
 }
 
 /** With a request id: where its decision is remembered, beside the first group's identity (src/engine/slot-groups.ts). */

@@ -49,7 +49,7 @@ export function slotGroups(store: QuotaStore, calls: readonly LimitCall[]): Slot
  * decision claims the id in that call and stores the whole decision once
  * known; a retry meanwhile waits for it.
  */
-export async function spendAcrossSlots(
+export function spendAcrossSlots(
   store: QuotaStore,
   calls: readonly LimitCall[],
   memo?: Omit<Memo, 'claim' | 'count'>,
@@ -57,7 +57,15 @@ export async function spendAcrossSlots(
   groups: SlotGroups = slotGroups(store, calls),
 ): Promise<LimitOutcome[]> {
   const full = memo === undefined ? undefined : { ...memo, count: calls.length, claim: groups.length > 1 };
-  if (groups.length === 1) return (await store.decideGroup(calls, 'spend', full === undefined ? {} : { memo: full })).outcomes;
+  // One group (the usual case): the store's answer, without an async frame of its own per request.
+  if (groups.length === 1) return store.decideGroup(calls, 'spend', full === undefined ? {} : { memo: full }).then(outcomesOf);
+  return spendGroupByGroup(store, calls, groups, full);
+}
+
+const outcomesOf = (decision: GroupDecision): LimitOutcome[] => decision.outcomes;
+
+/** spendAcrossSlots for keys in more than one slot: reserve group by group, refund on a rejection. */
+async function spendGroupByGroup(store: QuotaStore, calls: readonly LimitCall[], groups: SlotGroups, full: Memo | undefined): Promise<LimitOutcome[]> {
   const outcomes: LimitOutcome[] = [];
   const pick = (group: readonly number[]) => group.map((i) => calls[i]!);
   const place = (group: readonly number[], got: readonly LimitOutcome[]) => group.forEach((i, j) => (outcomes[i] = got[j]!));
