@@ -8,8 +8,9 @@ import { promisify } from 'node:util';
  * (`make run`: tsc, then `node dist/src/main.js`), not TypeScript through the
  * tsx loader: tsx compiles with esbuild's keepNames, which wraps every function
  * and closure the service creates per request in a `__name(...)` call, a cost
- * production never pays. tsconfig.bench.json compiles src/, clients/ and
- * bench/servers/ into OUT_DIR (incremental, so a second bench starts faster).
+ * production never pays. tsconfig.bench.json compiles src/, clients/,
+ * bench/servers/ and bench/service-path.ts into OUT_DIR (incremental, so a
+ * second bench starts faster).
  */
 export const OUT_DIR = '.tmp/bench-dist';
 
