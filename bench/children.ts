@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { own } from '../test/support/owned-child.js';
+import { compileServers, OUT_DIR } from './compiled.js';
 
 /** A server child started by the bench; see bench/servers/lifecycle.ts for the child's side. */
 export interface ServerChild {
@@ -17,8 +18,9 @@ const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STARTUP_TIMEOUT_MS = 30_000;
 
 /**
- * Starts `bench/servers/<entry>` in its own Node process (TypeScript via the tsx
- * loader) and resolves once it has printed its bound port.
+ * Starts `bench/servers/<entry>` in its own Node process, compiled to JavaScript
+ * first as production runs it (bench/compiled.ts), and resolves once it has
+ * printed its bound port.
  */
 export async function startServerChild(
   name: string,
@@ -26,10 +28,11 @@ export async function startServerChild(
   args: readonly string[],
   options: { cpuProfDir?: string | undefined } = {},
 ): Promise<ServerChild> {
-  // One directory per server, default file names: they carry pid and thread id,
-  // and tsx's loader runs in a worker thread that writes a profile of its own.
+  await compileServers(REPO_ROOT);
+  // One directory per server, default file names: they carry pid and thread id.
   const profiling = options.cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(options.cpuProfDir, name)}`];
-  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', fileURLToPath(new URL(`servers/${entry}`, import.meta.url)), ...args], {
+  const script = join(REPO_ROOT, OUT_DIR, 'bench', 'servers', entry.replace(/\.ts$/, '.js'));
+  const child = spawn(process.execPath, [...profiling, script, ...args], {
     cwd: REPO_ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],
   });

@@ -6,6 +6,7 @@ import { parsePolicies } from '../../src/config/policies.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { startQuotaServer } from '../../src/grpc/server.js';
 import { createLogger } from '../../src/logger.js';
+import { QuotaMetrics } from '../../src/metrics/metrics.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { failStart, serveUntilParentLeaves } from './lifecycle.js';
 
@@ -58,7 +59,12 @@ async function main(): Promise<void> {
   }
   // As main.ts does: no decisions before Redis has answered (calls before that get UNAVAILABLE).
   await store.ready();
-  const engine = new QuotaEngine(parsePolicies(BENCH_POLICIES_YAML, 'bench policies'), store);
+  // Every decision counted as src/main.ts counts it: production pays for its metrics on each decision,
+  // so the bench does too (nobody scrapes here; the scrape-time work is not per decision).
+  const metrics = new QuotaMetrics();
+  const engine = new QuotaEngine(parsePolicies(BENCH_POLICIES_YAML, 'bench policies'), store, {
+    onDecision: (policy, decision, seconds) => metrics.decided(policy, decision, seconds),
+  });
   const server = await startQuotaServer({ engine, address: '127.0.0.1:0', logger: createLogger('silent') });
   serveUntilParentLeaves(server.port, async () => {
     await server.shutdown(1_000);

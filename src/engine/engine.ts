@@ -5,7 +5,7 @@ import { createLogger } from '../logger.js';
 import { StoreFailurePolicy, type DecisionSource } from '../store/failure.js';
 import type { QuotaStore } from '../store/store.js';
 import { identityKey, requestKey } from './keys.js';
-import { peekAcrossSlots, slotGroups, spendAcrossSlots } from './slot-groups.js';
+import { peekAcrossSlots, slotGroups, spendAcrossSlots, type SlotGroups } from './slot-groups.js';
 import { validatePeek, validateRequest, type AllowInput, type PeekInput, type ValidRequest } from './validate-request.js';
 
 export interface LimitStatus {
@@ -56,18 +56,23 @@ export class QuotaEngine {
 
   async allow(input: AllowInput): Promise<Decision> {
     const request = validateRequest(this.policies, input);
-    const started = performance.now();
+    const started = this.onDecision === undefined ? 0 : performance.now();
+    const limits = request.policy.limits;
+    const calls = limitCalls(limits, request);
+    // Computed once per request: the breaker's partition, the memo's place and the spend all follow it.
+    const groups = slotGroups(this.store, calls);
     // The breaker of the partition the first reservation goes to (slot order, src/engine/slot-groups.ts).
-    const calls = limitCalls(request.policy.limits, request);
-    const first = slotGroups(this.store, calls)[0]?.[0] ?? 0;
-    const firstKey = calls[first]?.identityKey ?? '';
+    const firstKey = calls[groups[0]?.[0] ?? 0]?.identityKey ?? '';
+    // The store call starts synchronously from here (no await before it): the
+    // requests of one AllowBatch reach the store in the same turn.
     const decision = await this.failure.decide(
       request.policy,
       // The shared store applies the policy's own limits: the calls built above serve as they are.
-      () => this.decideOn(this.store, request, request.policy.limits, calls),
+      () => this.decideOn(this.store, request, limits, calls, groups),
       (store, scale) => {
-        const limits = request.policy.limits.map(scale);
-        return this.decideOn(store, request, limits, limitCalls(limits, request));
+        const scaled = limits.map(scale);
+        const scaledCalls = limitCalls(scaled, request);
+        return this.decideOn(store, request, scaled, scaledCalls, slotGroups(store, scaledCalls));
       },
       this.store.partitionOf?.(firstKey),
     );
@@ -77,21 +82,18 @@ export class QuotaEngine {
 
   /**
    * The decision on one store; `limits` are the policy's limits as this store
-   * applies them (the local limiter's share, or the limits themselves) and
-   * `calls` their store calls (limitCalls).
+   * applies them (the local limiter's share, or the limits themselves), `calls`
+   * their store calls (limitCalls) and `groups` those calls' slot groups (slotGroups).
    */
-  private async decideOn(store: QuotaStore, request: ValidRequest, limits: readonly Limit[], calls: readonly LimitCall[]): Promise<Omit<Decision, 'source'>> {
+  private decideOn(
+    store: QuotaStore,
+    request: ValidRequest,
+    limits: readonly Limit[],
+    calls: readonly LimitCall[],
+    groups: SlotGroups,
+  ): Promise<Omit<Decision, 'source'>> {
     // All or nothing: one store call when the keys share a slot (or the store has none), else reserve and refund.
-    const outcomes = await spendAcrossSlots(store, calls, memoOf(store, request, calls));
-    const denied = limits.findIndex((_, i) => outcomes[i]?.allowed !== true);
-    const allowed = denied === -1;
-    return {
-      allowed,
-      retryAfterMs: allowed ? 0 : (outcomes[denied]?.retryAfterMs ?? 0),
-      deniedBy: allowed ? '' : (limits[denied]?.name ?? ''),
-      limits: statuses(limits, outcomes),
-      delayMs: allowed ? Math.max(0, ...outcomes.map((o) => o.delayMs ?? 0)) : 0,
-    };
+    return spendAcrossSlots(store, calls, memoOf(request, groups), groups).then((outcomes) => decisionOf(limits, outcomes));
   }
 
   /** GetQuota: every limit's status now, spending nothing and writing nothing. */
@@ -114,10 +116,32 @@ export class QuotaEngine {
   }
 }
 
+/** The decision from each limit's outcome: the first rejecting limit denies, else the longest shaping delay applies. */
+function decisionOf(limits: readonly Limit[], outcomes: readonly LimitOutcome[]): Omit<Decision, 'source'> {
+  let denied = -1;
+  let delayMs = 0;
+  for (let i = 0; i < limits.length; i++) {
+    const outcome = outcomes[i];
+    if (outcome?.allowed !== true) {
+      denied = i;
+      break;
+    }
+    if (outcome.delayMs !== undefined && outcome.delayMs > delayMs) delayMs = outcome.delayMs;
+  }
+  const allowed = denied === -1;
+  return {
+    allowed,
+    retryAfterMs: allowed ? 0 : (outcomes[denied]?.retryAfterMs ?? 0),
+    deniedBy: allowed ? '' : (limits[denied]?.name ?? ''),
+    limits: statuses(limits, outcomes),
+    delayMs: allowed ? delayMs : 0,
+  };
+}
+
 /** With a request id: where its decision is remembered, beside the first group's identity (src/engine/slot-groups.ts). */
-function memoOf(store: QuotaStore, request: ValidRequest, calls: readonly LimitCall[]): { key: string; ttlMs: number } | undefined {
+function memoOf(request: ValidRequest, groups: SlotGroups): { key: string; ttlMs: number } | undefined {
   if (request.requestId === '') return undefined;
-  const first = slotGroups(store, calls)[0]?.[0] ?? 0;
+  const first = groups[0]?.[0] ?? 0;
   const limit = request.policy.limits[first];
   const value = request.identityValues[first];
   if (limit === undefined || value === undefined) return undefined;
@@ -125,11 +149,14 @@ function memoOf(store: QuotaStore, request: ValidRequest, calls: readonly LimitC
 }
 
 function limitCalls(limits: readonly Limit[], request: ValidRequest): LimitCall[] {
-  return limits.map((limit, i) => {
+  const calls: LimitCall[] = new Array(limits.length);
+  for (let i = 0; i < limits.length; i++) {
+    const limit = limits[i]!;
     const value = request.identityValues[i];
     if (value === undefined) throw new Error(`policy ${request.policy.name}: no identity value for limit ${limit.name}`);
-    return { limit, identityKey: identityKey(limit.name, limit.keyBy, value), cost: request.cost };
-  });
+    calls[i] = { limit, identityKey: identityKey(limit.name, limit.keyBy, value), cost: request.cost };
+  }
+  return calls;
 }
 
 function statuses(limits: readonly Limit[], outcomes: readonly LimitOutcome[]): LimitStatus[] {

@@ -17,8 +17,13 @@ export const KEY_PREFIX = 'rl:v1';
 /** Limit names and identity part names: they appear raw in keys, so keep them plain. */
 export const KEY_SEGMENT_PATTERN = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
 
+/** Exactly the characters encodeURIComponent leaves as they are. */
+const UNRESERVED = /^[A-Za-z0-9\-_.!~*'()]*$/;
+
 export function encodeIdentityValue(value: string): string {
-  return encodeURIComponent(value);
+  // Most identities (ids, names) need no escaping: a regex test is cheaper
+  // than encodeURIComponent building a copy, and the result is the same.
+  return UNRESERVED.test(value) ? value : encodeURIComponent(value);
 }
 
 /** The key (or key prefix, for windowed algorithms) of one identity under one limit. */

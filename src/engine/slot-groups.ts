@@ -7,15 +7,22 @@ import { StoreUnavailableError } from './errors.js';
 const PENDING_POLL_MS = 5;
 const PENDING_POLLS = 100;
 
+/** The groups of a one-limit request, shared (read-only) rather than allocated per request. */
+const ONE_CALL: SlotGroups = Object.freeze([Object.freeze([0])]);
+
+/** Indexes into a request's calls, one list per script call; never mutated once made. */
+export type SlotGroups = readonly (readonly number[])[];
+
 /**
  * The calls of one request split into groups that one script call can decide
  * atomically: one group on a store without slots, else one per hash slot,
  * sorted by slot so every request reserves in the same fixed order. Each
  * group lists indexes into `calls`.
  */
-export function slotGroups(store: QuotaStore, calls: readonly LimitCall[]): number[][] {
+export function slotGroups(store: QuotaStore, calls: readonly LimitCall[]): SlotGroups {
+  if (calls.length === 1) return ONE_CALL;
   const slots = calls.map((call) => store.slotOf?.(call.identityKey));
-  if (calls.length <= 1 || slots.some((slot) => slot === undefined)) return [calls.map((_, i) => i)];
+  if (calls.length === 0 || slots.some((slot) => slot === undefined)) return [calls.map((_, i) => i)];
   const bySlot = new Map<number, number[]>();
   calls.forEach((_, i) => {
     const slot = slots[i] as number;
@@ -42,14 +49,27 @@ export function slotGroups(store: QuotaStore, calls: readonly LimitCall[]): numb
  * decision claims the id in that call and stores the whole decision once
  * known; a retry meanwhile waits for it.
  */
-export async function spendAcrossSlots(store: QuotaStore, calls: readonly LimitCall[], memo?: Omit<Memo, 'claim' | 'count'>): Promise<LimitOutcome[]> {
-  const groups = slotGroups(store, calls);
+export function spendAcrossSlots(
+  store: QuotaStore,
+  calls: readonly LimitCall[],
+  memo?: Omit<Memo, 'claim' | 'count'>,
+  /** slotGroups(store, calls), when the caller has them already. */
+  groups: SlotGroups = slotGroups(store, calls),
+): Promise<LimitOutcome[]> {
   const full = memo === undefined ? undefined : { ...memo, count: calls.length, claim: groups.length > 1 };
-  if (groups.length === 1) return (await store.decideGroup(calls, 'spend', full === undefined ? {} : { memo: full })).outcomes;
+  // One group (the usual case): the store's answer, without an async frame of its own per request.
+  if (groups.length === 1) return store.decideGroup(calls, 'spend', full === undefined ? {} : { memo: full }).then(outcomesOf);
+  return spendGroupByGroup(store, calls, groups, full);
+}
+
+const outcomesOf = (decision: GroupDecision): LimitOutcome[] => decision.outcomes;
+
+/** spendAcrossSlots for keys in more than one slot: reserve group by group, refund on a rejection. */
+async function spendGroupByGroup(store: QuotaStore, calls: readonly LimitCall[], groups: SlotGroups, full: Memo | undefined): Promise<LimitOutcome[]> {
   const outcomes: LimitOutcome[] = [];
-  const pick = (group: number[]) => group.map((i) => calls[i]!);
-  const place = (group: number[], got: readonly LimitOutcome[]) => group.forEach((i, j) => (outcomes[i] = got[j]!));
-  const reserved: { group: number[]; spentAtMs: number }[] = [];
+  const pick = (group: readonly number[]) => group.map((i) => calls[i]!);
+  const place = (group: readonly number[], got: readonly LimitOutcome[]) => group.forEach((i, j) => (outcomes[i] = got[j]!));
+  const reserved: { group: readonly number[]; spentAtMs: number }[] = [];
   const refundAll = () =>
     Promise.all(reserved.map(async ({ group, spentAtMs }) => place(group, (await store.decideGroup(pick(group), 'refund', { spentAtMs })).outcomes)));
   let decidedAt = 0;

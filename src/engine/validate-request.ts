@@ -40,14 +40,16 @@ export function validateRequest(policies: PolicySet, input: AllowInput): ValidRe
 
   if (input.requestId !== '') checkId('request_id', input.requestId);
 
-  const identityValues = policy.limits.map((limit) => {
-    const value = identityValue(policy, limit, input.identity);
+  const limits = policy.limits;
+  const identityValues: string[] = new Array(limits.length);
+  for (let i = 0; i < limits.length; i++) {
+    const limit = limits[i]!;
+    identityValues[i] = identityValue(policy, limit, input.identity);
     const costProblem = limit.algorithm.rejectCost(limit.params, cost);
     if (costProblem !== undefined) {
       throw new InvalidArgumentError('cost', `${costProblem} (limit "${limit.name}" of policy "${policy.name}")`);
     }
-    return value;
-  });
+  }
   return { policy, cost, identityValues, requestId: input.requestId };
 }
 
@@ -70,19 +72,32 @@ function findPolicy(policies: PolicySet, name: string): Policy {
 }
 
 function identityValue(policy: Policy, limit: Limit, identity: Readonly<Record<string, string>>): string {
-  const field = `identity.${limit.keyBy}`;
   const value = Object.hasOwn(identity, limit.keyBy) ? identity[limit.keyBy] : undefined;
   if (value === undefined) {
-    throw new InvalidArgumentError(field, `required by limit "${limit.name}" of policy "${policy.name}"`);
+    throw new InvalidArgumentError(`identity.${limit.keyBy}`, `required by limit "${limit.name}" of policy "${policy.name}"`);
   }
-  checkId(field, value);
+  // The field name is built only for an error: a valid request (the usual case) never needs it.
+  const problem = idProblem(value);
+  if (problem !== undefined) throw new InvalidArgumentError(`identity.${limit.keyBy}`, problem);
   return value;
 }
 
+/**
+ * A UTF-16 code unit is at most 3 UTF-8 bytes (a surrogate pair, two units,
+ * is 4), so a string this short is within MAX_ID_BYTES without counting.
+ */
+const SHORT_ENOUGH = Math.floor(MAX_ID_BYTES / 3);
+
 function checkId(field: string, value: string): void {
-  if (value === '') throw new InvalidArgumentError(field, 'must not be empty');
-  if (!value.isWellFormed()) throw new InvalidArgumentError(field, 'must be well-formed Unicode');
-  if (CONTROL_CHARACTER.test(value)) throw new InvalidArgumentError(field, 'must not contain control characters');
+  const problem = idProblem(value);
+  if (problem !== undefined) throw new InvalidArgumentError(field, problem);
+}
+
+function idProblem(value: string): string | undefined {
+  if (value === '') return 'must not be empty';
+  if (!value.isWellFormed()) return 'must be well-formed Unicode';
+  if (CONTROL_CHARACTER.test(value)) return 'must not contain control characters';
+  if (value.length <= SHORT_ENOUGH) return undefined;
   const bytes = Buffer.byteLength(value, 'utf8');
-  if (bytes > MAX_ID_BYTES) throw new InvalidArgumentError(field, `must be at most ${MAX_ID_BYTES} bytes, got ${bytes}`);
+  return bytes > MAX_ID_BYTES ? `must be at most ${MAX_ID_BYTES} bytes, got ${bytes}` : undefined;
 }

@@ -44,12 +44,19 @@ export function authMiddleware(callers: CallerRegistry, logger: Logger) {
  * rpcs added later are covered without a list to keep in sync. Map fields
  * (identity) are not searched: an identity part may well be called "policy".
  */
-export function policiesNamedIn(request: unknown, depth = 0): string[] {
-  if (typeof request !== 'object' || request === null || depth > 3) return [];
+export function policiesNamedIn(request: unknown): string[] {
   const names: string[] = [];
-  for (const [key, field] of Object.entries(request)) {
-    if (key === 'policy' && typeof field === 'string') names.push(field);
-    else if (Array.isArray(field)) for (const item of field) names.push(...policiesNamedIn(item, depth + 1));
-  }
+  collectPolicies(request, 0, names);
   return names;
+}
+
+/** Walks one message into `names`: one list for a whole AllowBatch, not one per item (it runs on every call). */
+function collectPolicies(message: unknown, depth: number, names: string[]): void {
+  if (typeof message !== 'object' || message === null || depth > 3) return;
+  const fields = message as Record<string, unknown>;
+  for (const key of Object.keys(fields)) {
+    const field = fields[key];
+    if (key === 'policy' && typeof field === 'string') names.push(field);
+    else if (Array.isArray(field)) for (const item of field) collectPolicies(item, depth + 1, names);
+  }
 }

@@ -1,6 +1,6 @@
 import type { Policy } from '../config/policies.js';
 import type { LimitDefinition as LimitFileDefinition } from '../config/policy-schema.js';
-import type { QuotaEngine } from '../engine/engine.js';
+import type { Decision, QuotaEngine } from '../engine/engine.js';
 import { InvalidArgumentError } from '../engine/errors.js';
 import type { Logger } from '../logger.js';
 import type { DecisionSource as EngineDecisionSource } from '../store/failure.js';
@@ -8,6 +8,7 @@ import {
   DecisionSource,
   type AllowBatchRequest,
   type AllowBatchResponse,
+  type AllowBatchResult,
   type AllowRequest,
   type AllowResponse,
   type GetQuotaRequest,
@@ -30,33 +31,23 @@ const SOURCES: Record<EngineDecisionSource, DecisionSource> = {
 
 /** quota.v1.QuotaService: maps proto messages to the engine and back, nothing more. */
 export function quotaService(engine: QuotaEngine, logger: Logger): QuotaServiceImplementation {
-  const allow = async (request: AllowRequest): Promise<AllowResponse> => {
-    const decision = await engine.allow({
-      policy: request.policy,
-      identity: request.identity,
-      cost: request.cost,
-      requestId: request.requestId,
-    });
-    return { ...decision, source: SOURCES[decision.source] };
-  };
   return {
-    allow,
+    // An AllowRequest has exactly the engine's AllowInput fields: passed as it is, not copied.
+    allow: async (request: AllowRequest): Promise<AllowResponse> => toAllowResponse(await engine.allow(request)),
 
     async allowBatch(request: AllowBatchRequest): Promise<AllowBatchResponse> {
-      if (request.requests.length > MAX_BATCH_SIZE) {
-        throw new InvalidArgumentError('requests', `at most ${MAX_BATCH_SIZE} per batch, got ${request.requests.length}`);
+      const items = request.requests;
+      if (items.length > MAX_BATCH_SIZE) {
+        throw new InvalidArgumentError('requests', `at most ${MAX_BATCH_SIZE} per batch, got ${items.length}`);
       }
-      // All started at once, in order: the store sees them in request order
-      // (ioredis pipelines them) and each is decided on its own.
-      const results = await Promise.all(
-        request.requests.map((item, index) =>
-          allow(item).then(
-            (response) => ({ response }),
-            (error: unknown) => ({ error: batchItemError(error, index, ALLOW_BATCH_PATH, logger) }),
-          ),
-        ),
-      );
-      return { results };
+      // All started at once, in order, in one synchronous run: the store sees
+      // them in request order and in the same turn (ioredis pipelines them), and
+      // each is decided on its own.
+      const pending: Promise<AllowBatchResult>[] = new Array(items.length);
+      for (let index = 0; index < items.length; index++) {
+        pending[index] = engine.allow(items[index]!).then(toBatchResult, (error: unknown) => ({ error: batchItemError(error, index, ALLOW_BATCH_PATH, logger) }));
+      }
+      return { results: await Promise.all(pending) };
     },
 
     async getQuota(request: GetQuotaRequest): Promise<GetQuotaResponse> {
@@ -70,6 +61,19 @@ export function quotaService(engine: QuotaEngine, logger: Logger): QuotaServiceI
 }
 
 const ALLOW_BATCH_PATH = '/quota.v1.QuotaService/AllowBatch';
+
+function toAllowResponse(decision: Decision): AllowResponse {
+  return {
+    allowed: decision.allowed,
+    retryAfterMs: decision.retryAfterMs,
+    deniedBy: decision.deniedBy,
+    limits: decision.limits,
+    delayMs: decision.delayMs,
+    source: SOURCES[decision.source],
+  };
+}
+
+const toBatchResult = (decision: Decision): AllowBatchResult => ({ response: toAllowResponse(decision) });
 
 function toProtoPolicy(policy: Policy) {
   return {

@@ -2,6 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Decision } from '../engine/engine.js';
 import type { CircuitStateName, DecisionSource, StoreFailureEvents, StoreFailureKind } from '../store/failure.js';
 import type { QuotaStore } from '../store/store.js';
+import { DecisionTally } from './decision-tally.js';
 
 /** Something that can count its state keys (Redis: DBSIZE; embedded store: live keys). */
 export interface KeyCounter {
@@ -24,12 +25,24 @@ const CIRCUIT_STATES: readonly CircuitStateName[] = ['closed', 'open', 'half_ope
 export class QuotaMetrics implements StoreFailureEvents {
   readonly registry = new Registry();
 
-  private readonly decisions = new Counter({
+  /** Counted per decision, handed to quota_decisions_total when scraped (src/metrics/decision-tally.ts). */
+  private readonly tally = new DecisionTally();
+
+  private readonly decisions: Counter<'policy' | 'limit' | 'result' | 'source'> = new Counter({
     name: 'quota_decisions_total',
     help: 'Allow decisions by policy, limit (the rejecting one, else the first of the policy), result (allowed|rejected) and source (store|fail_open|fail_closed|local).',
     labelNames: ['policy', 'limit', 'result', 'source'] as const,
     registers: [this.registry],
+    collect: () => this.tally.drain((labels, count) => this.decisions.inc(labels, count)),
   });
+
+  /** The histogram's label objects, one per source, built once rather than per decision. */
+  private readonly sourceLabels: Readonly<Record<DecisionSource, { source: DecisionSource }>> = {
+    store: { source: 'store' },
+    fail_open: { source: 'fail_open' },
+    fail_closed: { source: 'fail_closed' },
+    local: { source: 'local' },
+  };
 
   private readonly checkDuration = new Histogram({
     name: 'quota_check_duration_seconds',
@@ -108,8 +121,8 @@ export class QuotaMetrics implements StoreFailureEvents {
 
   decided(policy: string, decision: Decision, seconds: number): void {
     const limit = decision.deniedBy || decision.limits[0]?.name || '';
-    this.decisions.inc({ policy, limit, result: decision.allowed ? 'allowed' : 'rejected', source: decision.source });
-    this.checkDuration.observe({ source: decision.source satisfies DecisionSource }, seconds);
+    this.tally.add(policy, limit, decision.allowed, decision.source);
+    this.checkDuration.observe(this.sourceLabels[decision.source], seconds);
   }
 
   storeFailure(kind: StoreFailureKind): void {

@@ -3,6 +3,7 @@ import type { Limit, Policy } from '../config/policies.js';
 import type { Decision } from '../engine/engine.js';
 import { StoreUnavailableError } from '../engine/errors.js';
 import type { Logger } from '../logger.js';
+import { StoreTimeoutError, TurnDeadlines } from './deadline.js';
 import { MemoryStore } from './memory.js';
 import type { QuotaStore } from './store.js';
 
@@ -32,10 +33,7 @@ export interface StoreFailureOptions {
   events?: StoreFailureEvents;
 }
 
-/** The store did not answer within the budget. */
-export class StoreTimeoutError extends Error {
-  override name = 'StoreTimeoutError';
-}
+export { StoreTimeoutError };
 
 /** The partition of a store that does not have several (a single node, the embedded store). */
 const DEFAULT_PARTITION = 'store';
@@ -69,8 +67,11 @@ export class StoreFailurePolicy {
   private readonly scaledLimits = new WeakMap<Limit, Limit>();
   /** One breaker per store partition (a cluster shard's master; the whole store on one node). */
   private readonly breakers = new Map<string, PartitionBreaker>();
+  private readonly deadlines: TurnDeadlines;
 
-  constructor(private readonly options: StoreFailureOptions) {}
+  constructor(private readonly options: StoreFailureOptions) {
+    this.deadlines = new TurnDeadlines(options.timeoutMs);
+  }
 
   /** Partitions (shards) seen so far, counted by the state of their breaker. */
   circuitStates(): Record<CircuitStateName, number> {
@@ -128,19 +129,24 @@ export class StoreFailurePolicy {
     partition = DEFAULT_PARTITION,
   ): Promise<Decision> {
     let kind: StoreFailureKind;
-    const deadline = deadlineAfter(this.options.timeoutMs);
+    const deadline = this.deadlines.start();
     try {
+      const breaker = this.breakerFor(partition);
       // The inner race lets the breaker count a timeout as a failure; the outer
-      // one bounds the wait for a half-open probe made by another call.
-      const call = this.breakerFor(partition).execute(() => Promise.race([fromStore(), deadline.expired]));
-      return { ...(await Promise.race([call, deadline.expired])), source: 'store' };
+      // one bounds the wait for a half-open probe made by another call. A closed
+      // breaker calls the store at once and settles when the inner race does, so
+      // the outer race is needed only when the breaker is not closed.
+      const closed = breaker.state === CircuitState.Closed;
+      const call = breaker.execute(() => deadline.race(fromStore()));
+      const decision = closed ? await call : await deadline.race(call);
+      return { ...decision, source: 'store' };
     } catch (error) {
       if (error instanceof StoreTimeoutError) kind = 'timeout';
       else if (error instanceof BrokenCircuitError) kind = 'circuit_open';
       else if (error instanceof StoreUnavailableError) kind = 'error';
       else throw error;
     } finally {
-      deadline.cancel();
+      deadline.release();
     }
     this.options.events?.storeFailure(kind);
     return this.fallback(policy, onStore);
@@ -188,15 +194,4 @@ function stateName(state: CircuitState): CircuitStateName {
     default:
       return 'open';
   }
-}
-
-/** One timer per call: a promise that rejects with StoreTimeoutError after `ms` unless cancelled. */
-function deadlineAfter(ms: number): { expired: Promise<never>; cancel(): void } {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreTimeoutError(`store did not answer within ${ms} ms`)), ms);
-  });
-  // Both races may have settled before the timer fires; nobody else listens.
-  expired.catch(() => {});
-  return { expired, cancel: () => clearTimeout(timer) };
 }

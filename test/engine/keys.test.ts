@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { identityKey } from '../../src/engine/keys.js';
+import { encodeIdentityValue, identityKey } from '../../src/engine/keys.js';
 
 /** The hash tag Redis Cluster hashes: from the first '{' to the first '}' after it. */
 function hashTag(key: string): string {
@@ -33,5 +33,20 @@ describe('state keys', () => {
         if (a !== b && b.isWellFormed()) expect(identityKey('orders', 'user', a)).not.toBe(identityKey('orders', 'user', b));
       }),
     );
+  });
+
+  it('encodes an identity exactly as encodeURIComponent does (the unescaped fast path included)', () => {
+    const ascii = fc.integer({ min: 0, max: 127 }).map((code) => String.fromCharCode(code));
+    fc.assert(
+      fc.property(fc.string({ unit: ascii, maxLength: 12 }), fc.string({ unit: 'grapheme', maxLength: 12 }), (a, b) => {
+        for (const id of [a, b, `${a}${b}`]) expect(encodeIdentityValue(id)).toBe(encodeURIComponent(id));
+      }),
+      { numRuns: 2_000 },
+    );
+    // Every ASCII character on its own, so none is left to chance.
+    for (let code = 0; code < 128; code++) {
+      const id = String.fromCharCode(code);
+      expect(encodeIdentityValue(id)).toBe(encodeURIComponent(id));
+    }
   });
 });

@@ -1,0 +1,54 @@
+import type { DecisionSource } from '../store/failure.js';
+
+export type DecisionResult = 'allowed' | 'rejected';
+
+const SOURCES: readonly DecisionSource[] = ['store', 'fail_open', 'fail_closed', 'local'];
+const SOURCE_INDEX: Readonly<Record<DecisionSource, number>> = { store: 0, fail_open: 1, fail_closed: 2, local: 3 };
+
+export interface DecisionLabels {
+  policy: string;
+  limit: string;
+  result: DecisionResult;
+  source: DecisionSource;
+}
+
+/**
+ * Decisions counted in plain numbers between two scrapes, then handed to the
+ * Prometheus counter in one inc per label set when it is scraped. prom-client
+ * builds and checks a label key on every inc (about 0.7 µs, profiled): paid
+ * per decision, that was a visible share of the service's CPU per decision.
+ * A scrape drains the tally and empties it, so a label set is counted once
+ * and a policy gone after a reload leaves nothing behind here.
+ */
+export class DecisionTally {
+  /** policy -> limit -> counts by result (allowed, rejected) x source. */
+  private readonly counts = new Map<string, Map<string, number[]>>();
+
+  add(policy: string, limit: string, allowed: boolean, source: DecisionSource): void {
+    let byLimit = this.counts.get(policy);
+    if (byLimit === undefined) {
+      byLimit = new Map();
+      this.counts.set(policy, byLimit);
+    }
+    let cells = byLimit.get(limit);
+    if (cells === undefined) {
+      cells = [0, 0, 0, 0, 0, 0, 0, 0];
+      byLimit.set(limit, cells);
+    }
+    cells[(allowed ? 0 : SOURCES.length) + SOURCE_INDEX[source]]!++;
+  }
+
+  /** Every label set counted since the last drain, with its count; the tally is empty afterwards. */
+  drain(each: (labels: DecisionLabels, count: number) => void): void {
+    for (const [policy, byLimit] of this.counts) {
+      for (const [limit, cells] of byLimit) {
+        cells.forEach((count, i) => {
+          if (count === 0) return;
+          const result = i < SOURCES.length ? 'allowed' : 'rejected';
+          each({ policy, limit, result, source: SOURCES[i % SOURCES.length]! }, count);
+        });
+      }
+    }
+    this.counts.clear();
+  }
+}
