@@ -1,7 +1,12 @@
 import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc';
-import type { CallerRegistry } from '../config/callers.js';
+import type { Caller, CallerRegistry } from '../config/callers.js';
 import type { Logger } from '../logger.js';
 import type { CallLogContext } from './logging-middleware.js';
+
+/** What the auth middleware hands the quota API's handlers: the authenticated caller (absent without caller authentication). */
+export interface CallerContext {
+  caller?: Caller;
+}
 
 /** Only the quota API needs a caller; health and reflection stay open for probes and grpcurl. */
 const PROTECTED_PREFIX = '/quota.v1.';
@@ -34,7 +39,7 @@ export function authMiddleware(callers: CallerRegistry, logger: Logger) {
         }
       }
     }
-    return yield* call.next(call.request, context);
+    return yield* call.next(call.request, { ...context, caller } as CallContext);
   };
 }
 

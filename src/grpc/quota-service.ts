@@ -1,3 +1,4 @@
+import type { CallContext } from 'nice-grpc';
 import type { Policy } from '../config/policies.js';
 import type { LimitDefinition as LimitFileDefinition } from '../config/policy-schema.js';
 import type { Decision, QuotaEngine } from '../engine/engine.js';
@@ -17,6 +18,7 @@ import {
   type ListPoliciesResponse,
   type QuotaServiceImplementation,
 } from '../gen/quota/v1/quota.js';
+import type { CallerContext } from './auth-middleware.js';
 import { batchItemError } from './error-middleware.js';
 
 /** The most requests one AllowBatch call may carry; a bigger batch is rejected whole. */
@@ -54,8 +56,12 @@ export function quotaService(engine: QuotaEngine, logger: Logger): QuotaServiceI
       return { limits: await engine.getQuota({ policy: request.policy, identity: request.identity }) };
     },
 
-    async listPolicies(): Promise<ListPoliciesResponse> {
-      return { policies: engine.listPolicies().map(toProtoPolicy) };
+    // An authenticated caller sees the policies it may use, nothing more (least privilege:
+    // other callers' policy names and limits are not its business).
+    async listPolicies(_request: unknown, context: CallContext & CallerContext): Promise<ListPoliciesResponse> {
+      const allowed = context.caller?.policies;
+      const policies = engine.listPolicies().filter((policy) => allowed === undefined || allowed.has(policy.name));
+      return { policies: policies.map(toProtoPolicy) };
     },
   };
 }
