@@ -5,7 +5,7 @@ SHELL := /bin/bash
 
 NPM_INSTALL_STAMP := node_modules/.install-stamp
 
-.PHONY: help deps redis gen build run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-cluster helm-check clean
+.PHONY: help deps redis gen build run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-cluster helm-check helm-bin clean
 
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER is set)"
@@ -15,7 +15,7 @@ help:
 	@echo "make bench-cluster  the service on a 3-master Redis Cluster vs one node, same run"
 	@echo "make run-mcp-quota  the quota service with the MCP demo policies (config/mcp-policies.yaml)"
 	@echo "make run-mcp        the reference MCP server on Streamable HTTP :3333 (clients/mcp/README.md)"
-	@echo "make helm-check  static checks of helm/quota-service; also helm lint + helm template per ci/ values file when helm is on PATH"
+	@echo "make helm-check  the chart tests: static checks, then helm lint --strict and helm template per values file (fetches helm if missing)"
 
 # npm ci when the lock file changed since the last install.
 $(NPM_INSTALL_STAMP): package.json package-lock.json
@@ -57,7 +57,11 @@ run-mcp: gen
 mcp-conformance: gen
 	scripts/mcp-conformance.sh
 
-test: deps redis typecheck
+# The chart tests (test/helm/rendered.test.ts) run a real helm; install it if missing.
+helm-bin: deps
+	@node scripts/ensure-helm.mjs
+
+test: deps redis helm-bin typecheck
 	npx vitest run
 
 bench: deps redis gen
@@ -71,27 +75,11 @@ bench: deps redis gen
 bench-cluster: deps redis gen
 	npx tsx bench/cluster.ts
 
-# The chart (docs/deploy.md). test/helm checks it without helm (files, schema, values paths,
-# env names, ports, dashboard); where helm is installed, lint and render it with the default
-# values and each ci/ example too. Without helm this still passes on the static checks alone.
-# HELM_KUBE_VERSION satisfies the chart's kubeVersion whatever helm's built-in default
-# (--kube-version on lint needs helm >= 3.14).
-HELM_CHART := helm/quota-service
-HELM_KUBE_VERSION ?= 1.30.0
-helm-check: gen
+# The chart (docs/deploy.md): test/helm checks its files, schema, values paths, env names,
+# ports and dashboard, and renders it with a real helm (helm on PATH, else the one
+# scripts/ensure-helm.mjs fetches) for the default values and each ci/ example.
+helm-check: gen helm-bin
 	npx vitest run test/helm
-	@if command -v helm >/dev/null 2>&1; then \
-	  set -e; \
-	  helm lint --strict --kube-version $(HELM_KUBE_VERSION) $(HELM_CHART); \
-	  helm template quota $(HELM_CHART) --kube-version $(HELM_KUBE_VERSION) >/dev/null; \
-	  for values in $(HELM_CHART)/ci/*.yaml; do \
-	    echo "helm lint + template with $$values"; \
-	    helm lint --strict --kube-version $(HELM_KUBE_VERSION) $(HELM_CHART) -f "$$values"; \
-	    helm template quota $(HELM_CHART) --kube-version $(HELM_KUBE_VERSION) -f "$$values" >/dev/null; \
-	  done; \
-	else \
-	  echo "helm is not on PATH: only the static checks above ran (install helm to also run helm lint and helm template)"; \
-	fi
 
 clean:
 	rm -rf dist src/gen node_modules

@@ -9,7 +9,11 @@ const hostPort = z
 
 const redisUrl = z
   .string()
-  .refine((value) => URL.canParse(value) && /^rediss?:$/.test(new URL(value).protocol), 'expected redis://host:port or rediss://host:port');
+  .refine(
+    // A host is required: `redis:/host:6379` parses as a URL with an empty host, which ioredis would quietly send to localhost.
+    (value) => URL.canParse(value) && /^rediss?:$/.test(new URL(value).protocol) && new URL(value).hostname !== '',
+    'expected redis://host:port or rediss://host:port',
+  );
 
 /**
  * Redis Cluster seeds: `host:port,host:port,...`, or the same as redis:// URLs when the

@@ -28,6 +28,11 @@ describe('environment configuration', () => {
     expect(config).toMatchObject({ QUOTA_GRPC_ADDR: '[::1]:7000', QUOTA_REDIS_URL: 'rediss://cache.internal:6380/0', QUOTA_METRICS_ADDR: '0.0.0.0:9464', QUOTA_HEALTH_ADDR: '0.0.0.0:50052', QUOTA_SHUTDOWN_GRACE_MS: 2500 });
   });
 
+  it('refuses a Redis URL without a host (redis:/host parses with an empty host, which would mean localhost)', () => {
+    expect(() => loadConfig({ QUOTA_REDIS_URL: 'redis:/cache.internal:6379/0' })).toThrow(/QUOTA_REDIS_URL: expected redis:\/\/host:port/);
+    expect(() => loadConfig({ QUOTA_REDIS_CLUSTER: 'redis:/10.0.0.1:6379' })).toThrow(/QUOTA_REDIS_CLUSTER: expected a comma-separated list/);
+  });
+
   it('refuses a health address that is not host:port, naming it', () => {
     expect(() => loadConfig({ QUOTA_HEALTH_ADDR: '50052' })).toThrow(/QUOTA_HEALTH_ADDR: expected host:port/);
   });
