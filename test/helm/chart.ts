@@ -1,9 +1,7 @@
-// Reading the Helm chart without helm: no helm binary can be installed here, so the
-// tests look at the chart's files as text and YAML. What this can see: the static YAML
-// structure of each template (with every {{ ... }} action blanked out), which .Values
-// paths the templates name, and the values files themselves. What it cannot see: the
-// rendered output (conditionals, include, toYaml). `make helm-check` adds helm lint and
-// helm template where helm is on PATH.
+// Reading the Helm chart's files as text and YAML, for the static checks: the static
+// YAML structure of each template (with every {{ ... }} action blanked out), which
+// .Values paths the templates name, and the values files themselves. The rendered
+// output (conditionals, include, toYaml) is checked with a real helm in rendered.test.ts.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
