@@ -44,7 +44,7 @@ const instantStore: QuotaStore = {
 async function main(): Promise<void> {
   const metrics = new QuotaMetrics();
   const engine = new QuotaEngine(policies, instantStore, { onDecision: (policy, decision, seconds) => metrics.decided(policy, decision, seconds) });
-  const service = quotaService(engine, createLogger('silent'));
+  const service = quotaService(engine, createLogger('silent'), new AbortController().signal);
   let user = 0;
   const encoded = Array.from({ length: 100 }, () =>
     AllowBatchRequest.encode({

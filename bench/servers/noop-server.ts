@@ -26,6 +26,9 @@ const noop: QuotaServiceImplementation = {
   async allowBatch(request) {
     return { results: request.requests.map(() => ({ response: ALLOWED })) };
   },
+  async *allowStream(batches) {
+    for await (const batch of batches) yield { id: batch.id, results: batch.requests.map(() => ({ response: ALLOWED })) };
+  },
   async listPolicies() {
     return { policies: [] };
   },

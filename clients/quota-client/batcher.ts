@@ -1,5 +1,6 @@
 import { ClientError, Status } from 'nice-grpc';
-import type { AllowRequest, AllowResponse } from '../../src/gen/quota/v1/quota.js';
+import type { AllowBatchResult, AllowRequest, AllowResponse } from '../../src/gen/quota/v1/quota.js';
+import { AllowStream, StreamEnded } from './allow-stream.js';
 import { callDeadline, DeadlineExceeded } from './call-deadline.js';
 import type { QuotaRpcClient } from './service-definition.js';
 import type { BatchOptions } from './types.js';
@@ -58,24 +59,32 @@ interface RpcCall {
 }
 
 /**
- * Coalesces concurrent calls into AllowBatch calls: the first queued call
- * opens a window of `maxDelayMs` (0: until the current event-loop turn ends),
- * and the window closes early when `maxSize` calls are queued. A window
- * holding a single call sends a plain Allow. Each caller keeps its own
- * deadline: a call whose deadline passes or whose signal aborts settles at
- * once, and the RPC is cancelled only when every call in it has given up.
+ * Coalesces concurrent calls into batches: the first queued call opens a
+ * window of `maxDelayMs` (0: until the current event-loop turn ends), and the
+ * window closes early when `maxSize` calls are queued. Each batch goes out as
+ * one message of a long-lived AllowStream (allow-stream.ts), or, with
+ * `stream: false` or against a service without AllowStream, as one AllowBatch
+ * call (a window holding a single call then sends a plain Allow). Each caller
+ * keeps its own deadline: a call whose deadline passes or whose signal aborts
+ * settles at once; an RPC is cancelled only when every call in it has given up
+ * (a stream's batch is not: its late answer is ignored).
  */
 export class Batcher {
   private queue: Pending[] = [];
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  /** Set when the server lacks AllowStream (UNIMPLEMENTED): from then on, AllowBatch calls. */
+  private streamUnsupported: boolean;
   /** Set when the server lacks AllowBatch (UNIMPLEMENTED): from then on, one Allow per call. */
   private unaryOnly = false;
+  private stream: AllowStream | undefined;
   private readonly flushNow = () => this.flush();
 
   constructor(
     private readonly client: QuotaRpcClient,
-    private readonly options: BatchOptions,
-  ) {}
+    private readonly options: BatchOptions & { stream: boolean },
+  ) {
+    this.streamUnsupported = !options.stream;
+  }
 
   readonly send: Send = (request, deadlineMs, signal) =>
     new Promise<AllowResponse>((resolve, reject) => {
@@ -107,11 +116,63 @@ export class Batcher {
     const items = this.queue.filter(isWaiting);
     this.queue = [];
     if (items.length === 0) return;
+    if (!this.streamUnsupported) {
+      this.sendOnStream(items, true);
+      return;
+    }
+    this.sendCalls(items);
+  }
+
+  /** Sends what is queued, then ends the stream: the service answers what it has read. */
+  close(): void {
+    this.flush();
+    this.stream?.end();
+  }
+
+  /** One AllowBatch call for the batch, or one Allow per call. */
+  private sendCalls(items: Pending[]): void {
     if (items.length === 1 || this.unaryOnly) {
       for (const item of items) this.sendUnary(item);
       return;
     }
     void this.sendBatch(items);
+  }
+
+  /**
+   * The batch as one message of the open stream (a new one if there is none,
+   * or it is ended, idle or old). A batch the stream left unanswered at a
+   * clean end was never decided (a draining service answers what it read), so
+   * it is sent once more on a new stream.
+   */
+  private sendOnStream(items: Pending[], mayResend: boolean): void {
+    let stream = this.stream;
+    if (stream === undefined || !stream.usable) {
+      stream?.end();
+      stream = this.stream = new AllowStream(this.client);
+    }
+    const requests = new Array<AllowRequest>(items.length);
+    for (let i = 0; i < items.length; i++) requests[i] = (items[i] as Pending).request;
+    stream.send({
+      requests,
+      resolve: (results) => this.deliver(items, results, 'AllowStream'),
+      reject: (error) => this.streamFailed(items, error, mayResend),
+    });
+  }
+
+  private streamFailed(items: Pending[], error: unknown, mayResend: boolean): void {
+    const waiting = items.filter(isWaiting);
+    if (waiting.length === 0) return;
+    if (error instanceof StreamEnded && mayResend) {
+      this.sendOnStream(waiting, false);
+      return;
+    }
+    if (error instanceof ClientError && error.code === Status.UNIMPLEMENTED) {
+      // An older service: nothing was decided; AllowBatch from now on, for good.
+      this.streamUnsupported = true;
+      this.sendCalls(waiting);
+      return;
+    }
+    for (const item of waiting) this.fail(item, error);
   }
 
   private sendUnary(item: Pending): void {
@@ -139,8 +200,13 @@ export class Batcher {
       for (const item of items) this.fail(item, error);
       return;
     }
+    this.deliver(items, results, 'AllowBatch');
+  }
+
+  /** Each caller gets its own result; an item error becomes what Allow would have failed with. */
+  private deliver(items: Pending[], results: AllowBatchResult[], rpc: string): void {
     if (results.length !== items.length) {
-      const error = new ClientError(ALLOW_PATH, Status.INTERNAL, `AllowBatch answered ${results.length} results for ${items.length} requests`);
+      const error = new ClientError(ALLOW_PATH, Status.INTERNAL, `${rpc} answered ${results.length} results for ${items.length} requests`);
       for (const item of items) this.fail(item, error);
       return;
     }
@@ -152,7 +218,7 @@ export class Batcher {
         // The service names the item inside the batch (`requests[3].cost: ...`);
         // the caller sent one request, so it sees what Allow would have said.
         const code = (result?.error?.code ?? Status.INTERNAL) as Status;
-        const message = (result?.error?.message ?? 'AllowBatch result has neither response nor error').replace(/^requests\[\d+\](\.|: )/, '');
+        const message = (result?.error?.message ?? `${rpc} result has neither response nor error`).replace(/^requests\[\d+\](\.|: )/, '');
         this.fail(item, new ClientError(ALLOW_PATH, code, message));
       }
     }

@@ -38,7 +38,7 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
   channel.getConnectivityState(true);
   const factory = options.middleware === undefined ? createClientFactory() : createClientFactory().use(options.middleware);
   const client = factory.create(quotaClientDefinition, channel);
-  const batcher = batch === false ? undefined : new Batcher(client, batch);
+  const batcher = batch === false ? undefined : new Batcher(client, { ...batch, stream: options.stream ?? true });
   const send: Send = batcher?.send ?? unarySender(client);
 
   let closed = false;
@@ -77,7 +77,7 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
     allow,
     async close() {
       closed = true;
-      batcher?.flush();
+      batcher?.close();
       channel.close();
     },
   };

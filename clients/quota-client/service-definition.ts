@@ -1,11 +1,11 @@
 import type { Client } from 'nice-grpc';
-import { AllowBatchRequest, AllowRequest, QuotaServiceDefinition } from '../../src/gen/quota/v1/quota.js';
+import { AllowBatchRequest, AllowRequest, AllowStreamRequest, QuotaServiceDefinition } from '../../src/gen/quota/v1/quota.js';
 import type { AllowParams } from './types.js';
 
-const { allow, allowBatch } = QuotaServiceDefinition.methods;
+const { allow, allowBatch, allowStream } = QuotaServiceDefinition.methods;
 
 /**
- * The two rpcs the client calls, as QuotaServiceDefinition has them, except
+ * The three rpcs the client calls, as QuotaServiceDefinition has them, except
  * that requests are encoded as they are instead of through fromPartial: for a
  * definition with fromPartial, nice-grpc deep-copies every request (identity
  * map included) before encoding it, a copy per decision that the batched bench
@@ -18,6 +18,7 @@ export const quotaClientDefinition = {
   methods: {
     allow: { ...allow, requestType: { encode: AllowRequest.encode, decode: AllowRequest.decode } },
     allowBatch: { ...allowBatch, requestType: { encode: AllowBatchRequest.encode, decode: AllowBatchRequest.decode } },
+    allowStream: { ...allowStream, requestType: { encode: AllowStreamRequest.encode, decode: AllowStreamRequest.decode } },
   },
 } as const;
 

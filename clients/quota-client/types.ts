@@ -103,9 +103,18 @@ export interface QuotaClientOptions {
   onUnavailable?: OnUnavailable;
   /** retryAfterMs of a fail_closed decision. Default 1000. */
   failClosedRetryAfterMs?: number;
-  /** Coalesce concurrent calls into AllowBatch calls; default { maxDelayMs: 0, maxSize: 100 }; false = one Allow per call. */
+  /** Coalesce concurrent calls into batches; default { maxDelayMs: 0, maxSize: 100 }; false = one Allow per call. */
   batch?: BatchOptions | false;
-  /** nice-grpc client middleware around every RPC (tracing, metrics); each batch is one RPC. */
+  /**
+   * Send the batches as messages of one long-lived AllowStream call (default
+   * true), much cheaper per batch than a call each; false: one AllowBatch call
+   * per batch (or Allow for a batch of one). Against a service without
+   * AllowStream the client switches to AllowBatch by itself. A stream sticks
+   * to one service instance: it is renewed after 60 s and after 5 s idle, so
+   * a round_robin channel still spreads over time (docs/deploy.md).
+   */
+  stream?: boolean;
+  /** nice-grpc client middleware around every RPC (tracing, metrics): each AllowStream, AllowBatch or Allow call. */
   middleware?: ClientMiddleware;
   /** Warnings when the failure policy starts and stops answering. Default: silent. */
   logger?: Logger;

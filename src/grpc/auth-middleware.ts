@@ -6,6 +6,12 @@ import type { CallLogContext } from './logging-middleware.js';
 /** What the auth middleware hands the quota API's handlers: the authenticated caller (absent without caller authentication). */
 export interface CallerContext {
   caller?: Caller;
+  /**
+   * The caller the call's token names now: undefined once a reload of the
+   * callers file revoked it. A stream (AllowStream) asks before each batch, so
+   * a rotated token takes effect on streams already open.
+   */
+  currentCaller?: () => Caller | undefined;
 }
 
 /** Only the quota API needs a caller; health and reflection stay open for probes and grpcurl. */
@@ -39,7 +45,9 @@ export function authMiddleware(callers: CallerRegistry, logger: Logger) {
         }
       }
     }
-    return yield* call.next(call.request, { ...context, caller } as CallContext);
+    const token = match[1]!;
+    const currentCaller = () => callers.byToken(token);
+    return yield* call.next(call.request, { ...context, caller, currentCaller } as CallContext);
   };
 }
 

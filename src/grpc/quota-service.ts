@@ -1,56 +1,44 @@
 import type { CallContext } from 'nice-grpc';
 import type { Policy } from '../config/policies.js';
 import type { LimitDefinition as LimitFileDefinition } from '../config/policy-schema.js';
-import type { Decision, QuotaEngine } from '../engine/engine.js';
-import { InvalidArgumentError } from '../engine/errors.js';
+import type { QuotaEngine } from '../engine/engine.js';
 import type { Logger } from '../logger.js';
-import type { DecisionSource as EngineDecisionSource } from '../store/failure.js';
-import {
-  DecisionSource,
-  type AllowBatchRequest,
-  type AllowBatchResponse,
-  type AllowBatchResult,
-  type AllowRequest,
-  type AllowResponse,
-  type GetQuotaRequest,
-  type GetQuotaResponse,
-  type LimitDefinition,
-  type ListPoliciesResponse,
-  type QuotaServiceImplementation,
+import type {
+  AllowBatchRequest,
+  AllowBatchResponse,
+  AllowRequest,
+  AllowResponse,
+  GetQuotaRequest,
+  GetQuotaResponse,
+  LimitDefinition,
+  ListPoliciesResponse,
+  QuotaServiceImplementation,
 } from '../gen/quota/v1/quota.js';
+import { allowStreamHandler } from './allow-stream.js';
 import type { CallerContext } from './auth-middleware.js';
-import { batchItemError } from './error-middleware.js';
+import { checkBatchSize, decideEach, toAllowResponse } from './decide-batch.js';
 
-/** The most requests one AllowBatch call may carry; a bigger batch is rejected whole. */
-export const MAX_BATCH_SIZE = 1000;
+export { MAX_BATCH_SIZE } from './decide-batch.js';
 
-const SOURCES: Record<EngineDecisionSource, DecisionSource> = {
-  store: DecisionSource.DECISION_SOURCE_STORE,
-  fail_open: DecisionSource.DECISION_SOURCE_FAIL_OPEN,
-  fail_closed: DecisionSource.DECISION_SOURCE_FAIL_CLOSED,
-  local: DecisionSource.DECISION_SOURCE_LOCAL,
-};
+const ALLOW_BATCH_PATH = '/quota.v1.QuotaService/AllowBatch';
+const ALLOW_STREAM_PATH = '/quota.v1.QuotaService/AllowStream';
 
-/** quota.v1.QuotaService: maps proto messages to the engine and back, nothing more. */
-export function quotaService(engine: QuotaEngine, logger: Logger): QuotaServiceImplementation {
+/**
+ * quota.v1.QuotaService: maps proto messages to the engine and back, nothing
+ * more. `draining` aborts when the server starts shutting down: open
+ * AllowStream streams then answer what they have read and end.
+ */
+export function quotaService(engine: QuotaEngine, logger: Logger, draining: AbortSignal): QuotaServiceImplementation {
   return {
     // An AllowRequest has exactly the engine's AllowInput fields: passed as it is, not copied.
     allow: async (request: AllowRequest): Promise<AllowResponse> => toAllowResponse(await engine.allow(request)),
 
     async allowBatch(request: AllowBatchRequest): Promise<AllowBatchResponse> {
-      const items = request.requests;
-      if (items.length > MAX_BATCH_SIZE) {
-        throw new InvalidArgumentError('requests', `at most ${MAX_BATCH_SIZE} per batch, got ${items.length}`);
-      }
-      // All started at once, in order, in one synchronous run: the store sees
-      // them in request order and in the same turn (ioredis pipelines them), and
-      // each is decided on its own.
-      const pending: Promise<AllowBatchResult>[] = new Array(items.length);
-      for (let index = 0; index < items.length; index++) {
-        pending[index] = engine.allow(items[index]!).then(toBatchResult, (error: unknown) => ({ error: batchItemError(error, index, ALLOW_BATCH_PATH, logger) }));
-      }
-      return { results: await Promise.all(pending) };
+      checkBatchSize(request.requests);
+      return { results: await decideEach(engine, request.requests, ALLOW_BATCH_PATH, logger) };
     },
+
+    allowStream: allowStreamHandler((requests, caller) => decideEach(engine, requests, ALLOW_STREAM_PATH, logger, caller), draining),
 
     async getQuota(request: GetQuotaRequest): Promise<GetQuotaResponse> {
       return { limits: await engine.getQuota({ policy: request.policy, identity: request.identity }) };
@@ -65,21 +53,6 @@ export function quotaService(engine: QuotaEngine, logger: Logger): QuotaServiceI
     },
   };
 }
-
-const ALLOW_BATCH_PATH = '/quota.v1.QuotaService/AllowBatch';
-
-function toAllowResponse(decision: Decision): AllowResponse {
-  return {
-    allowed: decision.allowed,
-    retryAfterMs: decision.retryAfterMs,
-    deniedBy: decision.deniedBy,
-    limits: decision.limits,
-    delayMs: decision.delayMs,
-    source: SOURCES[decision.source],
-  };
-}
-
-const toBatchResult = (decision: Decision): AllowBatchResult => ({ response: toAllowResponse(decision) });
 
 function toProtoPolicy(policy: Policy) {
   return {

@@ -45,7 +45,9 @@ export async function startQuotaServer(options: {
   let chain = createServer().use(loggingMiddleware(options.logger)).use(errorMiddleware(options.logger));
   if (options.callers) chain = chain.use(authMiddleware(options.callers, options.logger));
   const server: Server = chain;
-  server.add(QuotaServiceDefinition, quotaService(options.engine, options.logger));
+  // Aborted when shutdown starts: open AllowStream streams answer what they have read and end.
+  const draining = new AbortController();
+  server.add(QuotaServiceDefinition, quotaService(options.engine, options.logger, draining.signal));
 
   const health = HealthState();
   server.add(HealthDefinition, HealthServiceImpl(health));
@@ -70,6 +72,7 @@ export async function startQuotaServer(options: {
     setServing,
     async shutdown(graceMs) {
       setServing(false);
+      draining.abort();
       const timer = setTimeout(() => server.forceShutdown(), graceMs);
       try {
         await server.shutdown();

@@ -39,10 +39,11 @@ describe.each(bothStores(redis))('quota client against the service on the %s sto
   });
 
   it.each([
-    ['unary', false],
-    ['batching', undefined],
-  ] as const)('%s: 10 orders allowed, the 11th denied with retry and limit status, source "store"', async (_mode, batch) => {
-    const client = connect({ batch });
+    ['unary', { batch: false }],
+    ['batching on a stream', {}],
+    ['batching in AllowBatch calls', { stream: false }],
+  ] as const)('%s: 10 orders allowed, the 11th denied with retry and limit status, source "store"', async (_name, mode: Partial<QuotaClientOptions>) => {
+    const client = connect(mode);
     for (let i = 0; i < 10; i++) {
       expect(await client.allow({ policy: 'orders', identity: { user: 'u1' } })).toMatchObject({ allowed: true, source: 'store', retryAfterMs: 0 });
     }
@@ -58,12 +59,17 @@ describe.each(bothStores(redis))('quota client against the service on the %s sto
     expect(await client.allow({ policy: 'orders', identity: { user: 'u1' } })).toMatchObject({ allowed: true });
   });
 
-  it('batching: 50 concurrent calls make one AllowBatch RPC, and each caller gets its own decision', async () => {
-    const client = connect({ batch: { maxDelayMs: 0, maxSize: 100 } });
+  it.each([
+    ['one AllowStream message', true],
+    ['one AllowBatch RPC', false],
+  ] as const)('batching: 50 concurrent calls make %s, and each caller gets its own decision', async (_name, stream) => {
+    const client = connect({ batch: { maxDelayMs: 0, maxSize: 100 }, stream });
     // 5 users x 10 calls, interleaved; user i spends cost i+1 on its first call.
     const calls = Array.from({ length: 50 }, (_, n) => ({ user: `b${n % 5}`, cost: n < 5 ? n + 1 : 1 }));
     const decisions = await Promise.all(calls.map((c) => client.allow({ policy: 'orders', identity: { user: c.user }, cost: c.cost })));
-    expect(counter.count('AllowBatch')).toBe(1);
+    expect(counter.count('AllowStream')).toBe(stream ? 1 : 0);
+    expect(counter.messages('AllowStream')).toBe(stream ? 1 : 0);
+    expect(counter.count('AllowBatch')).toBe(stream ? 0 : 1);
     expect(counter.count('Allow')).toBe(0);
     for (let u = 0; u < 5; u++) {
       const mine = decisions.filter((_, n) => calls[n]!.user === `b${u}`);
@@ -73,19 +79,30 @@ describe.each(bothStores(redis))('quota client against the service on the %s sto
     }
   });
 
-  it('batching: maxSize splits the calls; a lone call goes as a plain Allow', async () => {
+  it('batching on a stream: maxSize splits the calls into messages of one AllowStream, a lone call included', async () => {
     const client = connect({ batch: { maxDelayMs: 0, maxSize: 8 } });
+    await Promise.all(Array.from({ length: 20 }, (_, n) => client.allow({ policy: 'user', identity: { user: `s${n}` } })));
+    expect(counter.messages('AllowStream')).toBe(3); // 8 + 8 + 4
+    await client.allow({ policy: 'user', identity: { user: 'alone' } });
+    expect(counter.messages('AllowStream')).toBe(4);
+    expect([counter.count('AllowStream'), counter.count('AllowBatch'), counter.count('Allow')]).toEqual([1, 0, 0]);
+  });
+
+  it('batching in AllowBatch calls: maxSize splits the calls; a lone call goes as a plain Allow', async () => {
+    const client = connect({ batch: { maxDelayMs: 0, maxSize: 8 }, stream: false });
     await Promise.all(Array.from({ length: 20 }, (_, n) => client.allow({ policy: 'user', identity: { user: `s${n}` } })));
     expect(counter.count('AllowBatch')).toBe(3); // 8 + 8 + 4
     await client.allow({ policy: 'user', identity: { user: 'alone' } });
     expect(counter.count('Allow')).toBe(1);
+    expect(counter.count('AllowStream')).toBe(0);
   });
 
   it.each([
-    ['unary', false],
-    ['batching', undefined],
-  ] as const)('%s: caller bugs reject with a typed error naming the field, never a fallback decision', async (_mode, batch) => {
-    const client = connect({ batch, onUnavailable: 'fail_open' });
+    ['unary', { batch: false }, 'Allow', 5],
+    ['batching on a stream', {}, 'AllowStream', 1],
+    ['batching in AllowBatch calls', { stream: false }, 'AllowBatch', 1],
+  ] as const)('%s: caller bugs reject with a typed error naming the field, never a fallback decision', async (_name, mode: Partial<QuotaClientOptions>, rpc, rpcs) => {
+    const client = connect({ ...mode, onUnavailable: 'fail_open' });
     const results = await Promise.allSettled([
       client.allow({ policy: 'orders', identity: { user: 'ok' } }),
       client.allow({ policy: 'orders', identity: { user: 'ok' }, cost: -1 }),
@@ -105,6 +122,6 @@ describe.each(bothStores(redis))('quota client against the service on the %s sto
       ['store', 9],
       ['store', 8],
     ]);
-    expect(counter.count(batch === false ? 'Allow' : 'AllowBatch')).toBe(batch === false ? 5 : 1);
+    expect(counter.count(rpc)).toBe(rpcs);
   });
 });

@@ -48,6 +48,6 @@ describe('standard gRPC services (what grpcurl uses)', () => {
     const file = FileDescriptorProto.deserializeBinary(files[0]!);
     expect(file.getName()).toBe('quota/v1/quota.proto');
     const methods = file.getServiceList()[0]?.getMethodList().map((m) => m.getName());
-    expect(methods).toEqual(['Allow', 'ListPolicies', 'GetQuota', 'AllowBatch']);
+    expect(methods).toEqual(['Allow', 'ListPolicies', 'GetQuota', 'AllowBatch', 'AllowStream']);
   });
 });

@@ -1,12 +1,33 @@
 import type { CallOptions, ClientMiddlewareCall } from 'nice-grpc';
 
-/** Client middleware counting RPCs by method name (e.g. "Allow", "AllowBatch"). */
+/**
+ * Client middleware counting RPCs by method name (e.g. "Allow", "AllowBatch",
+ * "AllowStream") and, for client-streaming methods, the messages sent on them.
+ */
 export function rpcCounter() {
-  const counts = new Map<string, number>();
+  const calls = new Map<string, number>();
+  const messages = new Map<string, number>();
+  const bump = (counts: Map<string, number>, name: string) => counts.set(name, (counts.get(name) ?? 0) + 1);
+  async function* counted<T>(name: string, requests: AsyncIterable<T>) {
+    for await (const request of requests) {
+      bump(messages, name);
+      yield request;
+    }
+  }
   async function* middleware<Request, Response>(call: ClientMiddlewareCall<Request, Response>, options: CallOptions) {
     const name = call.method.path.slice(call.method.path.lastIndexOf('/') + 1);
-    counts.set(name, (counts.get(name) ?? 0) + 1);
+    bump(calls, name);
+    if (call.requestStream) return yield* call.next(counted(name, call.request), options);
     return yield* call.next(call.request, options);
   }
-  return { middleware, count: (name: string) => counts.get(name) ?? 0, reset: () => counts.clear() };
+  return {
+    middleware,
+    count: (name: string) => calls.get(name) ?? 0,
+    /** Messages sent on `name`'s streams (AllowStream: one per batch). */
+    messages: (name: string) => messages.get(name) ?? 0,
+    reset: () => {
+      calls.clear();
+      messages.clear();
+    },
+  };
 }

@@ -1,0 +1,140 @@
+import type { AllowBatchResult, AllowRequest, AllowStreamRequest, AllowStreamResponse } from '../../src/gen/quota/v1/quota.js';
+import type { QuotaRpcClient } from './service-definition.js';
+
+/** One batch on the stream, waiting for its answer. */
+export interface StreamBatch {
+  readonly requests: AllowRequest[];
+  /** One result per request, in request order. */
+  resolve(results: AllowBatchResult[]): void;
+  /** A ClientError when the stream failed; StreamEnded when it ended cleanly without answering. */
+  reject(error: unknown): void;
+}
+
+/**
+ * The stream ended with OK (the service drained, or the client ended it)
+ * before answering the batch: the service answers every batch it has read
+ * before such an end, so this one was never decided and may be sent again.
+ */
+export class StreamEnded extends Error {
+  override name = 'StreamEnded';
+}
+
+/**
+ * A stream unused this long is ended: an open stream keeps the process alive
+ * (grpc-js refs the connection while a call is open) and pins the client to
+ * one service instance. The next batch opens a new one, for about the cost of
+ * one unary call.
+ */
+export const STREAM_IDLE_MS = 5_000;
+/**
+ * A stream older than this takes no new batches: the next batch opens a new
+ * stream, which the channel's load balancer may place on another instance (a
+ * long-lived stream would otherwise never see instances added after it opened).
+ */
+export const STREAM_MAX_AGE_MS = 60_000;
+
+/**
+ * One AllowStream call: batches go out as messages with an id, answers come
+ * back by id in any order. Used by the Batcher (batcher.ts) instead of one
+ * AllowBatch call per batch: the HTTP/2 stream, headers, trailers and
+ * grpc-js's per-call machinery are paid once per stream rather than once per
+ * batch, which at one request in flight is most of what a call costs
+ * (docs/benchmarks.md).
+ */
+export class AllowStream {
+  private readonly outgoing = new MessageQueue<AllowStreamRequest>();
+  private readonly waiting = new Map<number, StreamBatch>();
+  private readonly openedAt = performance.now();
+  private lastId = 0;
+  private ended = false;
+  private idleTimer: NodeJS.Timeout | undefined;
+
+  constructor(client: QuotaRpcClient) {
+    void this.read(client.allowStream(this.outgoing));
+  }
+
+  /** False once ended, failed, idle or too old: send new batches on a new stream. */
+  get usable(): boolean {
+    return !this.ended && performance.now() - this.openedAt < STREAM_MAX_AGE_MS;
+  }
+
+  send(batch: StreamBatch): void {
+    if (this.idleTimer !== undefined) {
+      clearTimeout(this.idleTimer);
+      this.idleTimer = undefined;
+    }
+    // Unique among this stream's unanswered batches: 2^32 batches would have to be in flight to collide.
+    this.lastId = (this.lastId + 1) >>> 0;
+    this.waiting.set(this.lastId, batch);
+    this.outgoing.push({ id: this.lastId, requests: batch.requests });
+  }
+
+  /** No more batches: the service answers those it has, then ends the stream. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearTimeout(this.idleTimer);
+    this.outgoing.end();
+  }
+
+  private async read(answers: AsyncIterable<AllowStreamResponse>): Promise<void> {
+    let failure: unknown = new StreamEnded('AllowStream ended before answering the batch');
+    try {
+      for await (const answer of answers) {
+        const batch = this.waiting.get(answer.id);
+        if (batch === undefined) continue;
+        this.waiting.delete(answer.id);
+        if (this.waiting.size === 0 && !this.ended) this.armIdleTimer();
+        batch.resolve(answer.results);
+      }
+    } catch (error) {
+      failure = error;
+    }
+    this.end();
+    const unanswered = [...this.waiting.values()];
+    this.waiting.clear();
+    for (const batch of unanswered) batch.reject(failure);
+  }
+
+  private armIdleTimer(): void {
+    this.idleTimer = setTimeout(() => this.end(), STREAM_IDLE_MS);
+    // It only ends the stream: it need not keep the process alive itself.
+    this.idleTimer.unref();
+  }
+}
+
+/** The outgoing side of a stream: an async iterable the caller pushes into. */
+class MessageQueue<T> implements AsyncIterable<T> {
+  private items: T[] = [];
+  private done = false;
+  private wake: (() => void) | undefined;
+
+  push(item: T): void {
+    this.items.push(item);
+    this.notify();
+  }
+
+  end(): void {
+    this.done = true;
+    this.notify();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<T> {
+    for (;;) {
+      if (this.items.length > 0) {
+        const items = this.items;
+        this.items = [];
+        yield* items;
+        continue;
+      }
+      if (this.done) return;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+    }
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+}

@@ -1,0 +1,67 @@
+import { Status } from 'nice-grpc';
+import type { Caller } from '../config/callers.js';
+import type { Decision, QuotaEngine } from '../engine/engine.js';
+import { InvalidArgumentError } from '../engine/errors.js';
+import { DecisionSource, type AllowBatchResult, type AllowRequest, type AllowResponse } from '../gen/quota/v1/quota.js';
+import type { DecisionSource as EngineDecisionSource } from '../store/failure.js';
+import type { Logger } from '../logger.js';
+import { batchItemError } from './error-middleware.js';
+
+/** The most requests one batch (AllowBatch, or one message of AllowStream) may carry. */
+export const MAX_BATCH_SIZE = 1000;
+
+/** INVALID_ARGUMENT for a batch over MAX_BATCH_SIZE: it is refused whole, nothing decided. */
+export function checkBatchSize(requests: readonly AllowRequest[]): void {
+  if (requests.length > MAX_BATCH_SIZE) {
+    throw new InvalidArgumentError('requests', `at most ${MAX_BATCH_SIZE} per batch, got ${requests.length}`);
+  }
+}
+
+/**
+ * Decides every request of a batch on its own, exactly as Allow would: a bad
+ * request fails only its own result. All are started at once, in order, in
+ * one synchronous run, so the store sees them in request order and in the
+ * same turn (one script call on a single Redis node). `caller`, when given,
+ * limits the policies: a request naming another one fails with
+ * PERMISSION_DENIED and is not decided (AllowStream; AllowBatch is checked
+ * whole by the auth middleware before it gets here).
+ */
+export function decideEach(
+  engine: QuotaEngine,
+  requests: readonly AllowRequest[],
+  method: string,
+  logger: Logger,
+  caller?: Caller,
+): Promise<AllowBatchResult[]> {
+  const pending: Array<Promise<AllowBatchResult> | AllowBatchResult> = new Array(requests.length);
+  const allowed = caller?.policies;
+  for (let index = 0; index < requests.length; index++) {
+    const request = requests[index]!;
+    if (allowed !== undefined && !allowed.has(request.policy)) {
+      pending[index] = { error: { code: Status.PERMISSION_DENIED, message: `requests[${index}]: caller "${caller!.name}" may not use policy "${request.policy}"` } };
+      continue;
+    }
+    pending[index] = engine.allow(request).then(toBatchResult, (error: unknown) => ({ error: batchItemError(error, index, method, logger) }));
+  }
+  return Promise.all(pending);
+}
+
+const SOURCES: Record<EngineDecisionSource, DecisionSource> = {
+  store: DecisionSource.DECISION_SOURCE_STORE,
+  fail_open: DecisionSource.DECISION_SOURCE_FAIL_OPEN,
+  fail_closed: DecisionSource.DECISION_SOURCE_FAIL_CLOSED,
+  local: DecisionSource.DECISION_SOURCE_LOCAL,
+};
+
+export function toAllowResponse(decision: Decision): AllowResponse {
+  return {
+    allowed: decision.allowed,
+    retryAfterMs: decision.retryAfterMs,
+    deniedBy: decision.deniedBy,
+    limits: decision.limits,
+    delayMs: decision.delayMs,
+    source: SOURCES[decision.source],
+  };
+}
+
+const toBatchResult = (decision: Decision): AllowBatchResult => ({ response: toAllowResponse(decision) });
