@@ -1,4 +1,5 @@
 import type { AllowBatchResult, AllowRequest, AllowStreamRequest, AllowStreamResponse } from '../../src/gen/quota/v1/quota.js';
+import { MessageQueue } from './message-queue.js';
 import type { QuotaRpcClient } from './service-definition.js';
 
 /** One batch on the stream, waiting for its answer. */
@@ -100,41 +101,5 @@ export class AllowStream {
     this.idleTimer = setTimeout(() => this.end(), STREAM_IDLE_MS);
     // It only ends the stream: it need not keep the process alive itself.
     this.idleTimer.unref();
-  }
-}
-
-/** The outgoing side of a stream: an async iterable the caller pushes into. */
-class MessageQueue<T> implements AsyncIterable<T> {
-  private items: T[] = [];
-  private done = false;
-  private wake: (() => void) | undefined;
-
-  push(item: T): void {
-    this.items.push(item);
-    this.notify();
-  }
-
-  end(): void {
-    this.done = true;
-    this.notify();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncIterator<T> {
-    for (;;) {
-      if (this.items.length > 0) {
-        const items = this.items;
-        this.items = [];
-        yield* items;
-        continue;
-      }
-      if (this.done) return;
-      await new Promise<void>((resolve) => (this.wake = resolve));
-    }
-  }
-
-  private notify(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
   }
 }

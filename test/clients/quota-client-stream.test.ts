@@ -1,0 +1,81 @@
+import { createServer, type Server } from 'nice-grpc';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createQuotaClient, type QuotaClient } from '../../clients/quota-client/index.js';
+import { QuotaEngine } from '../../src/engine/engine.js';
+import { QuotaServiceDefinition, type QuotaServiceImplementation } from '../../src/gen/quota/v1/quota.js';
+import { quotaService } from '../../src/grpc/quota-service.js';
+import { createLogger } from '../../src/logger.js';
+import { shippedPolicies } from '../support/quota-service.js';
+import { rpcCounter } from '../support/rpc-counter.js';
+import { memoryFixture, type StoreFixture } from '../support/store-fixtures.js';
+
+/**
+ * The quota client's side of AllowStream's contract, against services that
+ * behave in the ways the contract allows: one without the rpc (an older
+ * version), and one that ends a stream cleanly before reading a batch (a
+ * draining instance).
+ */
+describe('quota client on AllowStream', () => {
+  let server: Server | undefined;
+  let client: QuotaClient | undefined;
+  afterEach(async () => {
+    await client?.close();
+    await server?.shutdown();
+  });
+
+  /** The real service on a memory store (virtual clock), with `override` replacing some of its handlers. */
+  async function serve(
+    definition: Pick<typeof QuotaServiceDefinition, 'name' | 'fullName'> & { methods: Partial<typeof QuotaServiceDefinition.methods> },
+    override: (real: QuotaServiceImplementation) => Partial<QuotaServiceImplementation> = () => ({}),
+  ): Promise<{ fixture: StoreFixture; port: number }> {
+    const fixture = memoryFixture();
+    const real = quotaService(new QuotaEngine(await shippedPolicies(), fixture.store), createLogger('silent'), new AbortController().signal);
+    server = createServer();
+    server.add(definition as typeof QuotaServiceDefinition, { ...real, ...override(real) });
+    return { fixture, port: await server.listen('127.0.0.1:0') };
+  }
+
+  it('a service without AllowStream: the client switches to AllowBatch for good, and each call is decided once', async () => {
+    const { allowStream: _left, ...olderMethods } = QuotaServiceDefinition.methods;
+    const { fixture, port } = await serve({ ...QuotaServiceDefinition, methods: olderMethods });
+    const counter = rpcCounter();
+    client = createQuotaClient({ address: `127.0.0.1:${port}`, deadlineMs: 5_000, middleware: counter.middleware });
+
+    const first = await Promise.all([1, 2, 3].map(() => client!.allow({ policy: 'orders', identity: { user: 'old' } })));
+    const second = await Promise.all([1, 2].map(() => client!.allow({ policy: 'orders', identity: { user: 'old' } })));
+    expect([...first, ...second].map((d) => [d.source, d.limits[0]?.remaining])).toEqual([
+      ['store', 9],
+      ['store', 8],
+      ['store', 7],
+      ['store', 6],
+      ['store', 5],
+    ]);
+    expect(await fixture.tokenBucket('rl:v1:orders:user:{old}')).toMatchObject({ tokens: 5 });
+    expect([counter.count('AllowStream'), counter.count('AllowBatch'), counter.count('Allow')]).toEqual([1, 2, 0]);
+  });
+
+  it('a stream that ends with OK before reading a batch: the batch goes once more on a new stream, decided once', async () => {
+    let streams = 0;
+    const { fixture, port } = await serve(QuotaServiceDefinition, (real) => ({
+      // The first stream ends at once, as a draining instance ends one: nothing read, nothing decided.
+      allowStream: (requests, context) => (++streams === 1 ? (async function* () {})() : real.allowStream(requests, context)),
+    }));
+    const counter = rpcCounter();
+    client = createQuotaClient({ address: `127.0.0.1:${port}`, deadlineMs: 5_000, middleware: counter.middleware });
+
+    const decision = await client.allow({ policy: 'orders', identity: { user: 'again' } });
+    expect(decision).toMatchObject({ allowed: true, source: 'store', limits: [{ remaining: 9 }] });
+    expect(await fixture.tokenBucket('rl:v1:orders:user:{again}')).toMatchObject({ tokens: 9 });
+    expect([counter.count('AllowStream'), counter.messages('AllowStream')]).toEqual([2, 2]);
+  });
+
+  it('a stream that keeps ending unread: the second try is the last, and the failure policy answers', async () => {
+    const { fixture, port } = await serve(QuotaServiceDefinition, () => ({ allowStream: () => (async function* () {})() }));
+    const counter = rpcCounter();
+    client = createQuotaClient({ address: `127.0.0.1:${port}`, deadlineMs: 5_000, onUnavailable: 'fail_open', middleware: counter.middleware });
+
+    expect(await client.allow({ policy: 'orders', identity: { user: 'never' } })).toMatchObject({ allowed: true, source: 'fail_open' });
+    expect(counter.count('AllowStream')).toBe(2);
+    expect(await fixture.keys()).toEqual([]);
+  });
+});
