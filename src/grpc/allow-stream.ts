@@ -53,14 +53,21 @@ async function readBatches(
   draining: AbortSignal,
   answers: AnswerQueue,
 ): Promise<void> {
-  let onDrain: (() => void) | undefined;
-  const drained = new Promise<typeof DRAINED>((resolve) => (onDrain = () => resolve(DRAINED)));
-  draining.addEventListener('abort', onDrain!, { once: true });
+  // The read in progress, if any: a drain stops waiting for it. (Not a
+  // Promise.race against one long-lived drain promise: every race would leave
+  // a reaction on it for the whole life of the stream.)
+  let stopWaiting: (() => void) | undefined;
+  const onDrain = () => stopWaiting?.();
+  draining.addEventListener('abort', onDrain, { once: true });
   try {
     for (;;) {
       if (answers.inFlight >= MAX_BATCHES_IN_FLIGHT) await answers.slotFree();
       if (draining.aborted) return;
-      const next = await Promise.race([batches.next(), drained]);
+      const next = await new Promise<IteratorResult<AllowStreamRequest> | typeof DRAINED>((resolve, reject) => {
+        stopWaiting = () => resolve(DRAINED);
+        batches.next().then(resolve, reject);
+      });
+      stopWaiting = undefined;
       // Drained while waiting: a batch that arrives now is left unread, hence unanswered and undecided.
       if (next === DRAINED || next.done === true) return;
       const batch = next.value;
@@ -77,7 +84,7 @@ async function readBatches(
     }
   } finally {
     // The signal is the server's and outlives this stream.
-    draining.removeEventListener('abort', onDrain!);
+    draining.removeEventListener('abort', onDrain);
   }
 }
 
