@@ -3,13 +3,15 @@
 // same API whose limiter allows without asking, same run, alternating rounds.
 // One request in flight by default, so latency is measured below saturation.
 //
-//   npx tsx bench/order-api-run.ts [--seconds 4] [--concurrency 1] [--rounds 3] [--warmup 2] [--cpu-prof DIR] [--hop] [--unbatched]
+//   npx tsx bench/order-api-run.ts [--seconds 4] [--concurrency 1] [--rounds 3] [--warmup 2] [--cpu-prof DIR] [--hop] [--calls] [--unbatched]
 //
 // --cpu-prof DIR: CPU profiles of the order API processes. --hop: one more
 // kind, "raw", a bare Allow from this process to the same quota service (no
 // HTTP, no quota client), so one run shows how much of what the limiter adds
-// is the gRPC hop to the service and its Redis decision itself. --unbatched:
-// one more kind, "unary", the order API whose quota client does not batch.
+// is the gRPC hop to the service and its Redis decision itself. --calls: one
+// more kind, "calls", the order API whose quota client sends each batch as its
+// own AllowBatch (or Allow) call instead of a message on one AllowStream.
+// --unbatched: one more kind, "unary", the order API whose quota client does not batch.
 import { benchMain, type BenchRun } from './bench-main.js';
 import { alternateRounds, benchBudgetMs } from './rounds.js';
 import { cpus, totalmem } from 'node:os';
@@ -26,9 +28,10 @@ const TARGET_ADDED_P99_MS = 1.5;
 async function main(run: BenchRun): Promise<number> {
   const hop = process.argv.includes('--hop');
   const unbatched = process.argv.includes('--unbatched');
-  const argv = process.argv.slice(2).filter((a) => a !== '--hop' && a !== '--unbatched');
+  const calls = process.argv.includes('--calls');
+  const argv = process.argv.slice(2).filter((a) => a !== '--hop' && a !== '--unbatched' && a !== '--calls');
   const options = parseOptions(argv.some((a) => a.startsWith('--concurrency')) ? argv : [...argv, '--concurrency', '1']);
-  run.watchdog(benchBudgetMs(options, 2 + Number(hop) + Number(unbatched), 90_000));
+  run.watchdog(benchBudgetMs(options, 2 + Number(hop) + Number(unbatched) + Number(calls), 90_000));
 
   const redis = await startRedisServer();
   run.onCleanup(() => redis.stop());
@@ -38,6 +41,10 @@ async function main(run: BenchRun): Promise<number> {
   run.onCleanup(() => limitedApi.stop());
   const unlimitedApi = await startServerChild('unlimited', 'order-api-server.ts', [String(service.port), 'unlimited'], { cpuProfDir: options.cpuProfDir });
   run.onCleanup(() => unlimitedApi.stop());
+  const callsApi = calls
+    ? await startServerChild('calls', 'order-api-server.ts', [String(service.port), 'calls'], { cpuProfDir: options.cpuProfDir })
+    : undefined;
+  if (callsApi !== undefined) run.onCleanup(() => callsApi.stop());
   const unbatchedApi = unbatched
     ? await startServerChild('unbatched', 'order-api-server.ts', [String(service.port), 'unbatched'], { cpuProfDir: options.cpuProfDir })
     : undefined;
@@ -45,11 +52,12 @@ async function main(run: BenchRun): Promise<number> {
   const callers: Partial<Record<Kind, AllowCaller>> = {
     noop: orderCaller(unlimitedApi.port, options.concurrency),
     service: orderCaller(limitedApi.port, options.concurrency),
+    ...(callsApi !== undefined ? { calls: orderCaller(callsApi.port, options.concurrency) } : {}),
     ...(unbatchedApi !== undefined ? { unary: orderCaller(unbatchedApi.port, options.concurrency) } : {}),
     ...(hop ? { raw: allowCaller(service.port) } : {}),
   };
   run.onCleanup(async () => Object.values(callers).forEach((c) => c.close()));
-  const kinds: Kind[] = ['noop', 'service', ...(unbatched ? (['unary'] as const) : []), ...(hop ? (['raw'] as const) : [])];
+  const kinds: Kind[] = ['noop', 'service', ...(calls ? (['calls'] as const) : []), ...(unbatched ? (['unary'] as const) : []), ...(hop ? (['raw'] as const) : [])];
 
   process.stdout.write(
     `POST /api/orders: order API with the limiter (service) vs without (noop), quota service on Redis ${redis.url}\n` +
@@ -57,7 +65,7 @@ async function main(run: BenchRun): Promise<number> {
       `node ${process.version}, ${cpus().length} cpus, ${(totalmem() / 2 ** 30).toFixed(1)} GiB\n\n`,
   );
   // CPU per request of the order API process each kind talks to (raw: of the quota service).
-  const pids: Partial<Record<Kind, number | undefined>> = { noop: unlimitedApi.pid, service: limitedApi.pid, unary: unbatchedApi?.pid, raw: service.pid };
+  const pids: Partial<Record<Kind, number | undefined>> = { noop: unlimitedApi.pid, service: limitedApi.pid, calls: callsApi?.pid, unary: unbatchedApi?.pid, raw: service.pid };
   const rounds = await alternateRounds({ kinds, callers, options, cpu: { pidOf: (kind) => pids[kind], redis: redis.client() } });
   const without = summarize(rounds, 'noop');
   const withLimiter = summarize(rounds, 'service');
@@ -65,7 +73,7 @@ async function main(run: BenchRun): Promise<number> {
   const extra = kinds.slice(2).map((kind) => summarize(rounds, kind));
   process.stdout.write(
     `\nmedians over ${options.rounds} rounds (noop = no limiter, service = with the limiter` +
-      `${unbatched ? ', unary = with the limiter, batching off' : ''}${hop ? ', raw = a bare Allow to the same quota service' : ''}):\n` +
+      `${calls ? ', calls = with the limiter, a gRPC call per batch instead of AllowStream' : ''}${unbatched ? ', unary = with the limiter, batching off' : ''}${hop ? ', raw = a bare Allow to the same quota service' : ''}):\n` +
       `${formatTable([without, withLimiter, ...extra])}\n\n`,
   );
   process.stdout.write(

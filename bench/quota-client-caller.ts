@@ -7,11 +7,11 @@ const USERS = 10_000;
  * Allow through the shipped quota client (clients/quota-client), one
  * connection, cycling over USERS identities like bench/client.ts. `batch`
  * false: one Allow RPC per call; otherwise concurrent calls coalesce into
- * AllowBatch RPCs. A decision the service did not make (deadline, fallback)
+ * batches, sent on one AllowStream (`stream` false: one AllowBatch RPC each). A decision the service did not make (deadline, fallback)
  * counts as an error, so a failure policy cannot pass for throughput.
  */
-export function quotaClientCaller(port: number, batch: BatchOptions | false): AllowCaller {
-  const client = createQuotaClient({ address: `127.0.0.1:${port}`, deadlineMs: 10_000, batch, onUnavailable: 'fail_closed' });
+export function quotaClientCaller(port: number, batch: BatchOptions | false, stream = true): AllowCaller {
+  const client = createQuotaClient({ address: `127.0.0.1:${port}`, deadlineMs: 10_000, batch, stream, onUnavailable: 'fail_closed' });
   const identities = Array.from({ length: USERS }, (_, i) => ({ user: `bench-user-${i}` }));
   let next = 0;
   return {

@@ -3,7 +3,7 @@ import type { LoadResult } from './load.js';
 import { median } from './stats.js';
 
 /** noop/service: bench/run.ts; raw/unary/batched: bench/batch-run.ts; flexible: bench/flexible-run.ts. */
-export type Kind = 'noop' | 'service' | 'raw' | 'unary' | 'batched' | 'flexible';
+export type Kind = 'noop' | 'service' | 'raw' | 'unary' | 'calls' | 'batched' | 'flexible';
 
 /** The target: the service sustains at least this share of the no-op server's unary throughput. */
 export const TARGET_RATIO = 0.6;

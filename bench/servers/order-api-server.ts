@@ -19,11 +19,12 @@ const noLimiter: QuotaClient = {
 
 async function main(): Promise<void> {
   const [quotaPort, mode] = process.argv.slice(2);
-  if (quotaPort === undefined || (mode !== 'limited' && mode !== 'unbatched' && mode !== 'unlimited')) {
-    throw new Error('usage: order-api-server.ts <quota port> limited|unbatched|unlimited');
+  if (quotaPort === undefined || (mode !== 'limited' && mode !== 'calls' && mode !== 'unbatched' && mode !== 'unlimited')) {
+    throw new Error('usage: order-api-server.ts <quota port> limited|calls|unbatched|unlimited');
   }
-  const quota =
-    mode === 'unlimited' ? noLimiter : createQuotaClient({ address: `127.0.0.1:${quotaPort}`, deadlineMs: 5_000, ...(mode === 'unbatched' ? { batch: false } : {}) });
+  // limited: the client's defaults (batches on one AllowStream); calls: a gRPC call per batch; unbatched: an Allow per request.
+  const modeOptions = mode === 'unbatched' ? { batch: false as const } : mode === 'calls' ? { stream: false } : {};
+  const quota = mode === 'unlimited' ? noLimiter : createQuotaClient({ address: `127.0.0.1:${quotaPort}`, deadlineMs: 5_000, ...modeOptions });
   const app = buildOrderApi({
     quota,
     credentials: await Credentials.load('clients/order-api/dev-credentials.yaml'),
