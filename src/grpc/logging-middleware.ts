@@ -14,8 +14,9 @@ export interface CallLogContext {
  */
 export function loggingMiddleware(logger: Logger) {
   return async function* logCalls<Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
-    if (call.requestStream || !logger.isLevelEnabled('debug')) return yield* call.next(call.request, context);
-    const fields: Record<string, unknown> = { method: call.method.path, ...requestFields(call.request) };
+    if (!logger.isLevelEnabled('debug')) return yield* call.next(call.request, context);
+    // A stream's requests are its messages: its lines carry the method (and caller) only.
+    const fields: Record<string, unknown> = { method: call.method.path, ...(call.requestStream ? {} : requestFields(call.request)) };
     logger.debug(fields, 'call started');
     const started = performance.now();
     try {

@@ -11,6 +11,7 @@ import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
 import { serverCredentials } from '../../src/grpc/tls.js';
 import { createLogger } from '../../src/logger.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { openAllowStream } from '../support/allow-stream-probe.js';
 import { shippedPolicies } from '../support/quota-service.js';
 import { CLIENT, createTestCertificates, LOOPBACK_SERVER } from '../support/test-certificates.js';
 
@@ -83,6 +84,16 @@ describe('bearer tokens per calling service', () => {
 
   it('health and reflection stay reachable without a token (probes, grpcurl)', async () => {
     expect((await createClient(HealthDefinition, channel).check({ service: '' })).status).toBe(1);
+  });
+
+  it('an AllowStream is logged once, with the caller and no token', async () => {
+    const stream = openAllowStream(createClient(QuotaServiceDefinition, channel), bearer(ORDER_API_TOKEN));
+    stream.send(1, [{ policy: 'orders', identity: { user: 'streamer' }, cost: 0, requestId: '' }]);
+    expect((await stream.answer(1)).results[0]!.response?.allowed).toBe(true);
+    stream.end();
+    expect(await stream.ended).toBe('OK');
+    expect(lines.some((l) => /"method":"\/quota.v1.QuotaService\/AllowStream".*"caller":"order-api".*"msg":"call finished"/.test(l))).toBe(true);
+    expect(lines.join('')).not.toContain('streamer');
   });
 
   it('tokens never reach the logs, at the most verbose level', () => {
