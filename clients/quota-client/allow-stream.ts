@@ -42,6 +42,13 @@ export const STREAM_MAX_AGE_MS = 60_000;
  * batch, which at one request in flight is most of what a call costs
  * (docs/benchmarks.md).
  */
+export interface StreamTiming {
+  /** Default STREAM_IDLE_MS. */
+  idleMs?: number;
+  /** Default STREAM_MAX_AGE_MS. */
+  maxAgeMs?: number;
+}
+
 export class AllowStream {
   private readonly outgoing = new MessageQueue<AllowStreamRequest>();
   private readonly waiting = new Map<number, StreamBatch>();
@@ -50,13 +57,18 @@ export class AllowStream {
   private ended = false;
   private idleTimer: NodeJS.Timeout | undefined;
 
-  constructor(client: QuotaRpcClient) {
+  private readonly idleMs: number;
+  private readonly maxAgeMs: number;
+
+  constructor(client: QuotaRpcClient, timing: StreamTiming = {}) {
+    this.idleMs = timing.idleMs ?? STREAM_IDLE_MS;
+    this.maxAgeMs = timing.maxAgeMs ?? STREAM_MAX_AGE_MS;
     void this.read(client.allowStream(this.outgoing));
   }
 
   /** False once ended, failed, idle or too old: send new batches on a new stream. */
   get usable(): boolean {
-    return !this.ended && performance.now() - this.openedAt < STREAM_MAX_AGE_MS;
+    return !this.ended && performance.now() - this.openedAt < this.maxAgeMs;
   }
 
   send(batch: StreamBatch): void {
@@ -98,7 +110,7 @@ export class AllowStream {
   }
 
   private armIdleTimer(): void {
-    this.idleTimer = setTimeout(() => this.end(), STREAM_IDLE_MS);
+    this.idleTimer = setTimeout(() => this.end(), this.idleMs);
     // It only ends the stream: it need not keep the process alive itself.
     this.idleTimer.unref();
   }

@@ -1,6 +1,6 @@
 import { ClientError, Status } from 'nice-grpc';
 import type { AllowBatchResult, AllowRequest, AllowResponse } from '../../src/gen/quota/v1/quota.js';
-import { AllowStream, StreamEnded } from './allow-stream.js';
+import { AllowStream, StreamEnded, type StreamTiming } from './allow-stream.js';
 import { callDeadline, DeadlineExceeded } from './call-deadline.js';
 import type { QuotaRpcClient } from './service-definition.js';
 import type { BatchOptions } from './types.js';
@@ -81,7 +81,7 @@ export class Batcher {
 
   constructor(
     private readonly client: QuotaRpcClient,
-    private readonly options: BatchOptions & { stream: boolean },
+    private readonly options: BatchOptions & { stream: boolean; streamTiming?: StreamTiming },
   ) {
     this.streamUnsupported = !options.stream;
   }
@@ -148,7 +148,7 @@ export class Batcher {
     let stream = this.stream;
     if (stream === undefined || !stream.usable) {
       stream?.end();
-      stream = this.stream = new AllowStream(this.client);
+      stream = this.stream = new AllowStream(this.client, this.options.streamTiming);
     }
     const requests = new Array<AllowRequest>(items.length);
     for (let i = 0; i < items.length; i++) requests[i] = (items[i] as Pending).request;

@@ -1,6 +1,8 @@
-import { createServer, type Server } from 'nice-grpc';
-import { afterEach, describe, expect, it } from 'vitest';
+import { createChannel, createClientFactory, createServer, type Server } from 'nice-grpc';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Batcher } from '../../clients/quota-client/batcher.js';
 import { createQuotaClient, type QuotaClient } from '../../clients/quota-client/index.js';
+import { quotaClientDefinition } from '../../clients/quota-client/service-definition.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { QuotaServiceDefinition, type QuotaServiceImplementation } from '../../src/gen/quota/v1/quota.js';
 import { quotaService } from '../../src/grpc/quota-service.js';
@@ -77,5 +79,42 @@ describe('quota client on AllowStream', () => {
     expect(await client.allow({ policy: 'orders', identity: { user: 'never' } })).toMatchObject({ allowed: true, source: 'fail_open' });
     expect(counter.count('AllowStream')).toBe(2);
     expect(await fixture.keys()).toEqual([]);
+  });
+
+  describe('stream renewal (the Batcher, with short timings)', () => {
+    const connectBatcher = async (timing: { idleMs?: number; maxAgeMs?: number }) => {
+      const { fixture, port } = await serve(QuotaServiceDefinition);
+      const counter = rpcCounter();
+      const channel = createChannel(`127.0.0.1:${port}`);
+      const rpc = createClientFactory().use(counter.middleware).create(quotaClientDefinition, channel);
+      const batcher = new Batcher(rpc, { maxDelayMs: 0, maxSize: 100, stream: true, streamTiming: timing });
+      const allow = (user: string) => batcher.send({ policy: 'orders', identity: { user }, cost: 0, requestId: '' }, 5_000, undefined);
+      return { fixture, counter, allow, close: () => (batcher.close(), channel.close()) };
+    };
+
+    it('an idle stream is ended (so it does not keep the process alive); the next call opens a new one', async () => {
+      const { counter, allow, close } = await connectBatcher({ idleMs: 20 });
+      try {
+        expect((await allow('idle')).limits[0]?.remaining).toBe(9);
+        expect(counter.finished('AllowStream')).toBe(0);
+        await vi.waitFor(() => expect(counter.finished('AllowStream')).toBe(1), { timeout: 5_000, interval: 5 });
+        expect((await allow('idle')).limits[0]?.remaining).toBe(8);
+        expect(counter.count('AllowStream')).toBe(2);
+      } finally {
+        close();
+      }
+    });
+
+    it('a stream past its age takes no new batch: each goes on a fresh stream, decided once, the old one ends', async () => {
+      const { fixture, counter, allow, close } = await connectBatcher({ maxAgeMs: 0 });
+      try {
+        for (const remaining of [9, 8, 7]) expect((await allow('aging')).limits[0]?.remaining).toBe(remaining);
+        expect(counter.count('AllowStream')).toBe(3);
+        expect(await fixture.tokenBucket('rl:v1:orders:user:{aging}')).toMatchObject({ tokens: 7 });
+        await vi.waitFor(() => expect(counter.finished('AllowStream')).toBe(2), { timeout: 5_000, interval: 5 });
+      } finally {
+        close();
+      }
+    });
   });
 });

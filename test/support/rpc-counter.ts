@@ -6,6 +6,7 @@ import type { CallOptions, ClientMiddlewareCall } from 'nice-grpc';
  */
 export function rpcCounter() {
   const calls = new Map<string, number>();
+  const finished = new Map<string, number>();
   const messages = new Map<string, number>();
   const bump = (counts: Map<string, number>, name: string) => counts.set(name, (counts.get(name) ?? 0) + 1);
   async function* counted<T>(name: string, requests: AsyncIterable<T>) {
@@ -17,16 +18,23 @@ export function rpcCounter() {
   async function* middleware<Request, Response>(call: ClientMiddlewareCall<Request, Response>, options: CallOptions) {
     const name = call.method.path.slice(call.method.path.lastIndexOf('/') + 1);
     bump(calls, name);
-    if (call.requestStream) return yield* call.next(counted(name, call.request), options);
-    return yield* call.next(call.request, options);
+    try {
+      if (call.requestStream) return yield* call.next(counted(name, call.request), options);
+      return yield* call.next(call.request, options);
+    } finally {
+      bump(finished, name);
+    }
   }
   return {
     middleware,
     count: (name: string) => calls.get(name) ?? 0,
+    /** Calls of `name` that are over (answered, failed, or a stream that ended). */
+    finished: (name: string) => finished.get(name) ?? 0,
     /** Messages sent on `name`'s streams (AllowStream: one per batch). */
     messages: (name: string) => messages.get(name) ?? 0,
     reset: () => {
       calls.clear();
+      finished.clear();
       messages.clear();
     },
   };
