@@ -1,5 +1,6 @@
 // `make bench`, second part: decisions/s through the quota client with
-// AllowBatch coalescing vs the same client sending one Allow per call, against
+// batching (its default: batches on one AllowStream) vs the same client sending
+// one Allow per call, against
 // the same quota service child on the same Redis, kinds alternating round by
 // round (same-run baseline, as bench/run.ts).
 //
