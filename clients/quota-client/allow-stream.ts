@@ -71,7 +71,13 @@ export class AllowStream {
     return !this.ended && performance.now() - this.openedAt < this.maxAgeMs;
   }
 
-  send(batch: StreamBatch): void {
+  /** Batches sent and not yet answered, failed or forgotten. */
+  get unanswered(): number {
+    return this.waiting.size;
+  }
+
+  /** Sends the batch; returns its id, for forget(). */
+  send(batch: StreamBatch): number {
     if (this.idleTimer !== undefined) {
       clearTimeout(this.idleTimer);
       this.idleTimer = undefined;
@@ -80,6 +86,12 @@ export class AllowStream {
     this.lastId = (this.lastId + 1) >>> 0;
     this.waiting.set(this.lastId, batch);
     this.outgoing.push({ id: this.lastId, requests: batch.requests });
+    return this.lastId;
+  }
+
+  /** Nobody waits for batch `id` any more: drop it now, and its answer when it comes. */
+  forget(id: number): void {
+    if (this.waiting.delete(id) && this.waiting.size === 0 && !this.ended) this.armIdleTimer();
   }
 
   /** No more batches: the service answers those it has, then ends the stream. */
@@ -110,6 +122,7 @@ export class AllowStream {
   }
 
   private armIdleTimer(): void {
+    clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => this.end(), this.idleMs);
     // It only ends the stream: it need not keep the process alive itself.
     this.idleTimer.unref();

@@ -48,13 +48,17 @@ interface Pending {
   timer: NodeJS.Timeout | undefined;
   /** Settled: answered, or given up early (deadline, caller's signal); a later answer is ignored. */
   done: boolean;
-  /** The RPC it rides in, once sent: giving up counts that RPC's callers down. */
+  /** The RPC or stream batch it rides in, once sent: giving up counts its callers down. */
   rpc: RpcCall | undefined;
 }
 
-/** One Allow or AllowBatch RPC: cancelled once every caller in it has given up. */
+/**
+ * One Allow or AllowBatch RPC, or one batch on the stream: abandoned once
+ * every caller in it has given up (the RPC cancelled; the batch forgotten, so
+ * a hung service does not make the stream hold batches nobody waits for).
+ */
 interface RpcCall {
-  readonly controller: AbortController;
+  readonly abandon: () => void;
   waiting: number;
 }
 
@@ -123,6 +127,11 @@ export class Batcher {
     this.sendCalls(items);
   }
 
+  /** Batches sent on streams and still waiting for an answer (diagnostics and tests). */
+  get unansweredBatches(): number {
+    return this.stream?.unanswered ?? 0;
+  }
+
   /** Sends what is queued, then ends the stream: the service answers what it has read. */
   close(): void {
     this.flush();
@@ -152,11 +161,13 @@ export class Batcher {
     }
     const requests = new Array<AllowRequest>(items.length);
     for (let i = 0; i < items.length; i++) requests[i] = (items[i] as Pending).request;
-    stream.send({
+    const id = stream.send({
       requests,
       resolve: (results) => this.deliver(items, results, 'AllowStream'),
       reject: (error) => this.streamFailed(items, error, mayResend),
     });
+    const sentOn = stream;
+    rideIn(items, () => sentOn.forget(id));
   }
 
   private streamFailed(items: Pending[], error: unknown, mayResend: boolean): void {
@@ -176,20 +187,22 @@ export class Batcher {
   }
 
   private sendUnary(item: Pending): void {
-    const rpc = rideIn([item]);
-    this.client.allow(item.request, { signal: rpc.controller.signal }).then(
+    const controller = new AbortController();
+    rideIn([item], () => controller.abort());
+    this.client.allow(item.request, { signal: controller.signal }).then(
       (response) => this.answer(item, response),
       (error: unknown) => this.fail(item, error),
     );
   }
 
   private async sendBatch(items: Pending[]): Promise<void> {
-    const rpc = rideIn(items);
+    const controller = new AbortController();
+    rideIn(items, () => controller.abort());
     const requests = new Array<AllowRequest>(items.length);
     for (let i = 0; i < items.length; i++) requests[i] = (items[i] as Pending).request;
     let results;
     try {
-      ({ results } = await this.client.allowBatch({ requests }, { signal: rpc.controller.signal }));
+      ({ results } = await this.client.allowBatch({ requests }, { signal: controller.signal }));
     } catch (error) {
       if (error instanceof ClientError && error.code === Status.UNIMPLEMENTED) {
         // An older service: fall back to one Allow per call, for good.
@@ -237,11 +250,10 @@ function isWaiting(item: Pending): boolean {
   return !item.done;
 }
 
-/** The RPC these (still waiting) calls ride in. */
-function rideIn(items: Pending[]): RpcCall {
-  const rpc: RpcCall = { controller: new AbortController(), waiting: items.length };
+/** The RPC or batch these (still waiting) calls ride in; `abandon` once none of them waits. */
+function rideIn(items: Pending[], abandon: () => void): void {
+  const rpc: RpcCall = { abandon, waiting: items.length };
   for (const item of items) item.rpc = rpc;
-  return rpc;
 }
 
 /** Marks the call settled and drops its deadline and signal watch; false if it already was. */
@@ -257,7 +269,7 @@ function finish(item: Pending): boolean {
 function giveUp(item: Pending, reason: unknown): void {
   if (!finish(item)) return;
   item.reject(reason);
-  if (item.rpc !== undefined && --item.rpc.waiting === 0) item.rpc.controller.abort();
+  if (item.rpc !== undefined && --item.rpc.waiting === 0) item.rpc.abandon();
 }
 
 /** setTimeout callback of a call's deadline (module level: no closure per call). */

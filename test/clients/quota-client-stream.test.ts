@@ -81,6 +81,27 @@ describe('quota client on AllowStream', () => {
     expect(await fixture.keys()).toEqual([]);
   });
 
+  it('a hung service: a batch whose callers all gave up is forgotten, not held until the service answers', async () => {
+    // Reads every batch, answers none, never ends: a service that hangs mid-stream.
+    const { port } = await serve(QuotaServiceDefinition, () => ({
+      async *allowStream(requests) {
+        for await (const _batch of requests);
+      },
+    }));
+    const channel = createChannel(`127.0.0.1:${port}`);
+    const batcher = new Batcher(createClientFactory().create(quotaClientDefinition, channel), { maxDelayMs: 0, maxSize: 100, stream: true });
+    try {
+      const request = { policy: 'orders', identity: { user: 'hung' }, cost: 0, requestId: '' };
+      const outcomes = await Promise.allSettled([batcher.send(request, 50, undefined), batcher.send(request, 50, undefined)]);
+      expect(outcomes.map((o) => (o.status === 'rejected' ? (o.reason as Error).name : 'answered'))).toEqual(['TimeoutError', 'TimeoutError']);
+      expect(await batcher.send(request, 50, undefined).catch((e: Error) => e.name)).toBe('TimeoutError');
+      expect(batcher.unansweredBatches).toBe(0);
+    } finally {
+      batcher.close();
+      channel.close();
+    }
+  });
+
   describe('stream renewal (the Batcher, with short timings)', () => {
     const connectBatcher = async (timing: { idleMs?: number; maxAgeMs?: number }) => {
       const { fixture, port } = await serve(QuotaServiceDefinition);
