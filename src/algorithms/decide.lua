@@ -39,8 +39,11 @@
   mostly one group). Each call is decided by the same function, in order,
   exactly as a separate script call would be; one whose work raises an error
   answers that error in its place, and the others go on. Reply, flat: per
-  call the length m of its own reply, then its m elements; or -1, then its
-  error.
+  group its calls' `now`, then per call its reply without the last element
+  (now) when it is a decision (1 + 5 * n elements, the first a number), its
+  reply's elements joined by one space when it is 'remembered' or a replay
+  (one text), or its error. The service knows each group's n (ARGV[3]), so a
+  call needs no length of its own (src/algorithms/decide-batch.ts).
 
   Reply: { all_allowed (1|0), then per limit:
            allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms,
@@ -217,25 +220,33 @@ end
 -- and the next call is decided; what the failed call wrote before its error
 -- stays written, as in a separate script call.
 -- One flat reply: a nested table per call costs Redis several times as much
--- to send as its elements do. (Each call's reply as one text instead cost
--- Redis more to build, in int() and table.concat, than it saved in sending.)
--- `reply` takes each call's reply in turn: a table per call was garbage.
+-- to send as its elements do, and every element costs Redis and the
+-- service's decoder, so a call's reply carries neither its length nor its
+-- now. (A decision as one text instead cost Redis more to format, in Lua,
+-- than it saved in sending.) `reply` takes each call's reply in turn: a table
+-- per call was garbage.
 local replies, reply, r = {}, {}, 0
 local k, a = 0, 2
 for _ = 1, tonumber(ARGV[2]) do
   local ncalls, nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  -- The calls of a group share their ARGV, so their `now` (parse): sent once,
+  -- first, instead of as the last element of every call's reply.
+  r = r + 1
+  replies[r] = tonumber(ARGV[a + 5]) or redis_now()
   for _ = 1, ncalls do
-    r = r + 1
     local ok, m = pcall(decide, KEYS, ARGV, k, a + 3, reply)
-    if ok then
-      replies[r] = m
-      for j = 1, m do replies[r + j] = reply[j] end
-      r = r + m
-    else
+    if not ok then
       -- redis.call raises the reply's error text, Lua its own message (or a table from error_reply).
-      replies[r] = -1
-      replies[r + 1] = type(m) == 'table' and m or { err = tostring(m) }
       r = r + 1
+      replies[r] = type(m) == 'table' and m or { err = tostring(m) }
+    elseif type(reply[1]) == 'number' then
+      -- A decision (it starts with all_allowed): all but its last element, now.
+      for j = 1, m - 1 do replies[r + j] = reply[j] end
+      r = r + m - 1
+    else
+      -- 'remembered', or 'replay' and the remembered fields: one text.
+      r = r + 1
+      replies[r] = table.concat(reply, ' ', 1, m)
     end
     k = k + nkeys
   end
