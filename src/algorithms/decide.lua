@@ -160,6 +160,18 @@ local function decide(keys, argv, k, a, reply)
     end
   end
 
+  -- One limit spent without a memo, the usual call of a batch: the general
+  -- path below, with what it does for n == 1 only. Its write runs when it
+  -- allows (a spend) and when it denies (a refill, never a spend), and a
+  -- denying limit is reported as it is.
+  if n == 1 and mode == 'spend' and not memo then
+    local limit = limits[1]
+    local o, write = A[limit.name](limit.keys, limit.args, now)
+    if write then write() end
+    reply[1], reply[2], reply[3], reply[4], reply[5], reply[6], reply[7] = o[1] == 0 and 0 or 1, o[1], o[2], g17(o[3]), o[4], o[5], now
+    return 7
+  end
+
   local all = 1
   if mode == 'refund' then
     for i = 1, n do
