@@ -167,7 +167,7 @@ local function decide(keys, argv, k, a, reply)
   if n == 1 and mode == 'spend' and not memo then
     local limit = limits[1]
     local o, write = A[limit.name](limit.keys, limit.args, now)
-    if write then write() end
+    if write then write(limit.keys, limit.args, now, o) end
     reply[1], reply[2], reply[3], reply[4], reply[5], reply[6], reply[7] = o[1] == 0 and 0 or 1, o[1], o[2], g17(o[3]), o[4], o[5], now
     return 7
   end
@@ -189,7 +189,7 @@ local function decide(keys, argv, k, a, reply)
     local spends = mode == 'spend' and all == 1
     if mode == 'spend' or mode == 'check' then
       for i = 1, n do
-        if writes[i] and (spends or outcomes[i][1] == 0) then writes[i]() end
+        if writes[i] and (spends or outcomes[i][1] == 0) then writes[i](limits[i].keys, limits[i].args, now, outcomes[i]) end
       end
     end
     if mode ~= 'peek' and not spends then
