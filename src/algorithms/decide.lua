@@ -123,7 +123,7 @@ local outcomes, writes = {}, {}
   and its ARGV argv[a + 1], argv[a + 2], ... (offsets, so a batch needs no
   copies). Writes its reply to reply[1 .. m] and returns m: a batch reuses
   one table for every call's reply. The single path is
-  decide(KEYS, ARGV, 0, 0, {}).
+  decide(KEYS, ARGV, 0, 0, reply) with a reply table of its own.
 ]]
 local function decide(keys, argv, k, a, reply)
   local call = parse(argv, a)
