@@ -42,7 +42,8 @@ export interface Algorithm<P> {
   /**
    * Lua chunk defining `A.<name> = function(keys, args, now)` that returns the
    * outcome `{ allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms }`
-   * and a function that writes the new state (or nil when nothing changes).
+   * and a function that writes the new state (or nil when nothing changes), which
+   * the driver calls as `write(keys, args, now, outcome)` (docs/decide-script.md).
    */
   readonly lua: string;
   /** The function's `keys`, from the identity's key (src/engine/keys.ts). */

@@ -102,40 +102,6 @@ export interface ScriptCall {
   args: string[];
 }
 
-/**
- * KEYS and ARGV of one driver call in batch mode: each call decided in turn as
- * if it ran alone, one reply (or error) per call (decide.lua, docs/decide-script.md).
- * Consecutive calls with the same ARGV and key count form a group that sends
- * its ARGV once: a batch is mostly one policy at one cost, so Redis parses and
- * this process encodes about one argument per call (its key) instead of 16.
- */
-export function batchArguments(calls: readonly ScriptCall[]): ScriptCall {
-  const keys: string[] = [];
-  const args = ['batch', '0'];
-  const groups: { at: number; nkeys: number; args: readonly string[]; calls: number }[] = [];
-  let group: (typeof groups)[number] | undefined;
-  for (const call of calls) {
-    for (const key of call.keys) keys.push(key);
-    if (group !== undefined && group.nkeys === call.keys.length && sameStrings(group.args, call.args)) {
-      group.calls += 1;
-      continue;
-    }
-    group = { at: args.length, nkeys: call.keys.length, args: call.args, calls: 1 };
-    groups.push(group);
-    args.push('', String(call.keys.length), String(call.args.length));
-    for (const arg of call.args) args.push(arg);
-  }
-  args[1] = String(groups.length);
-  for (const { at, calls: count } of groups) args[at] = String(count);
-  return { keys, args };
-}
-
-function sameStrings(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
 /** KEYS and ARGV that store `value` as the remembered decision ('' forgets it). */
 export function rememberArguments(memo: Memo, value: string): ScriptCall {
   return { keys: [memo.key], args: ['remember', '', '0', '', String(memo.ttlMs), value] };
@@ -161,14 +127,16 @@ export function parseDecideReply(reply: unknown, count: number, memo?: Memo): Gr
   if (!Array.isArray(reply) || reply.length !== 2 + 5 * count) {
     throw new Error(`${DECIDE_SCRIPT_NAME}: expected a reply of ${2 + 5 * count} elements, got ${JSON.stringify(reply)}`);
   }
-  const outcomes = Array.from({ length: count }, (_, i) => {
-    const at = 1 + 5 * i;
-    const remaining = reply[at + 2];
-    if (typeof remaining !== 'string' || Number.isNaN(Number(remaining))) {
-      throw new Error(`${DECIDE_SCRIPT_NAME}: reply[${at + 2}] is not a number string: ${String(remaining)}`);
+  // A plain loop: Array.from({ length }, fn) took about a fifth of the service's reading of a batch reply.
+  const outcomes: LimitOutcome[] = [];
+  for (let at = 1; at < 1 + 5 * count; at += 5) {
+    const text = reply[at + 2];
+    const remaining = typeof text === 'string' ? Number(text) : Number.NaN;
+    if (Number.isNaN(remaining)) {
+      throw new Error(`${DECIDE_SCRIPT_NAME}: reply[${at + 2}] is not a number string: ${String(text)}`);
     }
-    return outcomeOf(integer(reply, at) === 1, integer(reply, at + 1), Number(remaining), integer(reply, at + 3), integer(reply, at + 4));
-  });
+    outcomes.push(outcomeOf(integer(reply, at) === 1, integer(reply, at + 1), remaining, integer(reply, at + 3), integer(reply, at + 4)));
+  }
   return { outcomes, nowMs: integer(reply, 1 + 5 * count) };
 }
 

@@ -39,8 +39,11 @@
   mostly one group). Each call is decided by the same function, in order,
   exactly as a separate script call would be; one whose work raises an error
   answers that error in its place, and the others go on. Reply, flat: per
-  call the length m of its own reply, then its m elements; or -1, then its
-  error.
+  group its calls' `now`, then per call its reply without the last element
+  (now) when it is a decision (1 + 5 * n elements, the first a number), its
+  reply's elements joined by one space when it is 'remembered' or a replay
+  (one text), or its error. The service knows each group's n (ARGV[3]), so a
+  call needs no length of its own (src/algorithms/decide-batch.ts).
 
   Reply: { all_allowed (1|0), then per limit:
            allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms,
@@ -93,7 +96,10 @@ local function parse(argv, a)
     -- Only the algorithms this call uses get defined (decide-script.ts); an
     -- unknown name defines nothing and fails below as before.
     if A[name] == nil then define(name) end
-    limits[i] = { name = name, nkeys = tonumber(argv[at + 2]), args = args }
+    -- keys: this limit's keys of the call being decided, refilled call after
+    -- call (the calls of a group have the same key counts): a new table per
+    -- call and limit was garbage for Lua's collector.
+    limits[i] = { name = name, nkeys = tonumber(argv[at + 2]), args = args, keys = {} }
     at = at + 3 + nargs
   end
   parsed_at = a
@@ -108,22 +114,26 @@ local function parse(argv, a)
   return parsed
 end
 
+-- The outcomes and writes of the call being decided (one call at a time),
+-- reused: a batch would otherwise make two garbage tables per call.
+local outcomes, writes = {}, {}
+
 --[[
   One call, as documented above: its KEYS are keys[k + 1], keys[k + 2], ...
   and its ARGV argv[a + 1], argv[a + 2], ... (offsets, so a batch needs no
-  copies). The single path is decide(KEYS, ARGV, 0, 0).
+  copies). Writes its reply to reply[1 .. m] and returns m: a batch reuses
+  one table for every call's reply. The single path is
+  decide(KEYS, ARGV, 0, 0, reply) with a reply table of its own.
 ]]
-local function decide(keys, argv, k, a)
+local function decide(keys, argv, k, a, reply)
   local call = parse(argv, a)
   local mode, now, memo_ttl, limits = call.mode, call.now, call.memo_ttl, call.limits
   local n = #limits
-  local limit_keys = {}
   for i = 1, n do
-    local nkeys = limits[i].nkeys
-    local these = {}
-    for j = 1, nkeys do these[j] = keys[k + j] end
-    limit_keys[i] = these
-    k = k + nkeys
+    local limit = limits[i]
+    local these = limit.keys
+    for j = 1, limit.nkeys do these[j] = keys[k + j] end
+    k = k + limit.nkeys
   end
   -- The remembered decision's key follows the limits' keys (the last key of the call).
   local memo = memo_ttl and keys[k + 1]
@@ -134,87 +144,123 @@ local function decide(keys, argv, k, a)
     else
       redis.call('SET', memo, call.memo_arg, 'PX', int(memo_ttl))
     end
-    return { 'remembered' }
+    reply[1] = 'remembered'
+    return 1
   end
   if memo and mode == 'spend' then
     local seen = redis.call('GET', memo)
     if seen then
-      local replay = { 'replay' }
-      for field in string.gmatch(seen, '%S+') do replay[#replay + 1] = field end
-      return replay
+      reply[1] = 'replay'
+      local m = 1
+      for field in string.gmatch(seen, '%S+') do
+        m = m + 1
+        reply[m] = field
+      end
+      return m
     end
   end
 
-  local outcomes, all = {}, 1
+  -- One limit spent without a memo, the usual call of a batch: the general
+  -- path below, with what it does for n == 1 only. Its write runs when it
+  -- allows (a spend) and when it denies (a refill, never a spend), and a
+  -- denying limit is reported as it is.
+  if n == 1 and mode == 'spend' and not memo then
+    local limit = limits[1]
+    local o, write = A[limit.name](limit.keys, limit.args, now)
+    if write then write(limit.keys, limit.args, now, o) end
+    reply[1], reply[2], reply[3], reply[4], reply[5], reply[6], reply[7] = o[1] == 0 and 0 or 1, o[1], o[2], g17(o[3]), o[4], o[5], now
+    return 7
+  end
+
+  local all = 1
   if mode == 'refund' then
     for i = 1, n do
       local limit = limits[i]
-      R[limit.name](limit_keys[i], limit.args, now, call.spent_at)
+      R[limit.name](limit.keys, limit.args, now, call.spent_at)
     end
-    for i = 1, n do outcomes[i] = unchanged(limits[i], limit_keys[i], now) end
+    for i = 1, n do outcomes[i] = unchanged(limits[i], limits[i].keys, now) end
   else
-    local writes = {}
     for i = 1, n do
       local limit = limits[i]
-      local outcome, write = A[limit.name](limit_keys[i], limit.args, now)
+      local outcome, write = A[limit.name](limit.keys, limit.args, now)
       outcomes[i], writes[i] = outcome, write
       if outcome[1] == 0 then all = 0 end
     end
     local spends = mode == 'spend' and all == 1
     if mode == 'spend' or mode == 'check' then
       for i = 1, n do
-        if writes[i] and (spends or outcomes[i][1] == 0) then writes[i]() end
+        if writes[i] and (spends or outcomes[i][1] == 0) then writes[i](limits[i].keys, limits[i].args, now, outcomes[i]) end
       end
     end
     if mode ~= 'peek' and not spends then
       for i = 1, n do
-        if outcomes[i][1] == 1 then outcomes[i] = unchanged(limits[i], limit_keys[i], now) end
+        if outcomes[i][1] == 1 then outcomes[i] = unchanged(limits[i], limits[i].keys, now) end
       end
     end
   end
 
-  local reply = { all }
+  reply[1] = all
   for i = 1, n do
     local o, at = outcomes[i], 5 * i - 3
     reply[at], reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = o[1], o[2], g17(o[3]), o[4], o[5]
   end
-  reply[5 * n + 2] = now
+  local m = 5 * n + 2
+  reply[m] = now
   if memo and mode == 'spend' then
     local stored = 'pending'
     if call.memo_arg ~= 'claim' then
       local fields = {}
-      for i, v in ipairs(reply) do fields[i] = type(v) == 'number' and g17(v) or v end
+      for i = 1, m do
+        local v = reply[i]
+        fields[i] = type(v) == 'number' and g17(v) or v
+      end
       stored = table.concat(fields, ' ')
     end
     redis.call('SET', memo, stored, 'PX', int(memo_ttl))
   end
-  return reply
+  return m
 end
 
-if ARGV[1] ~= 'batch' then return decide(KEYS, ARGV, 0, 0) end
+if ARGV[1] ~= 'batch' then
+  -- Room for a one-limit reply from the start (Lua 5.1 has no table.new):
+  -- growing an empty table to 7 elements rehashes it 4 times.
+  local reply = { nil, nil, nil, nil, nil, nil, nil }
+  decide(KEYS, ARGV, 0, 0, reply)
+  return reply
+end
 
 -- Batch: every call in turn. An error in one call (a key of the wrong type,
 -- say) answers that call with the error, as its own script call would have,
 -- and the next call is decided; what the failed call wrote before its error
 -- stays written, as in a separate script call.
 -- One flat reply: a nested table per call costs Redis several times as much
--- to send as its elements do.
-local replies, r = {}, 0
+-- to send as its elements do, and every element costs Redis and the
+-- service's decoder, so a call's reply carries neither its length nor its
+-- now. (A decision as one text instead cost Redis more to format, in Lua,
+-- than it saved in sending.) `reply` takes each call's reply in turn: a table
+-- per call was garbage.
+local replies, reply, r = {}, {}, 0
 local k, a = 0, 2
 for _ = 1, tonumber(ARGV[2]) do
   local ncalls, nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  -- The calls of a group share their ARGV, so their `now` (parse): sent once,
+  -- first, instead of as the last element of every call's reply.
+  r = r + 1
+  replies[r] = tonumber(ARGV[a + 5]) or redis_now()
   for _ = 1, ncalls do
-    local ok, reply = pcall(decide, KEYS, ARGV, k, a + 3)
-    if ok then
-      local m = #reply
-      replies[r + 1] = m
-      for j = 1, m do replies[r + 1 + j] = reply[j] end
-      r = r + 1 + m
-    else
+    local ok, m = pcall(decide, KEYS, ARGV, k, a + 3, reply)
+    if not ok then
       -- redis.call raises the reply's error text, Lua its own message (or a table from error_reply).
-      replies[r + 1] = -1
-      replies[r + 2] = type(reply) == 'table' and reply or { err = tostring(reply) }
-      r = r + 2
+      r = r + 1
+      replies[r] = type(m) == 'table' and m or { err = tostring(m) }
+    elseif type(reply[1]) == 'number' then
+      -- A decision (it starts with all_allowed): all but its last element, now.
+      for j = 1, m - 1 do replies[r + j] = reply[j] end
+      r = r + m - 1
+    else
+      -- 'remembered', or 'replay' and the remembered fields: one text.
+      r = r + 1
+      replies[r] = table.concat(reply, ' ', 1, m)
     end
     k = k + nkeys
   end

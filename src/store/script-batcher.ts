@@ -1,4 +1,5 @@
-import { batchArguments, type ScriptCall } from '../algorithms/decide-script.js';
+import { batchArguments, splitBatchReply } from '../algorithms/decide-batch.js';
+import type { ScriptCall } from '../algorithms/decide-script.js';
 
 /**
  * Sends one driver call to Redis and answers its reply, or rejects with the
@@ -78,9 +79,10 @@ export class ScriptBatcher {
       this.send(only.call).then(only.resolve, only.reject);
       return;
     }
-    this.send(batchArguments(waiting.map((w) => w.call))).then(
+    const batch = batchArguments(waiting.map((w) => w.call));
+    this.send(batch).then(
       (reply) => {
-        const replies = splitReplies(reply, waiting.length);
+        const replies = splitBatchReply(reply, batch);
         if (replies instanceof Error) {
           for (const w of waiting) w.reject(replies);
           return;
@@ -96,30 +98,4 @@ export class ScriptBatcher {
       },
     );
   }
-}
-
-/**
- * The batch reply (flat, decide.lua): per call the length of its reply and its
- * elements, or -1 and its error. Each call's own reply, or an Error when the
- * reply is not that shape.
- */
-function splitReplies(reply: unknown, count: number): unknown[] | Error {
-  const replies: unknown[] = [];
-  if (Array.isArray(reply)) {
-    let at = 0;
-    while (at < reply.length && replies.length < count) {
-      const length: unknown = reply[at];
-      if (length === -1) {
-        replies.push(reply[at + 1]);
-        at += 2;
-      } else if (typeof length === 'number' && Number.isInteger(length) && length >= 0 && at + 1 + length <= reply.length) {
-        replies.push(reply.slice(at + 1, at + 1 + length));
-        at += 1 + length;
-      } else {
-        break;
-      }
-    }
-    if (at === reply.length && replies.length === count) return replies;
-  }
-  return new Error(`batch: expected the flat replies of ${count} calls, got ${JSON.stringify(reply)}`);
 }

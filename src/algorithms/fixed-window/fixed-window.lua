@@ -15,12 +15,29 @@
   args[3]  cost: whole units this request spends (>= 0; a peek sends 0)
   now      unix ms (Redis TIME, or the test clock)
 
-  Returns: { allowed (1|0), retry_after_ms, remaining, reset_after_ms, 0 }, write
+  Returns: { allowed (1|0), retry_after_ms, remaining, reset_after_ms, 0 [, count] }, write
     remaining is limit - units spent in this window after the decision; write
-    is nil when nothing is spent (a denial writes nothing).
+    is nil when nothing is spent (a denial writes nothing). An allowed outcome
+    carries the count before it (for write; the driver replies with the first
+    five elements).
 ]]
 -- window name -> length in ms (UTC-aligned: unix time is)
 local WINDOWS = { second = 1000, minute = 60000, hour = 3600000, day = 86400000 }
+
+-- The write of an allowed spend; outcome[6] is the count before it. One
+-- function for every decision, given what it needs by the driver: a closure
+-- per decision was garbage for Lua's collector.
+local function write(keys, args, now, outcome)
+  local cost = tonumber(args[3])
+  if outcome[6] == 0 then
+    -- A new window: replace the counter and expire it with its window.
+    local window = WINDOWS[args[2]]
+    redis.call('HSET', keys[1], 'w', int(now - (now % window)), 'c', int(cost))
+    redis.call('PEXPIRE', keys[1], int(outcome[4]))
+  else
+    redis.call('HINCRBY', keys[1], 'c', int(cost))
+  end
+end
 
 A.fixed_window = function(keys, args, now)
   local limit, window, cost = tonumber(args[1]), WINDOWS[args[2]], tonumber(args[3])
@@ -33,20 +50,8 @@ A.fixed_window = function(keys, args, now)
   if count + cost > limit then
     return { 0, reset_after_ms, limit - count, reset_after_ms, 0 }, nil
   end
-  local write = nil
   if count + cost == 0 then return { 1, 0, limit, 0, 0 }, nil end -- a peek at an unused window: full, nothing to reset
-  if cost > 0 then
-    write = function()
-      if count == 0 then
-        -- A new window: replace the counter and expire it with its window.
-        redis.call('HSET', keys[1], 'w', int(start), 'c', int(cost))
-        redis.call('PEXPIRE', keys[1], int(reset_after_ms))
-      else
-        redis.call('HINCRBY', keys[1], 'c', int(cost))
-      end
-    end
-  end
-  return { 1, 0, limit - count - cost, reset_after_ms, 0 }, write
+  return { 1, 0, limit - count - cost, reset_after_ms, 0, count }, cost > 0 and write or nil
 end
 
 --[[

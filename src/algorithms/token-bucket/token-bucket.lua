@@ -13,6 +13,14 @@
     tokens is the balance after the decision. The write stores tokens and
     ts = now, also on a denial (the refill, never a spend; spec 3.2 step 5).
 ]]
+-- The write: the balance after the decision (the outcome's tokens) and
+-- ts = now. One function for every decision, given what it needs by the
+-- driver: a closure per decision was garbage for Lua's collector.
+local function write(keys, args, now, outcome)
+  redis.call('HSET', keys[1], 'tokens', g17(outcome[3]), 'ts', int(now))
+  redis.call('PEXPIRE', keys[1], int(math.ceil(tonumber(args[1]) * 2000 / tonumber(args[2]))))
+end
+
 A.token_bucket = function(keys, args, now)
   local capacity, rate, cost = tonumber(args[1]), tonumber(args[2]), tonumber(args[3])
   local tokens, ts = capacity, now
@@ -32,10 +40,7 @@ A.token_bucket = function(keys, args, now)
     retry_after_ms = math.ceil((cost - tokens) * 1000 / rate)
   end
 
-  return { allowed, retry_after_ms, tokens, math.ceil((capacity - tokens) * 1000 / rate), 0 }, function()
-    redis.call('HSET', keys[1], 'tokens', g17(tokens), 'ts', int(now))
-    redis.call('PEXPIRE', keys[1], int(math.ceil(capacity * 2000 / rate)))
-  end
+  return { allowed, retry_after_ms, tokens, math.ceil((capacity - tokens) * 1000 / rate), 0 }, write
 end
 
 --[[
