@@ -2,9 +2,9 @@ import { ServerError, Status, type CallContext } from 'nice-grpc';
 import type { Caller } from '../config/callers.js';
 import type { AllowBatchResult, AllowRequest, AllowStreamRequest, AllowStreamResponse } from '../gen/quota/v1/quota.js';
 import type { CallerContext } from './auth-middleware.js';
-import { checkBatchSize } from './decide-batch.js';
+import { checkBatchSize } from './decide-each.js';
 
-/** Decides one batch (decide-batch.ts decideEach, bound to the engine); never rejects. */
+/** Decides one batch (decide-each.ts, bound to the engine); never rejects. */
 export type DecideBatch = (requests: readonly AllowRequest[], caller: Caller | undefined) => Promise<AllowBatchResult[]>;
 
 /**

@@ -16,9 +16,9 @@ import type {
 } from '../gen/quota/v1/quota.js';
 import { allowStreamHandler } from './allow-stream.js';
 import type { CallerContext } from './auth-middleware.js';
-import { checkBatchSize, decideEach, toAllowResponse } from './decide-batch.js';
+import { checkBatchSize, decideEach, toAllowResponse } from './decide-each.js';
 
-export { MAX_BATCH_SIZE } from './decide-batch.js';
+export { MAX_BATCH_SIZE } from './decide-each.js';
 
 const ALLOW_BATCH_PATH = '/quota.v1.QuotaService/AllowBatch';
 const ALLOW_STREAM_PATH = '/quota.v1.QuotaService/AllowStream';
