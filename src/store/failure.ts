@@ -139,7 +139,7 @@ export class StoreFailurePolicy {
       const closed = breaker.state === CircuitState.Closed;
       const call = breaker.execute(() => deadline.race(fromStore()));
       const decision = closed ? await call : await deadline.race(call);
-      return { ...decision, source: 'store' };
+      return stamped(decision, 'store');
     } catch (error) {
       if (error instanceof StoreTimeoutError) kind = 'timeout';
       else if (error instanceof BrokenCircuitError) kind = 'circuit_open';
@@ -166,7 +166,7 @@ export class StoreFailurePolicy {
       case 'local': {
         const share = policy.failure.localShare;
         const decision = await onStore(this.localStore, (limit) => this.scaled(limit, share));
-        return { ...decision, source: 'local' };
+        return stamped(decision, 'local');
       }
     }
   }
@@ -183,6 +183,23 @@ export class StoreFailurePolicy {
   async close(): Promise<void> {
     await this.localStore.close();
   }
+}
+
+/**
+ * The decision with its source, built field by field. Not `{ ...decision, source }`:
+ * on Node 20 that spread, once per decision, made copies V8 promoted to old space
+ * (each then died there, to be reclaimed by a mark-compact) and made the reads of
+ * the result slower downstream (metrics, reply mapping); measured with bench/service-path-run.ts.
+ */
+function stamped(decision: SourcelessDecision, source: DecisionSource): Decision {
+  return {
+    allowed: decision.allowed,
+    retryAfterMs: decision.retryAfterMs,
+    deniedBy: decision.deniedBy,
+    limits: decision.limits,
+    delayMs: decision.delayMs,
+    source,
+  };
 }
 
 function stateName(state: CircuitState): CircuitStateName {
