@@ -1,5 +1,5 @@
 import { format } from 'node:util';
-import type { Registry } from 'prom-client';
+import type { Registry, RegistryContentType } from 'prom-client';
 
 export interface LatencyHistogramConfig {
   name: string;
@@ -8,7 +8,7 @@ export interface LatencyHistogramConfig {
   labelName: string;
   /** Upper bounds, ascending. */
   buckets: readonly number[];
-  registers: readonly Registry[];
+  registers: readonly Registry<RegistryContentType>[];
 }
 
 /** One label value's series: bucket counts (each bucket's own, not cumulative), sum and count. */

@@ -2,7 +2,7 @@
 // observation); scrapers and dashboards must see exactly what prom-client's Histogram
 // gave. Both are fed the same observations and their registries' output compared.
 import fc from 'fast-check';
-import { Histogram, Registry } from 'prom-client';
+import { Histogram, Registry, type RegistryContentType } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { LatencyHistogram } from '../../src/metrics/latency-histogram.js';
 
@@ -12,10 +12,15 @@ const NAME = 'quota_check_duration_seconds';
 const HELP = 'Time to decide one Allow call inside the service (store call or failure mode included), by source.';
 
 /** The same histogram twice: prom-client's and ours, each on its own registry. */
-function pair(contentType: typeof Registry.PROMETHEUS_CONTENT_TYPE | typeof Registry.OPENMETRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE) {
-  const theirRegistry = new Registry(contentType);
-  const ourRegistry = new Registry(contentType);
-  const theirs = new Histogram({ name: NAME, help: HELP, labelNames: ['source'], buckets: BUCKETS, registers: [theirRegistry] });
+function pair(openMetrics = false) {
+  const registry = () => {
+    const made = new Registry<RegistryContentType>();
+    if (openMetrics) made.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
+    return made;
+  };
+  const theirRegistry = registry();
+  const ourRegistry = registry();
+  const theirs = new Histogram({ name: NAME, help: HELP, labelNames: ['source'], buckets: BUCKETS, registers: [theirRegistry as Registry] });
   const ours = new LatencyHistogram({ name: NAME, help: HELP, labelName: 'source', buckets: BUCKETS, registers: [ourRegistry] });
   return {
     observe(source: string, value: number) {
@@ -38,7 +43,7 @@ describe('LatencyHistogram (src/metrics/latency-histogram.ts) exports what prom-
   it('the same text (Prometheus and OpenMetrics) and JSON for any observations, in any order of sources', async () => {
     await fc.assert(
       fc.asyncProperty(observations, fc.boolean(), async (seen, openMetrics) => {
-        const { observe, theirRegistry, ourRegistry } = pair(openMetrics ? Registry.OPENMETRICS_CONTENT_TYPE : Registry.PROMETHEUS_CONTENT_TYPE);
+        const { observe, theirRegistry, ourRegistry } = pair(openMetrics);
         for (const [source, value] of seen) observe(source, value);
         expect(await ourRegistry.metrics()).toBe(await theirRegistry.metrics());
         expect(await ourRegistry.getMetricsAsJSON()).toStrictEqual(await theirRegistry.getMetricsAsJSON());
