@@ -10,6 +10,8 @@ export interface PhaseGc {
   phase: string;
   decisions: number;
   scavenges: number;
+  /** Bytes allocated, as V8 counts them from GC to GC. */
+  allocatedBytes: number;
   promotedBytes: number;
   scavengeMs: number;
   /** Mark-compacts (and any other full GC) during the phase. */
@@ -26,7 +28,7 @@ export function gcPerPhase(output: string): { phases: PhaseGc[]; rest: string } 
   for (const line of output.split('\n')) {
     const marker = PHASE.exec(line);
     if (marker !== null) {
-      if (marker[1] === 'start') current = { phase: marker[2]!, decisions: 0, scavenges: 0, promotedBytes: 0, scavengeMs: 0, fullGcs: 0 };
+      if (marker[1] === 'start') current = { phase: marker[2]!, decisions: 0, scavenges: 0, allocatedBytes: 0, promotedBytes: 0, scavengeMs: 0, fullGcs: 0 };
       else if (current !== undefined) {
         current.decisions = Number(marker[3]);
         phases.push(current);
@@ -40,6 +42,7 @@ export function gcPerPhase(output: string): { phases: PhaseGc[]; rest: string } 
       continue;
     }
     if (current === undefined) continue;
+    current.allocatedBytes += Number(/ allocated=(\d+)/.exec(line)?.[1] ?? 0);
     if (kind === 's') {
       current.scavenges++;
       current.promotedBytes += Number(/ promoted=(\d+)/.exec(line)?.[1] ?? 0);
@@ -52,10 +55,11 @@ export function gcPerPhase(output: string): { phases: PhaseGc[]; rest: string } 
 }
 
 /** One line per phase, per 10,000 decisions. */
-export function formatPhaseGc({ phase, decisions, scavenges, promotedBytes, scavengeMs, fullGcs }: PhaseGc): string {
+export function formatPhaseGc({ phase, decisions, scavenges, allocatedBytes, promotedBytes, scavengeMs, fullGcs }: PhaseGc): string {
   const per10k = 10_000 / decisions;
   return (
-    `${phase}: per 10k decisions ${(scavenges * per10k).toFixed(1)} scavenges (${(scavengeMs * per10k).toFixed(1)} ms), ` +
+    `${phase}: ${(allocatedBytes / decisions).toFixed(0)} bytes allocated per decision; per 10k decisions ` +
+    `${(scavenges * per10k).toFixed(1)} scavenges (${(scavengeMs * per10k).toFixed(1)} ms), ` +
     `${((promotedBytes / 2 ** 20) * per10k).toFixed(3)} MB promoted to old space, ${(fullGcs * per10k).toFixed(2)} full GCs`
   );
 }
