@@ -52,9 +52,10 @@ export type SourcelessDecision = Omit<Decision, 'source'>;
  * limiter: the same TS models on an in-process MemoryStore).
  *
  * The breaker (src/store/circuit-breaker.ts: a consecutive-failure breaker
- * with one probe call when half-open) is one per store partition, since a dead store is dead for
- * every policy, while a dead cluster shard is dead only for its own slots. A
- * timeout counts as a failure; a script error (a bug) does not and propagates.
+ * with one probe call when half-open) is one per store partition, since a dead
+ * store is dead for every policy, while a dead cluster shard is dead only for
+ * its own slots. A timeout counts as a failure; a script error (a bug) does
+ * not and propagates.
  */
 export class StoreFailurePolicy {
   private readonly localStore = new MemoryStore();
