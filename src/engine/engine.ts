@@ -171,11 +171,18 @@ function limitCalls(limits: readonly Limit[], request: ValidRequest): LimitCall[
 }
 
 function statuses(limits: readonly Limit[], outcomes: readonly LimitOutcome[]): LimitStatus[] {
-  return limits.map((limit, i) => ({
-    name: limit.name,
-    algorithm: limit.algorithm.name,
-    limit: limit.algorithm.capacity(limit.params),
-    remaining: outcomes[i]?.remaining ?? 0,
-    resetAfterMs: outcomes[i]?.resetAfterMs ?? 0,
-  }));
+  // A loop into a sized array, not map with a closure: once per decision.
+  const out: LimitStatus[] = new Array(limits.length);
+  for (let i = 0; i < limits.length; i++) {
+    const limit = limits[i]!;
+    const outcome = outcomes[i];
+    out[i] = {
+      name: limit.name,
+      algorithm: limit.algorithm.name,
+      limit: limit.algorithm.capacity(limit.params),
+      remaining: outcome?.remaining ?? 0,
+      resetAfterMs: outcome?.resetAfterMs ?? 0,
+    };
+  }
+  return out;
 }
