@@ -42,6 +42,14 @@ export class TurnDeadlines {
   }
 }
 
+let takenResolve: ((value: unknown) => void) | undefined;
+let takenReject: ((error: Error) => void) | undefined;
+/** A Promise executor runs synchronously inside `new Promise`: the next line reads what it took. */
+function takeSettlers(resolve: (value: never) => void, reject: (error: Error) => void): void {
+  takenResolve = resolve as (value: unknown) => void;
+  takenReject = reject;
+}
+
 class SharedDeadline implements Deadline {
   refs = 0;
   private rejects: Array<(error: Error) => void> = [];
@@ -63,10 +71,15 @@ class SharedDeadline implements Deadline {
       promise.catch(() => {});
       return Promise.reject(expired);
     }
-    return new Promise<T>((resolve, reject) => {
-      this.rejects.push(reject);
-      promise.then(resolve, reject);
-    });
+    // The settle functions are taken by one shared executor, not a closure per call.
+    const raced = new Promise<T>(takeSettlers);
+    const resolve = takenResolve as (value: T) => void;
+    const reject = takenReject!;
+    // Not kept past this call: they would hold its promise.
+    takenResolve = takenReject = undefined;
+    this.rejects.push(reject);
+    promise.then(resolve, reject);
+    return raced;
   }
 
   release(): void {
