@@ -29,10 +29,11 @@ const TARGET_RATIO = 1.0;
 
 /**
  * rate-limiter-flexible as its README sets it up for Redis: one ioredis client
- * with the offline queue off, plus auto-pipelining as the quota service's own
- * client has (src/store/redis.ts), so both sides get the same Redis client
- * settings. A limit so large that nobody runs dry, like the service's bench
- * policy: every call is an allowed decision that runs its Lua script.
+ * with the offline queue off, plus auto-pipelining, which gives it what the
+ * quota service's script batcher gives the service (the calls of one turn in
+ * one write; the service's own client no longer needs it, src/store/redis.ts).
+ * A limit so large that nobody runs dry, like the service's bench policy:
+ * every call is an allowed decision that runs its Lua script.
  */
 function flexibleCaller(redisUrl: string): AllowCaller {
   const client = new Redis(redisUrl, { enableOfflineQueue: false, enableAutoPipelining: true, maxRetriesPerRequest: 1 });
