@@ -34,6 +34,12 @@ export const STREAM_IDLE_MS = 5_000;
  */
 export const STREAM_MAX_AGE_MS = 60_000;
 
+/** Stream renewal, for tests: defaults STREAM_IDLE_MS and STREAM_MAX_AGE_MS. */
+export interface StreamTiming {
+  idleMs?: number;
+  maxAgeMs?: number;
+}
+
 /**
  * One AllowStream call: batches go out as messages with an id, answers come
  * back by id in any order. Used by the Batcher (batcher.ts) instead of one
@@ -42,13 +48,6 @@ export const STREAM_MAX_AGE_MS = 60_000;
  * batch, which at one request in flight is most of what a call costs
  * (docs/benchmarks.md).
  */
-export interface StreamTiming {
-  /** Default STREAM_IDLE_MS. */
-  idleMs?: number;
-  /** Default STREAM_MAX_AGE_MS. */
-  maxAgeMs?: number;
-}
-
 export class AllowStream {
   private readonly outgoing = new MessageQueue<AllowStreamRequest>();
   private readonly waiting = new Map<number, StreamBatch>();
