@@ -1,4 +1,5 @@
-import { createChannel, createClient, Metadata, Status } from 'nice-grpc';
+import { createChannel, createClient, Metadata, Status, type CallOptions, type ClientMiddlewareCall } from 'nice-grpc';
+import { createQuotaClient, QuotaRequestError } from '../../clients/quota-client/index.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseCallers } from '../../src/config/callers.js';
 import { ReloadableCallerRegistry } from '../../src/config/callers-watcher.js';
@@ -182,5 +183,25 @@ callers:
     check.send(1, [order('r2')]);
     expect((await check.answer(1)).results[0]!.response?.limits[0]?.remaining).toBe(9);
     check.end();
+  });
+
+  it('the quota client on a stream with a bearer token: a policy it may not use rejects that call only, with PERMISSION_DENIED', async () => {
+    async function* withToken<Request, Response>(call: ClientMiddlewareCall<Request, Response>, options: CallOptions) {
+      return yield* call.next(call.request, { ...options, metadata: Metadata(options.metadata).set('authorization', `Bearer ${ORDER_API_TOKEN}`) });
+    }
+    const quota = createQuotaClient({ address: `127.0.0.1:${server.port}`, deadlineMs: 5_000, onUnavailable: 'fail_open', middleware: withToken });
+    try {
+      const [allowed, refused] = await Promise.allSettled([
+        quota.allow({ policy: 'orders', identity: { user: 'client-1' } }),
+        quota.allow({ policy: 'user', identity: { user: 'client-1' } }),
+      ]);
+      expect(allowed).toMatchObject({ status: 'fulfilled', value: { allowed: true, source: 'store' } });
+      expect(refused.status).toBe('rejected');
+      const error = (refused as PromiseRejectedResult).reason as QuotaRequestError;
+      expect(error).toBeInstanceOf(QuotaRequestError);
+      expect([error.code, error.details]).toEqual([Status.PERMISSION_DENIED, 'caller "order-api" may not use policy "user"']);
+    } finally {
+      await quota.close();
+    }
   });
 });
