@@ -1,10 +1,11 @@
 import { createChannel, createClient, Metadata, Status, type CallOptions, type ClientMiddlewareCall } from 'nice-grpc';
 import { createQuotaClient, QuotaRequestError } from '../../clients/quota-client/index.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseCallers } from '../../src/config/callers.js';
 import { ReloadableCallerRegistry } from '../../src/config/callers-watcher.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { QuotaServiceDefinition, type AllowRequest } from '../../src/gen/quota/v1/quota.js';
+import { allowStreamHandler, MAX_BATCHES_IN_FLIGHT, type DecideBatch } from '../../src/grpc/allow-stream.js';
 import { startQuotaServer } from '../../src/grpc/server.js';
 import { createLogger } from '../../src/logger.js';
 import { openAllowStream } from '../support/allow-stream-probe.js';
@@ -75,6 +76,38 @@ describe.each(bothStores(redis))('AllowStream on the %s store', (_name, makeFixt
     expect(await stream.answer(3)).toEqual({ id: 3, results: [] });
     stream.end();
     expect(await stream.ended).toBe('OK');
+  });
+});
+
+describe('AllowStream handler', () => {
+  it(`reads at most ${MAX_BATCHES_IN_FLIGHT} batches ahead of their answers, then one more per answer`, async () => {
+    let read = 0;
+    async function* batches() {
+      for (let id = 1; id <= MAX_BATCHES_IN_FLIGHT + 6; id++) {
+        read++;
+        yield { id, requests: [] };
+      }
+    }
+    // Decisions that finish only when the test says so.
+    const finish: Array<() => void> = [];
+    const decide: DecideBatch = () => new Promise((resolve) => finish.push(() => resolve([])));
+    const stream = allowStreamHandler(decide, new AbortController().signal)(batches(), {} as never);
+    const firstAnswer = stream.next();
+    await vi.waitFor(() => expect(finish).toHaveLength(MAX_BATCHES_IN_FLIGHT));
+    expect(read).toBe(MAX_BATCHES_IN_FLIGHT);
+    finish[0]!();
+    expect(await firstAnswer).toEqual({ done: false, value: { id: 1, results: [] } });
+    await vi.waitFor(() => expect(read).toBe(MAX_BATCHES_IN_FLIGHT + 1));
+    // The rest: every batch answered once, then the stream ends.
+    const ids = [1];
+    for (let i = 1; i < MAX_BATCHES_IN_FLIGHT + 6; i++) {
+      await vi.waitFor(() => expect(finish.length).toBeGreaterThan(i));
+      finish[i]!();
+      const next = await stream.next();
+      ids.push((next.value as { id: number }).id);
+    }
+    expect(ids).toEqual(Array.from({ length: MAX_BATCHES_IN_FLIGHT + 6 }, (_, i) => i + 1));
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
   });
 });
 
