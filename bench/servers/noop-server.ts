@@ -2,7 +2,8 @@
 // same process model as the quota service, but Allow does no work at all, so
 // its throughput is what the transport alone allows on this machine right now.
 import { createServer } from 'nice-grpc';
-import { DecisionSource, QuotaServiceDefinition, type AllowResponse, type QuotaServiceImplementation } from '../../src/gen/quota/v1/quota.js';
+import { DecisionSource, type AllowResponse } from '../../src/gen/quota/v1/quota.js';
+import { quotaServiceDefinition, type QuotaServiceHandlers } from '../../src/grpc/service-definition.js';
 import { failStart, serveUntilParentLeaves } from './lifecycle.js';
 
 /**
@@ -19,7 +20,8 @@ const ALLOWED: AllowResponse = {
   source: DecisionSource.DECISION_SOURCE_STORE,
 };
 
-const noop: QuotaServiceImplementation = {
+// The service's own definition: both encode their answers the same way.
+const noop: QuotaServiceHandlers = {
   async allow() {
     return ALLOWED;
   },
@@ -39,7 +41,7 @@ const noop: QuotaServiceImplementation = {
 
 async function main(): Promise<void> {
   const server = createServer();
-  server.add(QuotaServiceDefinition, noop);
+  server.add(quotaServiceDefinition, noop);
   const port = await server.listen('127.0.0.1:0');
   serveUntilParentLeaves(port, () => server.shutdown());
 }

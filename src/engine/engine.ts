@@ -54,7 +54,14 @@ export class QuotaEngine {
     this.onDecision = options.onDecision;
   }
 
-  allow(input: AllowInput): Promise<Decision> {
+  /**
+   * Decides one request. `map`, when given, turns the decision into what the
+   * caller wants in the same step (a transport's reply, say), saving a promise
+   * per decision over a `then` of the caller's own.
+   */
+  allow(input: AllowInput): Promise<Decision>;
+  allow<R>(input: AllowInput, map: (decision: Decision) => R): Promise<R>;
+  allow<R>(input: AllowInput, map?: (decision: Decision) => R): Promise<R | Decision> {
     // Not an async function (its suspended frame was a large share of a
     // decision's garbage, profiled), but as one: whatever throws here,
     // invalid input included, comes back as a rejection, never a throw.
@@ -68,9 +75,16 @@ export class QuotaEngine {
       const groups = slotGroups(this.store, calls);
       // The breaker of the partition the first reservation goes to (slot order, src/engine/slot-groups.ts).
       const firstKey = calls[groups[0]?.[0] ?? 0]?.identityKey ?? '';
+      const after =
+        onDecision === undefined
+          ? map
+          : (decision: Decision) => {
+              onDecision(request.policy.name, decision, (performance.now() - started) / 1000);
+              return map === undefined ? decision : map(decision);
+            };
       // The store call starts synchronously from here (no await before it): the
       // requests of one AllowBatch reach the store in the same turn.
-      const decided = this.failure.decide(
+      return this.failure.decide(
         request.policy,
         // The shared store applies the policy's own limits: the calls built above serve as they are.
         () => this.decideOn(this.store, request, limits, calls, groups),
@@ -80,12 +94,8 @@ export class QuotaEngine {
           return this.decideOn(store, request, scaled, scaledCalls, slotGroups(store, scaledCalls));
         },
         this.store.partitionOf?.(firstKey),
+        after,
       );
-      if (onDecision === undefined) return decided;
-      return decided.then((decision) => {
-        onDecision(request.policy.name, decision, (performance.now() - started) / 1000);
-        return decision;
-      });
     } catch (error) {
       return Promise.reject(error);
     }
@@ -104,7 +114,7 @@ export class QuotaEngine {
     groups: SlotGroups,
   ): Promise<Omit<Decision, 'source'>> {
     // All or nothing: one store call when the keys share a slot (or the store has none), else reserve and refund.
-    return spendAcrossSlots(store, calls, memoOf(request, groups), groups).then((outcomes) => decisionOf(limits, outcomes));
+    return spendAcrossSlots(store, calls, memoOf(request, groups), groups, (outcomes) => decisionOf(limits, outcomes));
   }
 
   /** GetQuota: every limit's status now, spending nothing and writing nothing. */

@@ -49,20 +49,20 @@ export function slotGroups(store: QuotaStore, calls: readonly LimitCall[]): Slot
  * decision claims the id in that call and stores the whole decision once
  * known; a retry meanwhile waits for it.
  */
-export function spendAcrossSlots(
+export function spendAcrossSlots<R>(
   store: QuotaStore,
   calls: readonly LimitCall[],
-  memo?: Omit<Memo, 'claim' | 'count'>,
-  /** slotGroups(store, calls), when the caller has them already. */
-  groups: SlotGroups = slotGroups(store, calls),
-): Promise<LimitOutcome[]> {
+  memo: Omit<Memo, 'claim' | 'count'> | undefined,
+  /** slotGroups(store, calls). */
+  groups: SlotGroups,
+  /** What the caller makes of the outcomes, applied in the same step: no promise of its own per request. */
+  then: (outcomes: LimitOutcome[]) => R,
+): Promise<R> {
   const full = memo === undefined ? undefined : { ...memo, count: calls.length, claim: groups.length > 1 };
   // One group (the usual case): the store's answer, without an async frame of its own per request.
-  if (groups.length === 1) return store.decideGroup(calls, 'spend', full === undefined ? {} : { memo: full }).then(outcomesOf);
-  return spendGroupByGroup(store, calls, groups, full);
+  if (groups.length === 1) return store.decideGroup(calls, 'spend', full === undefined ? {} : { memo: full }).then((decision) => then(decision.outcomes));
+  return spendGroupByGroup(store, calls, groups, full).then(then);
 }
-
-const outcomesOf = (decision: GroupDecision): LimitOutcome[] => decision.outcomes;
 
 /** spendAcrossSlots for keys in more than one slot: reserve group by group, refund on a rejection. */
 async function spendGroupByGroup(store: QuotaStore, calls: readonly LimitCall[], groups: SlotGroups, full: Memo | undefined): Promise<LimitOutcome[]> {

@@ -41,9 +41,18 @@ export function decideEach(
       pending[index] = { error: { code: Status.PERMISSION_DENIED, message: `requests[${index}]: caller "${caller!.name}" may not use policy "${request.policy}"` } };
       continue;
     }
-    pending[index] = engine.allow(request).then(toBatchResult, (error: unknown) => ({ error: batchItemError(error, index, method, logger) }));
+    pending[index] = engine.allow(request, toBatchResult);
   }
-  return Promise.all(pending);
+  // Settled all together, errors mapped afterwards: a `then` per request for
+  // its error was a promise per decision (the service's CPU profile).
+  return Promise.allSettled(pending).then((settled) => {
+    const results: AllowBatchResult[] = new Array(settled.length);
+    for (let index = 0; index < settled.length; index++) {
+      const outcome = settled[index]!;
+      results[index] = outcome.status === 'fulfilled' ? outcome.value : { error: batchItemError(outcome.reason, index, method, logger) };
+    }
+    return results;
+  });
 }
 
 const SOURCES: Record<EngineDecisionSource, DecisionSource> = {

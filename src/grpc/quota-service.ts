@@ -12,11 +12,11 @@ import type {
   GetQuotaResponse,
   LimitDefinition,
   ListPoliciesResponse,
-  QuotaServiceImplementation,
 } from '../gen/quota/v1/quota.js';
 import { allowStreamHandler } from './allow-stream.js';
 import type { CallerContext } from './auth-middleware.js';
 import { checkBatchSize, decideEach, toAllowResponse } from './decide-each.js';
+import type { QuotaServiceHandlers } from './service-definition.js';
 
 export { MAX_BATCH_SIZE } from './decide-each.js';
 
@@ -28,10 +28,10 @@ const ALLOW_STREAM_PATH = '/quota.v1.QuotaService/AllowStream';
  * more. `draining` aborts when the server starts shutting down: open
  * AllowStream streams then answer what they have read and end.
  */
-export function quotaService(engine: QuotaEngine, logger: Logger, draining: AbortSignal): QuotaServiceImplementation {
+export function quotaService(engine: QuotaEngine, logger: Logger, draining: AbortSignal): QuotaServiceHandlers {
   return {
     // An AllowRequest has exactly the engine's AllowInput fields: passed as it is, not copied.
-    allow: async (request: AllowRequest): Promise<AllowResponse> => toAllowResponse(await engine.allow(request)),
+    allow: (request: AllowRequest): Promise<AllowResponse> => engine.allow(request, toAllowResponse),
 
     async allowBatch(request: AllowBatchRequest): Promise<AllowBatchResponse> {
       checkBatchSize(request.requests);

@@ -9,6 +9,7 @@ import { authMiddleware } from './auth-middleware.js';
 import { errorMiddleware } from './error-middleware.js';
 import { loggingMiddleware } from './logging-middleware.js';
 import { quotaService } from './quota-service.js';
+import { quotaServiceDefinition } from './service-definition.js';
 import { addReflection } from './reflection.js';
 
 export interface QuotaServer {
@@ -47,7 +48,7 @@ export async function startQuotaServer(options: {
   const server: Server = chain;
   // Aborted when shutdown starts: open AllowStream streams answer what they have read and end.
   const draining = new AbortController();
-  server.add(QuotaServiceDefinition, quotaService(options.engine, options.logger, draining.signal));
+  server.add(quotaServiceDefinition, quotaService(options.engine, options.logger, draining.signal));
 
   const health = HealthState();
   server.add(HealthDefinition, HealthServiceImpl(health));

@@ -61,16 +61,40 @@ export class CircuitBreaker {
     }
   }
 
+  /**
+   * execute(fn).then(onValue, onError) in one step: closed, the call's outcome
+   * is counted and handed on in the same `then`, one promise instead of two
+   * (a decision's promise chain was the top of the service's CPU profile).
+   */
+  run<T, R>(fn: () => Promise<T>, onValue: (value: T) => R, onError: (error: unknown) => R | Promise<R>): Promise<R> {
+    if (this.current !== 'closed') return this.execute(fn).then(onValue, onError);
+    return attempt(fn).then(
+      (value) => {
+        this.consecutive = 0;
+        return onValue(value);
+      },
+      (error: unknown) => {
+        this.countFailure(error);
+        return onError(error);
+      },
+    );
+  }
+
   private readonly wentThrough = <T>(value: T): T => {
     this.consecutive = 0;
     return value;
   };
 
   private readonly failedClosed = (error: unknown): never => {
-    // A call started while closed may end after the circuit opened: it counts, and opens nothing twice.
-    if (this.options.counts(error) && ++this.consecutive >= this.options.failures) this.open(error);
+    this.countFailure(error);
     throw error;
   };
+
+  /** A call made while closed failed. */
+  private countFailure(error: unknown): void {
+    // A call started while closed may end after the circuit opened: it counts, and opens nothing twice.
+    if (this.options.counts(error) && ++this.consecutive >= this.options.failures) this.open(error);
+  }
 
   private halfOpen<T>(fn: () => Promise<T>): Promise<T> {
     const test = attempt(fn).then(

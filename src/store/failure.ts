@@ -116,40 +116,38 @@ export class StoreFailurePolicy {
   /**
    * `partition` names the part of the store the call goes to (QuotaStore.partitionOf):
    * a dead cluster shard opens its own breaker, and the other shards keep deciding.
+   * `after` maps the decision, whatever its source, in the same step (no
+   * promise of its own per decision for the caller's bookkeeping).
    */
-  decide(
+  decide<R = Decision>(
     policy: Policy,
     fromStore: () => Promise<SourcelessDecision>,
     onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
     partition = DEFAULT_PARTITION,
-  ): Promise<Decision> {
+    after: (decision: Decision) => R = identity as (decision: Decision) => R,
+  ): Promise<R> {
     const deadline = this.deadlines.start();
-    let settled: Promise<SourcelessDecision>;
+    const fromStoreInTime = () => deadline.race(fromStore());
+    const decided = (decision: SourcelessDecision): R => {
+      deadline.release();
+      return after(stamped(decision, 'store'));
+    };
+    const failed = (error: unknown): Promise<R> => {
+      deadline.release();
+      return this.fallbackAfter(error, policy, onStore).then(after);
+    };
     try {
       const breaker = this.breakerFor(partition);
-      // The inner race lets the breaker count a timeout as a failure; the outer
-      // one bounds the wait for a half-open probe made by another call. A closed
-      // breaker calls the store at once and settles when the inner race does, so
-      // the outer race is needed only when the breaker is not closed.
-      const closed = breaker.state === 'closed';
-      const call = breaker.execute(() => deadline.race(fromStore()));
-      settled = closed ? call : deadline.race(call);
+      // Closed, the breaker calls the store at once and the deadline's race
+      // bounds the call; otherwise a second race bounds the wait for a
+      // half-open probe made by another call. The inner race lets the breaker
+      // count a timeout as a failure.
+      if (breaker.state === 'closed') return breaker.run(fromStoreInTime, decided, failed);
+      return deadline.race(breaker.execute(fromStoreInTime)).then(decided, failed);
     } catch (error) {
       deadline.release();
       return Promise.reject(error);
     }
-    // A then, not an async function: a suspended async frame of this size was
-    // the largest allocation of a decision on the service's path (profiled).
-    return settled.then(
-      (decision) => {
-        deadline.release();
-        return stamped(decision, 'store');
-      },
-      (error: unknown) => {
-        deadline.release();
-        return this.fallbackAfter(error, policy, onStore);
-      },
-    );
   }
 
   /** The store could not decide: counts why, then the policy's failure mode decides. Any other error (a bug) propagates. */
@@ -199,6 +197,8 @@ export class StoreFailurePolicy {
     await this.localStore.close();
   }
 }
+
+const identity = <T>(value: T): T => value;
 
 /**
  * The decision with its source, built field by field. Not `{ ...decision, source }`:

@@ -171,9 +171,13 @@ export class RedisStore implements QuotaStore {
     return (await this.decideGroup(calls, mode)).outcomes;
   }
 
-  async decideGroup(calls: readonly LimitCall[], mode: DecideMode, options: DecideOptions = {}): Promise<GroupDecision> {
-    const reply = await this.run(decideArguments(calls, mode, this.options.testClock?.now(), options));
-    return parseDecideReply(reply, calls.length, options.memo);
+  decideGroup(calls: readonly LimitCall[], mode: DecideMode, options: DecideOptions = {}): Promise<GroupDecision> {
+    // A then, not an async function: one per decision (an async frame was more).
+    try {
+      return this.run(decideArguments(calls, mode, this.options.testClock?.now(), options)).then((reply) => parseDecideReply(reply, calls.length, options.memo));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   async remember(memo: Memo, value: string): Promise<void> {

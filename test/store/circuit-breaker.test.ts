@@ -9,7 +9,14 @@ class Bug extends Error {}
 
 const HALF_OPEN_AFTER_MS = 30;
 
-function setup() {
+/**
+ * execute(fn), or run(fn, onValue, onError) with handlers that pass the
+ * outcome on unchanged: run must behave as execute(fn).then(onValue, onError)
+ * in every state, so every test below runs both ways.
+ */
+type Way = 'execute' | 'run';
+
+function setup(way: Way) {
   const events: string[] = [];
   const breaker = new CircuitBreaker({
     failures: 3,
@@ -20,11 +27,20 @@ function setup() {
     onStateChange: (state: CircuitStateName) => events.push(`state:${state}`),
   });
   let calls = 0;
-  const run = <T>(fn: () => Promise<T>) =>
-    breaker.execute(() => {
-      calls++;
-      return fn();
-    });
+  const counted = <T>(fn: () => Promise<T>) => () => {
+    calls++;
+    return fn();
+  };
+  const run = <T>(fn: () => Promise<T>): Promise<T> =>
+    way === 'execute'
+      ? breaker.execute(counted(fn))
+      : breaker.run(
+          counted(fn),
+          (value) => value,
+          (error: unknown) => {
+            throw error;
+          },
+        );
   return { breaker, events, run, calls: () => calls };
 }
 
@@ -37,9 +53,9 @@ async function openIt(run: ReturnType<typeof setup>['run']) {
   for (let i = 0; i < 3; i++) await settle(run(down()));
 }
 
-describe('CircuitBreaker (src/store/circuit-breaker.ts)', () => {
+describe.each<Way>(['execute', 'run'])('CircuitBreaker (src/store/circuit-breaker.ts), %s', (way) => {
   it('passes answers and errors through; counted failures in a row open it, and only then', async () => {
-    const { breaker, events, run, calls } = setup();
+    const { breaker, events, run, calls } = setup(way);
     expect(await run(up)).toBe('ok');
     await expect(run(down())).rejects.toBeInstanceOf(Outage);
     await expect(run(down())).rejects.toBeInstanceOf(Outage);
@@ -55,7 +71,7 @@ describe('CircuitBreaker (src/store/circuit-breaker.ts)', () => {
   });
 
   it('errors that do not count propagate and neither open it nor reset the count', async () => {
-    const { breaker, run } = setup();
+    const { breaker, run } = setup(way);
     await settle(run(down()));
     await settle(run(down()));
     for (let i = 0; i < 5; i++) await expect(run(() => Promise.reject(new Bug('bug')))).rejects.toBeInstanceOf(Bug);
@@ -65,7 +81,7 @@ describe('CircuitBreaker (src/store/circuit-breaker.ts)', () => {
   });
 
   it('a call that throws instead of returning a promise is a failure like a rejection', async () => {
-    const { breaker, run } = setup();
+    const { breaker, run } = setup(way);
     for (let i = 0; i < 3; i++) {
       await expect(
         run(() => {
@@ -77,14 +93,14 @@ describe('CircuitBreaker (src/store/circuit-breaker.ts)', () => {
   });
 
   it('open: calls are refused with CircuitOpenError without being made, until the half-open delay', async () => {
-    const { run, calls } = setup();
+    const { run, calls } = setup(way);
     await openIt(run);
     for (let i = 0; i < 4; i++) await expect(run(up)).rejects.toBeInstanceOf(CircuitOpenError);
     expect(calls()).toBe(3);
   });
 
   it('half-open: one probe; calls meanwhile wait for it; its success closes the circuit for them too', async () => {
-    const { breaker, events, run, calls } = setup();
+    const { breaker, events, run, calls } = setup(way);
     await openIt(run);
     await waitOut();
     let answer!: (value: string) => void;
@@ -101,7 +117,7 @@ describe('CircuitBreaker (src/store/circuit-breaker.ts)', () => {
   });
 
   it('a failed probe opens it again for another delay; the calls that waited are refused', async () => {
-    const { breaker, events, run, calls } = setup();
+    const { breaker, events, run, calls } = setup(way);
     await openIt(run);
     await waitOut();
     const probe = settle(run(down('still down')));
@@ -119,7 +135,7 @@ describe('CircuitBreaker (src/store/circuit-breaker.ts)', () => {
   });
 
   it('a probe failing with an error that does not count closes the circuit and propagates', async () => {
-    const { breaker, run } = setup();
+    const { breaker, run } = setup(way);
     await openIt(run);
     await waitOut();
     await expect(run(() => Promise.reject(new Bug('bug')))).rejects.toBeInstanceOf(Bug);
@@ -127,7 +143,7 @@ describe('CircuitBreaker (src/store/circuit-breaker.ts)', () => {
   });
 
   it('a call started while closed that fails once the circuit is half-open opens it again', async () => {
-    const { breaker, events, run } = setup();
+    const { breaker, events, run } = setup(way);
     let failLate!: () => void;
     const late = settle(run(() => new Promise<string>((_, reject) => (failLate = () => reject(new Outage('late'))))));
     await openIt(run);
@@ -143,5 +159,21 @@ describe('CircuitBreaker (src/store/circuit-breaker.ts)', () => {
     // The probe went through, but the circuit was no longer half-open: it stays open.
     expect(breaker.state).toBe('open');
     expect(events).toEqual(['break:down', 'state:open', 'state:half_open', 'break:late', 'state:open']);
+  });
+});
+
+describe('CircuitBreaker.run', () => {
+  it('hands the value to onValue and the error to onError, closed and open alike', async () => {
+    const { breaker } = setup('run');
+    const seen = (fn: () => Promise<string>) =>
+      breaker.run(
+        fn,
+        (value) => `value:${value}`,
+        (error: unknown) => `error:${(error as Error).constructor.name}`,
+      );
+    expect(await seen(up)).toBe('value:ok');
+    for (let i = 0; i < 3; i++) expect(await seen(down())).toBe('error:Outage');
+    expect(breaker.state).toBe('open');
+    expect(await seen(up)).toBe('error:CircuitOpenError');
   });
 });
