@@ -47,6 +47,7 @@ function allowingStore(description: string, answer: <T>(reply: T) => Promise<T>)
     decide: () => Promise.reject(new Error('not used')),
     decideAll: () => Promise.reject(new Error('not used')),
     decideGroup: (calls) => answer(allowAll(calls)),
+    decideGroups: (list) => answer(list.map(allowAll)),
     remember: async () => {},
     ready: async () => {},
     close: async () => {},

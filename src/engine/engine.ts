@@ -1,5 +1,5 @@
 import type { LimitOutcome } from '../algorithms/algorithm.js';
-import type { LimitCall } from '../algorithms/decide-script.js';
+import type { GroupDecision, LimitCall } from '../algorithms/decide-script.js';
 import type { Limit, Policy, PolicySet } from '../config/policies.js';
 import { createLogger } from '../logger.js';
 import { StoreFailurePolicy, type DecisionSource } from '../store/failure.js';
@@ -66,39 +66,134 @@ export class QuotaEngine {
     // decision's garbage, profiled), but as one: whatever throws here,
     // invalid input included, comes back as a rejection, never a throw.
     try {
-      const request = validateRequest(this.policies, input);
-      const onDecision = this.onDecision;
-      const started = onDecision === undefined ? 0 : performance.now();
-      const limits = request.policy.limits;
-      const calls = limitCalls(limits, request);
-      // Computed once per request: the breaker's partition, the memo's place and the spend all follow it.
-      const groups = slotGroups(this.store, calls);
-      // The breaker of the partition the first reservation goes to (slot order, src/engine/slot-groups.ts).
-      const firstKey = calls[groups[0]?.[0] ?? 0]?.identityKey ?? '';
-      const after =
-        onDecision === undefined
-          ? map
-          : (decision: Decision) => {
-              onDecision(request.policy.name, decision, (performance.now() - started) / 1000);
-              return map === undefined ? decision : map(decision);
-            };
-      // The store call starts synchronously from here (no await before it): the
-      // requests of one AllowBatch reach the store in the same turn.
-      return this.failure.decide(
-        request.policy,
-        // The shared store applies the policy's own limits: the calls built above serve as they are.
-        () => this.decideOn(this.store, request, limits, calls, groups),
-        (store, scale) => {
-          const scaled = limits.map(scale);
-          const scaledCalls = limitCalls(scaled, request);
-          return this.decideOn(store, request, scaled, scaledCalls, slotGroups(store, scaledCalls));
-        },
-        this.store.partitionOf?.(firstKey),
-        after,
-      );
+      return this.decidePrepared(this.prepare(input), map);
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * allow(input, map) for every request of a batch, answered together: per
+   * request its result or the error allow() would have rejected with. The
+   * store sees the requests in their order, all in this synchronous run (one
+   * script call per turn on a single Redis node). Consecutive requests that
+   * one store call decides (one slot group, no request id) are decided
+   * together (StoreFailurePolicy.decideTogether): one store promise, deadline
+   * and breaker step for them all, where allow() takes several promises per
+   * request, the largest share of the service's CPU per batched decision
+   * after the network (docs/benchmarks.md). Any other request, or all of them
+   * while the breaker is not closed, is decided as allow() decides it.
+   */
+  allowEach<R>(inputs: readonly AllowInput[], map: (decision: Decision) => R): Promise<Array<PromiseSettledResult<R>>> {
+    const results = new Array<PromiseSettledResult<R>>(inputs.length);
+    const waits: Array<Promise<unknown>> = [];
+    let run: Map<string | undefined, Indexed[]> | undefined;
+    for (let index = 0; index < inputs.length; index++) {
+      let prepared: Prepared;
+      try {
+        prepared = this.prepare(inputs[index]!);
+      } catch (error) {
+        results[index] = { status: 'rejected', reason: error };
+        continue;
+      }
+      if (prepared.groups.length === 1 && prepared.request.requestId === '') {
+        run ??= new Map();
+        const partition = run.get(prepared.partition);
+        if (partition === undefined) run.set(prepared.partition, [{ index, prepared }]);
+        else partition.push({ index, prepared });
+        continue;
+      }
+      // Not one store call: decided on its own, after the ones before it.
+      if (run !== undefined) this.decideRun(run, map, results, waits);
+      run = undefined;
+      waits.push(this.settleInto(results, index, this.decidePrepared(prepared, map)));
+    }
+    if (run !== undefined) this.decideRun(run, map, results, waits);
+    return Promise.all(waits).then(() => results);
+  }
+
+  /** Requests that one store call each decides, together per partition (allowEach). */
+  private decideRun<R>(
+    run: Map<string | undefined, Indexed[]>,
+    map: (decision: Decision) => R,
+    results: Array<PromiseSettledResult<R>>,
+    waits: Array<Promise<unknown>>,
+  ): void {
+    const onDecision = this.onDecision;
+    const started = onDecision === undefined ? 0 : performance.now();
+    for (const [partition, entries] of run) {
+      const together = this.failure.decideTogether(
+        () => this.store.decideGroups(entries.map(callsOf), 'spend').then((answers) => answers.map((answer, j) => decisionFrom(entries[j]!, answer))),
+        {
+          count: entries.length,
+          policy: (j) => entries[j]!.prepared.request.policy,
+          onStore: (j, store, scale) => this.onStore(entries[j]!.prepared, store, scale),
+          after: (j, decision) => {
+            onDecision?.(entries[j]!.prepared.request.policy.name, decision, (performance.now() - started) / 1000);
+            return map(decision);
+          },
+        },
+        partition,
+      );
+      if (together === undefined) {
+        // The breaker is not closed: each request waits for the probe (or its failure mode) as allow() does.
+        for (const { index, prepared } of entries) waits.push(this.settleInto(results, index, this.decidePrepared(prepared, map)));
+        continue;
+      }
+      waits.push(
+        together.then((settled) => {
+          for (let j = 0; j < settled.length; j++) results[entries[j]!.index] = settled[j]!;
+        }),
+      );
+    }
+  }
+
+  private settleInto<R>(results: Array<PromiseSettledResult<R>>, index: number, result: Promise<R>): Promise<unknown> {
+    return result.then(
+      (value) => (results[index] = { status: 'fulfilled', value }),
+      (reason: unknown) => (results[index] = { status: 'rejected', reason }),
+    );
+  }
+
+  /** A request, validated, with its store calls, their slot groups and the partition its first reservation goes to. */
+  private prepare(input: AllowInput): Prepared {
+    const request = validateRequest(this.policies, input);
+    const calls = limitCalls(request.policy.limits, request);
+    // Computed once per request: the breaker's partition, the memo's place and the spend all follow it.
+    const groups = slotGroups(this.store, calls);
+    // The breaker of the partition the first reservation goes to (slot order, src/engine/slot-groups.ts).
+    const firstKey = calls[groups[0]?.[0] ?? 0]?.identityKey ?? '';
+    return { request, calls, groups, partition: this.store.partitionOf?.(firstKey) };
+  }
+
+  private decidePrepared<R>(prepared: Prepared, map?: (decision: Decision) => R): Promise<R | Decision> {
+    const { request, calls, groups } = prepared;
+    const onDecision = this.onDecision;
+    const started = onDecision === undefined ? 0 : performance.now();
+    const after =
+      onDecision === undefined
+        ? map
+        : (decision: Decision) => {
+            onDecision(request.policy.name, decision, (performance.now() - started) / 1000);
+            return map === undefined ? decision : map(decision);
+          };
+    // The store call starts synchronously from here (no await before it): the
+    // requests of one AllowBatch reach the store in the same turn.
+    return this.failure.decide(
+      request.policy,
+      // The shared store applies the policy's own limits: the calls built above serve as they are.
+      () => this.decideOn(this.store, request, request.policy.limits, calls, groups),
+      (store, scale) => this.onStore(prepared, store, scale),
+      prepared.partition,
+      after,
+    );
+  }
+
+  /** The request on `store` with its limits scaled: the failure mode 'local'. */
+  private onStore(prepared: Prepared, store: QuotaStore, scale: (limit: Limit) => Limit): Promise<Omit<Decision, 'source'>> {
+    const scaled = prepared.request.policy.limits.map(scale);
+    const scaledCalls = limitCalls(scaled, prepared.request);
+    return this.decideOn(store, prepared.request, scaled, scaledCalls, slotGroups(store, scaledCalls));
   }
 
   /**
@@ -195,4 +290,26 @@ function statuses(limits: readonly Limit[], outcomes: readonly LimitOutcome[]): 
     };
   }
   return out;
+}
+
+/** A request ready for the store (QuotaEngine.prepare). */
+interface Prepared {
+  request: ValidRequest;
+  calls: LimitCall[];
+  groups: SlotGroups;
+  /** Undefined on a store of one part. */
+  partition: string | undefined;
+}
+
+/** A prepared request and its place in the batch (allowEach). */
+interface Indexed {
+  index: number;
+  prepared: Prepared;
+}
+
+const callsOf = (entry: Indexed): LimitCall[] => entry.prepared.calls;
+
+/** The store's answer for one request decided together: its decision, or the error its call failed with. */
+function decisionFrom(entry: Indexed, answer: GroupDecision | Error): Omit<Decision, 'source'> | Error {
+  return answer instanceof Error ? answer : decisionOf(entry.prepared.request.policy.limits, answer.outcomes);
 }

@@ -70,14 +70,28 @@ export class CircuitBreaker {
     if (this.current !== 'closed') return this.execute(fn).then(onValue, onError);
     return attempt(fn).then(
       (value) => {
-        this.consecutive = 0;
+        this.succeeded();
         return onValue(value);
       },
       (error: unknown) => {
-        this.countFailure(error);
+        this.failed(error);
         return onError(error);
       },
     );
+  }
+
+  /**
+   * A call made while closed went through: what execute() records for it. For
+   * calls the caller makes itself, several answered together (the failure
+   * policy's decideTogether), counted one by one in order as execute() would.
+   */
+  succeeded(): void {
+    this.consecutive = 0;
+  }
+
+  /** A call made while closed failed: what execute() records for it (see succeeded). */
+  failed(error: unknown): void {
+    this.countFailure(error);
   }
 
   private readonly wentThrough = <T>(value: T): T => {

@@ -41,6 +41,16 @@ const DEFAULT_PARTITION = 'store';
 /** A decision without its source; the failure policy stamps the source. */
 export type SourcelessDecision = Omit<Decision, 'source'>;
 
+/** The requests of a decideTogether(), by index: what decide() takes per request. */
+export interface TogetherRequests<R> {
+  readonly count: number;
+  policy(index: number): Policy;
+  /** Request `index` decided on `store` with its limits scaled (failure mode 'local'). */
+  onStore(index: number, store: QuotaStore, scale: (limit: Limit) => Limit): Promise<SourcelessDecision>;
+  /** What the caller makes of request `index`'s decision, whatever its source. */
+  after(index: number, decision: Decision): R;
+}
+
 /**
  * Spec 7.2: a store decision within a time budget, behind a circuit breaker,
  * and the policy's failure mode when the store cannot decide.
@@ -148,6 +158,73 @@ export class StoreFailurePolicy {
       deadline.release();
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * decide() for several requests whose store calls are made together, on one
+   * partition (an AllowBatch's decisions, one script call per turn): one
+   * deadline and one promise for them all instead of a race, a breaker call
+   * and a `then` per request. `fromStore` answers per request its decision or
+   * the error its own store call failed with; the whole call failing or timing
+   * out fails every request with that error. The breaker counts the requests
+   * one by one, in order, and each failed one gets its policy's failure mode,
+   * exactly as decide() would have. Undefined when the partition's breaker is
+   * not closed: the caller then decides each request with decide().
+   */
+  decideTogether<R>(
+    fromStore: () => Promise<ReadonlyArray<SourcelessDecision | Error>>,
+    requests: TogetherRequests<R>,
+    partition = DEFAULT_PARTITION,
+  ): Promise<Array<PromiseSettledResult<R>>> | undefined {
+    const breaker = this.breakerFor(partition);
+    if (breaker.state !== 'closed') return undefined;
+    const deadline = this.deadlines.start();
+    let answers: Promise<ReadonlyArray<SourcelessDecision | Error>>;
+    try {
+      answers = deadline.race(fromStore());
+    } catch (error) {
+      answers = Promise.reject(error);
+    }
+    return answers.then(
+      (decisions) => {
+        deadline.release();
+        return this.settleTogether(breaker, (i) => decisions[i] ?? new Error(`no answer for request ${i}`), requests);
+      },
+      (error: unknown) => {
+        deadline.release();
+        const failure = error instanceof Error ? error : new Error(String(error));
+        return this.settleTogether(breaker, () => failure, requests);
+      },
+    );
+  }
+
+  private settleTogether<R>(
+    breaker: CircuitBreaker,
+    answerOf: (index: number) => SourcelessDecision | Error,
+    requests: TogetherRequests<R>,
+  ): Array<PromiseSettledResult<R>> | Promise<Array<PromiseSettledResult<R>>> {
+    const results = new Array<PromiseSettledResult<R>>(requests.count);
+    let fallbacks: Array<Promise<unknown>> | undefined;
+    for (let i = 0; i < requests.count; i++) {
+      const answer = answerOf(i);
+      try {
+        if (!(answer instanceof Error)) {
+          breaker.succeeded();
+          results[i] = { status: 'fulfilled', value: requests.after(i, stamped(answer, 'store')) };
+          continue;
+        }
+        breaker.failed(answer);
+        const index = i;
+        const fallback = this.fallbackAfter(answer, requests.policy(i), (store, scale) => requests.onStore(index, store, scale)).then(
+          (decision) => (results[index] = { status: 'fulfilled', value: requests.after(index, decision) }),
+          (error: unknown) => (results[index] = { status: 'rejected', reason: error }),
+        );
+        (fallbacks ??= []).push(fallback);
+      } catch (error) {
+        results[i] = { status: 'rejected', reason: error };
+      }
+    }
+    return fallbacks === undefined ? results : Promise.all(fallbacks).then(() => results);
   }
 
   /** The store could not decide: counts why, then the policy's failure mode decides. Any other error (a bug) propagates. */

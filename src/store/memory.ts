@@ -33,6 +33,19 @@ export class MemoryStore implements QuotaStore {
     return (await this.decideGroup(calls, mode)).outcomes;
   }
 
+  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode): Promise<Array<GroupDecision | Error>> {
+    const now = this.clock.now();
+    const answers = new Array<GroupDecision | Error>(list.length);
+    for (let i = 0; i < list.length; i++) {
+      try {
+        answers[i] = this.decideNow(list[i]!, mode, now, undefined);
+      } catch (error) {
+        answers[i] = error instanceof Error ? error : new Error(String(error));
+      }
+    }
+    return Promise.resolve(answers);
+  }
+
   async decideGroup(calls: readonly LimitCall[], mode: DecideMode, options: DecideOptions = {}): Promise<GroupDecision> {
     // Synchronous inside: nothing can interleave, which is what makes it atomic.
     // The same rules as the driver script (src/algorithms/decide.lua).

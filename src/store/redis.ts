@@ -180,6 +180,35 @@ export class RedisStore implements QuotaStore {
     }
   }
 
+  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode): Promise<Array<GroupDecision | Error>> {
+    if (this.batcher === undefined) {
+      // A cluster (a script call per decision anyway) or batching off: one call each.
+      return Promise.all(list.map((calls) => this.decideGroup(calls, mode).then(undefined, asError)));
+    }
+    const now = this.options.testClock?.now();
+    let calls: ScriptCall[];
+    try {
+      calls = list.map((group) => decideArguments(group, mode, now));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.batcher.runEach(calls).then((replies) => {
+      const answers = new Array<GroupDecision | Error>(replies.length);
+      for (let i = 0; i < replies.length; i++) {
+        const reply = replies[i];
+        if (reply instanceof Error) answers[i] = reply;
+        else {
+          try {
+            answers[i] = parseDecideReply(reply, list[i]!.length);
+          } catch (error) {
+            answers[i] = asError(error);
+          }
+        }
+      }
+      return answers;
+    });
+  }
+
   async remember(memo: Memo, value: string): Promise<void> {
     await this.run(rememberArguments(memo, value));
   }
@@ -278,4 +307,8 @@ function isScriptError(error: unknown): boolean {
 function describeSeeds(cluster: Cluster): string {
   const seeds = (cluster as unknown as { startupNodes?: { host?: string; port?: number }[] }).startupNodes ?? [];
   return seeds.map((seed) => `${seed.host}:${seed.port}`).join(',');
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }

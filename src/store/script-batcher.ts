@@ -15,10 +15,16 @@ export type ScriptSender = (call: ScriptCall) => Promise<unknown>;
  */
 export const BATCH_LIMITS = { calls: 100, keys: 256 };
 
+/**
+ * Where a call's outcome goes: `ok` with its reply, or not with its error.
+ * `index` is the call's place in a runEach().
+ */
+type Settle = (ok: boolean, value: unknown, index: number) => void;
+
 interface Waiting {
   call: ScriptCall;
-  resolve: (reply: unknown) => void;
-  reject: (error: unknown) => void;
+  settle: Settle;
+  index: number;
 }
 
 /**
@@ -46,13 +52,33 @@ export class ScriptBatcher {
   ) {}
 
   run(call: ScriptCall): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ call, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(this.flush);
-      }
+    return new Promise((resolve, reject) => this.enqueue(call, (ok, value) => (ok ? resolve(value) : reject(value)), 0));
+  }
+
+  /**
+   * run() for each call, in order, answered together: per call its reply, or
+   * the error run() would reject with (an Error). One promise for them all
+   * instead of one per call (an AllowBatch's decisions, src/engine/engine.ts).
+   */
+  runEach(calls: readonly ScriptCall[]): Promise<Array<unknown>> {
+    const answers = new Array<unknown>(calls.length);
+    if (calls.length === 0) return Promise.resolve(answers);
+    return new Promise((resolve) => {
+      let left = calls.length;
+      const settle: Settle = (ok, value, index) => {
+        answers[index] = ok ? value : asError(value);
+        if (--left === 0) resolve(answers);
+      };
+      for (let index = 0; index < calls.length; index++) this.enqueue(calls[index]!, settle, index);
     });
+  }
+
+  private enqueue(call: ScriptCall, settle: Settle, index: number): void {
+    this.queue.push({ call, settle, index });
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
   }
 
   private readonly flush = (): void => {
@@ -76,7 +102,10 @@ export class ScriptBatcher {
   private dispatch(waiting: Waiting[]): void {
     if (waiting.length === 1) {
       const [only] = waiting as [Waiting];
-      this.send(only.call).then(only.resolve, only.reject);
+      this.send(only.call).then(
+        (reply) => only.settle(true, reply, only.index),
+        (error: unknown) => only.settle(false, error, only.index),
+      );
       return;
     }
     const batch = batchArguments(waiting.map((w) => w.call));
@@ -84,18 +113,23 @@ export class ScriptBatcher {
       (reply) => {
         const replies = splitBatchReply(reply, batch);
         if (replies instanceof Error) {
-          for (const w of waiting) w.reject(replies);
+          for (const w of waiting) w.settle(false, replies, w.index);
           return;
         }
-        waiting.forEach((w, i) => {
+        for (let i = 0; i < waiting.length; i++) {
+          const w = waiting[i]!;
           const one = replies[i];
-          if (one instanceof Error) w.reject(this.callError(one));
-          else w.resolve(one);
-        });
+          if (one instanceof Error) w.settle(false, this.callError(one), w.index);
+          else w.settle(true, one, w.index);
+        }
       },
       (error: unknown) => {
-        for (const w of waiting) w.reject(error);
+        for (const w of waiting) w.settle(false, error, w.index);
       },
     );
   }
+}
+
+function asError(value: unknown): Error {
+  return value instanceof Error ? value : new Error(String(value));
 }

@@ -24,6 +24,12 @@ export interface QuotaStore {
    * spend idempotent (decide.lua).
    */
   decideGroup(calls: readonly LimitCall[], mode: DecideMode, options?: DecideOptions): Promise<GroupDecision>;
+  /**
+   * decideGroup(calls, mode) for each entry of `list`, in order, answered
+   * together: per entry its decision, or the error decideGroup would have
+   * rejected with. One promise for a whole AllowBatch (src/engine/engine.ts).
+   */
+  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode): Promise<Array<GroupDecision | Error>>;
   /** Stores `value` (encodeRemembered) as the remembered decision; '' forgets it. */
   remember(memo: Memo, value: string): Promise<void>;
   /**

@@ -43,6 +43,10 @@ class UnreachableStore extends MemoryStore {
   override decideGroup(): never {
     throw new StoreUnavailableError(new Error('unreachable'));
   }
+
+  override decideGroups(): Promise<never> {
+    return Promise.reject(new StoreUnavailableError(new Error('unreachable')));
+  }
 }
 
 const request = (policy: string, extra: Partial<AllowRequest> = {}): AllowRequest => ({ policy, identity: { user: '42', tenant: 'acme' }, cost: 0, requestId: '', ...extra });

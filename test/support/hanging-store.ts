@@ -27,6 +27,11 @@ export class HangingStore implements QuotaStore {
     return new Promise((_resolve, reject) => this.waiting.push(reject));
   }
 
+  decideGroups(list: readonly unknown[]): Promise<Array<GroupDecision | Error>> {
+    this.asked += list.length;
+    return new Promise((_resolve, reject) => this.waiting.push(reject));
+  }
+
   async remember(): Promise<void> {}
 
   async ready(): Promise<void> {}

@@ -1,0 +1,151 @@
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { parsePolicies } from '../../src/config/policies.js';
+import { QuotaEngine, type Decision } from '../../src/engine/engine.js';
+import { StoreUnavailableError } from '../../src/engine/errors.js';
+import type { AllowInput } from '../../src/engine/validate-request.js';
+import { createLogger } from '../../src/logger.js';
+import { StoreFailurePolicy, type StoreFailureKind } from '../../src/store/failure.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import type { QuotaStore } from '../../src/store/store.js';
+import { HangingStore } from '../support/hanging-store.js';
+import { memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
+import { useRedisServer } from '../support/use-redis.js';
+
+/**
+ * QuotaEngine.allowEach (an AllowBatch's or AllowStream message's requests,
+ * decided together) answers exactly what allow() per request answers when the
+ * requests are issued in the same order in one synchronous run, as the
+ * service did before allowEach: the same results and errors, and the same
+ * state left in the store (a second store of the same kind runs allow()).
+ * Also under a store that fails or hangs: the same failure-mode decisions,
+ * the same failures counted, the breaker in the same state.
+ */
+const policies = parsePolicies(
+  stringify({
+    policies: {
+      bucket: { limits: [{ name: 'bucket', key_by: 'user', algorithm: 'token_bucket', capacity: 3, refill_per_second: 1 }] },
+      both: {
+        limits: [
+          { name: 'bucket', key_by: 'user', algorithm: 'token_bucket', capacity: 3, refill_per_second: 1 },
+          { name: 'tenant', key_by: 'tenant', algorithm: 'fixed_window', limit: 4, window: 'minute' },
+        ],
+      },
+      shaped: { limits: [{ name: 'shaped', key_by: 'user', algorithm: 'leaky_bucket', capacity: 3, leak_per_second: 1, mode: 'shaping' }] },
+      open: { failure_mode: 'fail_open', limits: [{ name: 'open', key_by: 'user', algorithm: 'token_bucket', capacity: 2, refill_per_second: 1 }] },
+      closed: { failure_mode: 'fail_closed', limits: [{ name: 'closed', key_by: 'user', algorithm: 'token_bucket', capacity: 2, refill_per_second: 1 }] },
+      local: { failure_mode: 'local', local_share: 0.5, limits: [{ name: 'local', key_by: 'user', algorithm: 'fixed_window', limit: 4, window: 'minute' }] },
+    },
+  }),
+);
+
+/** Requests from few identities, so they meet on the same keys; some with a request id (decided on their own), some invalid. */
+const input: fc.Arbitrary<AllowInput> = fc.record({
+  policy: fc.constantFrom('bucket', 'bucket', 'both', 'shaped', 'open', 'closed', 'local', 'unknown'),
+  identity: fc.record({ user: fc.constantFrom('a', 'b'), tenant: fc.constantFrom('t1', 't2') }),
+  cost: fc.constantFrom(1, 1, 2, 0, -1),
+  requestId: fc.constantFrom('', '', '', 'r1', 'r2'),
+});
+const steps = fc.array(fc.record({ batch: fc.array(input, { minLength: 1, maxLength: 8 }), advanceMs: fc.constantFrom(0, 0, 500, 2_000) }), { minLength: 1, maxLength: 6 });
+
+type Settled = PromiseSettledResult<Decision>;
+/** A result as compared: the decision, or the error's class and message. */
+const comparable = (result: Settled) =>
+  result.status === 'fulfilled' ? result.value : { error: `${(result.reason as Error).name}: ${(result.reason as Error).message}` };
+
+const oneByOne = (engine: QuotaEngine, batch: readonly AllowInput[]) => Promise.allSettled(batch.map((request) => engine.allow(request)));
+const together = (engine: QuotaEngine, batch: readonly AllowInput[]) => engine.allowEach(batch, (decision) => decision);
+
+/** Every key's DUMP, and its TTL to the second: Redis counts TTLs down in real time, which passes between the two reads. */
+async function redisState(redis: Redis): Promise<Record<string, string>> {
+  const state: Record<string, string> = {};
+  for (const key of (await redis.keys('*')).sort()) state[key] = `${((await redis.dumpBuffer(key)) as Buffer).toString('hex')} ttl:${Math.round((await redis.pttl(key)) / 1000)}s`;
+  return state;
+}
+
+function memoryState(fixture: StoreFixture): Record<string, unknown> {
+  const store = fixture.store as MemoryStore;
+  const now = fixture.clock.now();
+  return Object.fromEntries(store.space.keys(now).sort().map((key) => [key, { value: store.space.get(key, now), ttl: store.space.ttl(key, now) }]));
+}
+
+describe('allowEach answers what allow() per request answers, issued in the same order', () => {
+  const first = useRedisServer();
+  const second = useRedisServer();
+
+  it.each(['memory', 'redis'] as const)('%s: results, errors and stored state, over random batches', async (kind) => {
+    await fc.assert(
+      fc.asyncProperty(steps, async (plan) => {
+        const a = kind === 'memory' ? memoryFixture() : redisFixture(first());
+        const b = kind === 'memory' ? memoryFixture() : redisFixture(second());
+        await a.reset();
+        await b.reset();
+        const engineA = new QuotaEngine(policies, a.store);
+        const engineB = new QuotaEngine(policies, b.store);
+        for (const { batch, advanceMs } of plan) {
+          a.clock.advance(advanceMs);
+          b.clock.advance(advanceMs);
+          const [got, expected] = await Promise.all([together(engineA, batch), oneByOne(engineB, batch)]);
+          expect(got.map(comparable)).toEqual(expected.map(comparable));
+        }
+        if (kind === 'memory') expect(memoryState(a)).toEqual(memoryState(b));
+        else expect(await redisState(first().client())).toEqual(await redisState(second().client()));
+      }),
+      { numRuns: kind === 'memory' ? 150 : 40 },
+    );
+  });
+});
+
+/** A store that answers every question with StoreUnavailableError, as Redis does when unreachable. */
+class DownStore extends MemoryStore {
+  override decideGroup(): Promise<never> {
+    return Promise.reject(new StoreUnavailableError(new Error('down')));
+  }
+
+  override decideGroups(): Promise<never> {
+    return Promise.reject(new StoreUnavailableError(new Error('down')));
+  }
+}
+
+function failingEngine(store: QuotaStore, timeoutMs = 1_000) {
+  const failures: StoreFailureKind[] = [];
+  const failure = new StoreFailurePolicy({
+    timeoutMs,
+    breakerFailures: 3,
+    halfOpenAfterMs: 60_000,
+    logger: createLogger('silent'),
+    events: { storeFailure: (kind) => failures.push(kind), circuitStates: () => {} },
+  });
+  return { engine: new QuotaEngine(policies, store, { failure }), failures, failure };
+}
+
+describe('allowEach with a store that cannot answer: what allow() per request does', () => {
+  const batch: AllowInput[] = ['open', 'closed', 'local', 'bucket', 'local'].map((policy) => ({ policy, identity: { user: 'a', tenant: 't1' }, cost: 1, requestId: '' }));
+  const stores: Array<[string, () => QuotaStore, number]> = [
+    ['a store that fails', () => new DownStore(), 1_000],
+    ['a store that never answers (deadline 50 ms)', () => new HangingStore(), 50],
+  ];
+  const opened: QuotaStore[] = [];
+  afterAll(async () => {
+    for (const store of opened) await store.close();
+  });
+
+  it.each(stores)('%s: the same decisions, failures counted and breaker state, batch after batch', async (_name, makeStore, timeoutMs) => {
+    const a = failingEngine(makeStore(), timeoutMs);
+    const b = failingEngine(makeStore(), timeoutMs);
+    // Two batches: the first opens the breaker (3 failures in a row), the second meets it open.
+    for (let round = 0; round < 2; round++) {
+      const [got, expected] = await Promise.all([together(a.engine, batch), oneByOne(b.engine, batch)]);
+      expect(got.map(comparable)).toEqual(expected.map(comparable));
+      expect(a.failures).toEqual(b.failures);
+      expect(a.failure.circuitStates()).toEqual(b.failure.circuitStates());
+    }
+    expect(a.failure.circuitStates().open).toBe(1);
+    expect(a.failures).toContain(timeoutMs === 50 ? 'timeout' : 'error');
+    // Every request got its policy's failure mode ('bucket' has the default, fail_open).
+    const sources = (await together(a.engine, batch)).map((r) => (r.status === 'fulfilled' ? r.value.source : 'error'));
+    expect(sources).toEqual(['fail_open', 'fail_closed', 'local', 'fail_open', 'local']);
+  });
+});
