@@ -32,3 +32,11 @@ export class StoreUnavailableError extends QuotaError {
     super('quota store unavailable', { cause });
   }
 }
+
+/**
+ * `value` as an Error: the one form the batch paths (allowEach, decideGroups,
+ * the script batcher's runEach) use for "this request failed" next to answers.
+ */
+export function asError(value: unknown): Error {
+  return value instanceof Error ? value : new Error(String(value));
+}

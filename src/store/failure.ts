@@ -1,6 +1,6 @@
 import type { Limit, Policy } from '../config/policies.js';
 import type { Decision } from '../engine/engine.js';
-import { StoreUnavailableError } from '../engine/errors.js';
+import { asError, StoreUnavailableError } from '../engine/errors.js';
 import type { Logger } from '../logger.js';
 import { CircuitBreaker, CircuitOpenError, type CircuitStateName } from './circuit-breaker.js';
 import { StoreTimeoutError, TurnDeadlines } from './deadline.js';
@@ -192,7 +192,7 @@ export class StoreFailurePolicy {
       },
       (error: unknown) => {
         deadline.release();
-        const failure = error instanceof Error ? error : new Error(String(error));
+        const failure = asError(error);
         return this.settleTogether(breaker, () => failure, requests);
       },
     );

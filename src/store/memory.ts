@@ -3,6 +3,7 @@ import { encodeRemembered, parseRemembered, type DecideMode, type DecideOptions,
 import { MemorySpace } from '../algorithms/memory-space.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Limit } from '../config/policies.js';
+import { asError } from '../engine/errors.js';
 import type { QuotaStore } from './store.js';
 
 /** How often expired keys are dropped when nobody reads them. */
@@ -40,7 +41,7 @@ export class MemoryStore implements QuotaStore {
       try {
         answers[i] = this.decideNow(list[i]!, mode, now, undefined);
       } catch (error) {
-        answers[i] = error instanceof Error ? error : new Error(String(error));
+        answers[i] = asError(error);
       }
     }
     return Promise.resolve(answers);

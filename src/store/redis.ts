@@ -9,7 +9,7 @@ import type { LimitOutcome } from '../algorithms/algorithm.js';
 import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, parseDecideReply, type DecideMode, type DecideOptions, type GroupDecision, type LimitCall, type Memo, rememberArguments, type ScriptCall } from '../algorithms/decide-script.js';
 import type { Clock } from '../clock.js';
 import type { Limit } from '../config/policies.js';
-import { StoreUnavailableError } from '../engine/errors.js';
+import { asError, StoreUnavailableError } from '../engine/errors.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { parseClusterSeed } from './cluster-seeds.js';
 import { probeConnection } from './connection-probe.js';
@@ -307,8 +307,4 @@ function isScriptError(error: unknown): boolean {
 function describeSeeds(cluster: Cluster): string {
   const seeds = (cluster as unknown as { startupNodes?: { host?: string; port?: number }[] }).startupNodes ?? [];
   return seeds.map((seed) => `${seed.host}:${seed.port}`).join(',');
-}
-
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
 }

@@ -1,5 +1,6 @@
 import { batchArguments, splitBatchReply } from '../algorithms/decide-batch.js';
 import type { ScriptCall } from '../algorithms/decide-script.js';
+import { asError } from '../engine/errors.js';
 
 /**
  * Sends one driver call to Redis and answers its reply, or rejects with the
@@ -128,8 +129,4 @@ export class ScriptBatcher {
       },
     );
   }
-}
-
-function asError(value: unknown): Error {
-  return value instanceof Error ? value : new Error(String(value));
 }
