@@ -52,8 +52,12 @@ export class AllowStream {
   private readonly outgoing = new MessageQueue<AllowStreamRequest>();
   private readonly waiting = new Map<number, StreamBatch>();
   private readonly openedAt = performance.now();
+  /** Cancels the call: a retired stream, once nobody waits on it. */
+  private readonly cancel = new AbortController();
   private lastId = 0;
   private ended = false;
+  private retired = false;
+  private lastAnswerAt = Number.NEGATIVE_INFINITY;
   private idleTimer: NodeJS.Timeout | undefined;
 
   private readonly idleMs: number;
@@ -62,7 +66,7 @@ export class AllowStream {
   constructor(client: QuotaRpcClient, timing: StreamTiming = {}) {
     this.idleMs = timing.idleMs ?? STREAM_IDLE_MS;
     this.maxAgeMs = timing.maxAgeMs ?? STREAM_MAX_AGE_MS;
-    void this.read(client.allowStream(this.outgoing));
+    void this.read(client.allowStream(this.outgoing, { signal: this.cancel.signal }));
   }
 
   /** False once ended, failed, idle or too old: send new batches on a new stream. */
@@ -90,7 +94,23 @@ export class AllowStream {
 
   /** Nobody waits for batch `id` any more: drop it now, and its answer when it comes. */
   forget(id: number): void {
-    if (this.waiting.delete(id) && this.waiting.size === 0 && !this.ended) this.armIdleTimer();
+    if (this.waiting.delete(id) && this.waiting.size === 0) this.nobodyWaits();
+  }
+
+  /** Whether an answer arrived at or after `time` (performance.now()). */
+  answeredSince(time: number): boolean {
+    return this.lastAnswerAt >= time;
+  }
+
+  /**
+   * The stream looks hung: it takes no new batch, and its call is cancelled
+   * once no batch on it is waiting any more. Not before: a batch already sent
+   * may have been decided, so it is neither failed early nor sent again.
+   */
+  retire(): void {
+    this.retired = true;
+    this.end();
+    if (this.waiting.size === 0) this.cancel.abort();
   }
 
   /** No more batches: the service answers those it has, then ends the stream. */
@@ -105,10 +125,11 @@ export class AllowStream {
     let failure: unknown = new StreamEnded('AllowStream ended before answering the batch');
     try {
       for await (const answer of answers) {
+        this.lastAnswerAt = performance.now();
         const batch = this.waiting.get(answer.id);
         if (batch === undefined) continue;
         this.waiting.delete(answer.id);
-        if (this.waiting.size === 0 && !this.ended) this.armIdleTimer();
+        if (this.waiting.size === 0) this.nobodyWaits();
         batch.resolve(answer.results);
       }
     } catch (error) {
@@ -118,6 +139,11 @@ export class AllowStream {
     const unanswered = [...this.waiting.values()];
     this.waiting.clear();
     for (const batch of unanswered) batch.reject(failure);
+  }
+
+  private nobodyWaits(): void {
+    if (this.retired) this.cancel.abort();
+    else if (!this.ended) this.armIdleTimer();
   }
 
   private armIdleTimer(): void {

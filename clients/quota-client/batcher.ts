@@ -55,10 +55,11 @@ interface Pending {
 /**
  * One Allow or AllowBatch RPC, or one batch on the stream: abandoned once
  * every caller in it has given up (the RPC cancelled; the batch forgotten, so
- * a hung service does not make the stream hold batches nobody waits for).
+ * a hung service does not make the stream hold batches nobody waits for),
+ * with the reason the last of them gave up for.
  */
 interface RpcCall {
-  readonly abandon: () => void;
+  readonly abandon: (reason: unknown) => void;
   waiting: number;
 }
 
@@ -161,13 +162,22 @@ export class Batcher {
     }
     const requests = new Array<AllowRequest>(items.length);
     for (let i = 0; i < items.length; i++) requests[i] = (items[i] as Pending).request;
+    const sentAt = performance.now();
     const id = stream.send({
       requests,
       resolve: (results) => this.deliver(items, results, 'AllowStream'),
       reject: (error) => this.streamFailed(items, error, mayResend),
     });
     const sentOn = stream;
-    rideIn(items, () => sentOn.forget(id));
+    rideIn(items, (reason) => {
+      sentOn.forget(id);
+      // Every caller's deadline passed and the stream has answered nothing
+      // since this batch left: it looks hung (a stuck instance keeps its
+      // connection open). The next batch opens a new stream, which the
+      // channel may place on another instance, rather than every batch
+      // waiting out its deadline here until the stream's maximum age.
+      if (reason instanceof DeadlineExceeded && !sentOn.answeredSince(sentAt)) sentOn.retire();
+    });
   }
 
   private streamFailed(items: Pending[], error: unknown, mayResend: boolean): void {
@@ -251,7 +261,7 @@ function isWaiting(item: Pending): boolean {
 }
 
 /** The RPC or batch these (still waiting) calls ride in; `abandon` once none of them waits. */
-function rideIn(items: Pending[], abandon: () => void): void {
+function rideIn(items: Pending[], abandon: (reason: unknown) => void): void {
   const rpc: RpcCall = { abandon, waiting: items.length };
   for (const item of items) item.rpc = rpc;
 }
@@ -269,7 +279,7 @@ function finish(item: Pending): boolean {
 function giveUp(item: Pending, reason: unknown): void {
   if (!finish(item)) return;
   item.reject(reason);
-  if (item.rpc !== undefined && --item.rpc.waiting === 0) item.rpc.abandon();
+  if (item.rpc !== undefined && --item.rpc.waiting === 0) item.rpc.abandon(reason);
 }
 
 /** setTimeout callback of a call's deadline (module level: no closure per call). */

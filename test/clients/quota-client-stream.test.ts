@@ -102,6 +102,88 @@ describe('quota client on AllowStream', () => {
     }
   });
 
+  describe('a stream that looks hung is retired (the Batcher against services that do not answer in time)', () => {
+    const request = (user: string) => ({ policy: 'orders', identity: { user }, cost: 0, requestId: '' });
+    const connect = async (allowStream: QuotaServiceImplementation['allowStream']) => {
+      const { port } = await serve(QuotaServiceDefinition, () => ({ allowStream }));
+      const counter = rpcCounter();
+      const channel = createChannel(`127.0.0.1:${port}`);
+      const batcher = new Batcher(createClientFactory().use(counter.middleware).create(quotaClientDefinition, channel), { maxDelayMs: 0, maxSize: 100, stream: true });
+      return { batcher, counter, close: () => (batcher.close(), channel.close()) };
+    };
+    const outcome = (promise: Promise<unknown>) => promise.then(() => 'answered', (error: Error) => error.name);
+
+    it('a batch that ran out its deadline unanswered retires the stream: the next batch opens a new one, the old call is cancelled', async () => {
+      // Reads every batch, answers none, never ends.
+      const { batcher, counter, close } = await connect(async function* (requests) {
+        for await (const _batch of requests);
+      });
+      try {
+        for (let i = 1; i <= 3; i++) {
+          expect(await outcome(batcher.send(request('hung'), 50, undefined))).toBe('TimeoutError');
+          expect(counter.count('AllowStream')).toBe(i);
+        }
+        await vi.waitFor(() => expect(counter.finished('AllowStream')).toBe(3), { timeout: 5_000, interval: 5 });
+        expect(batcher.unansweredBatches).toBe(0);
+      } finally {
+        close();
+      }
+    });
+
+    it('a caller that gives up by its own signal says nothing of the stream: it is kept', async () => {
+      const { batcher, counter, close } = await connect(async function* (requests) {
+        for await (const _batch of requests);
+      });
+      try {
+        const leaving = new AbortController();
+        const first = outcome(batcher.send(request('left'), 5_000, leaving.signal));
+        leaving.abort(new Error('the caller left'));
+        expect(await first).toBe('Error');
+        expect(await outcome(batcher.send(request('left'), 50, undefined))).toBe('TimeoutError');
+        // The timed-out batch, not the abandoned one, retired the stream.
+        expect(counter.count('AllowStream')).toBe(1);
+        expect(await outcome(batcher.send(request('left'), 50, undefined))).toBe('TimeoutError');
+        expect(counter.count('AllowStream')).toBe(2);
+      } finally {
+        close();
+      }
+    });
+
+    it('a slow answer on a stream that answers later batches is not a hang: the stream is kept', async () => {
+      // Holds the first batch for 1 s, answers every other at once.
+      const { batcher, counter, close } = await connect(async function* (requests) {
+        let held: number | undefined;
+        let release: Promise<void> | undefined;
+        for await (const batch of requests) {
+          const results = batch.requests.map(() => ({ error: { code: 14, message: 'not decided here' } }));
+          if (held === undefined) {
+            held = batch.id;
+            release = new Promise((resolve) => setTimeout(resolve, 1_000));
+            continue;
+          }
+          yield { id: batch.id, results };
+          if (release !== undefined) {
+            await release;
+            release = undefined;
+            yield { id: held, results };
+          }
+        }
+      });
+      try {
+        // Its deadline leaves the quick one below ample time to be answered first.
+        const slow = outcome(batcher.send(request('slow'), 500, undefined));
+        await new Promise((resolve) => setImmediate(resolve));
+        // Sent after the slow one and answered at once, before the slow one's deadline.
+        expect(await outcome(batcher.send(request('quick'), 5_000, undefined))).toBe('ClientError');
+        expect(await slow).toBe('TimeoutError');
+        expect(await outcome(batcher.send(request('next'), 5_000, undefined))).toBe('ClientError');
+        expect(counter.count('AllowStream')).toBe(1);
+      } finally {
+        close();
+      }
+    });
+  });
+
   describe('stream renewal (the Batcher, with short timings)', () => {
     const connectBatcher = async (timing: { idleMs?: number; maxAgeMs?: number }) => {
       const { fixture, port } = await serve(QuotaServiceDefinition);
