@@ -60,8 +60,10 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local args = { ARGV[5], ARGV[6], ARGV[7] }
 local denied = 0
 for id = tonumber(ARGV[3]), tonumber(ARGV[4]) - 1 do
-  local outcome, write = A.token_bucket({ ARGV[1] .. id .. ARGV[2] }, args, now)
-  if outcome[1] == 1 then write() else denied = denied + 1 end
+  local keys = { ARGV[1] .. id .. ARGV[2] }
+  local outcome, write = A.token_bucket(keys, args, now)
+  -- The driver's call of an algorithm's write (decide.lua).
+  if outcome[1] == 1 then write(keys, args, now, outcome) else denied = denied + 1 end
 end
 return denied`,
 ].join('\n');
