@@ -97,6 +97,19 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
     expect(await redis.get(keyOf('bad'))).toBe('not a hash');
   });
 
+  it('decideGroups (an AllowBatch decided together): one script call, one answer per group, the WRONGTYPE one an Error in its place', async () => {
+    await redis.set(keyOf('bad'), 'not a hash');
+    const groups = ['a', 'bad', 'b'].map((user) => [{ limit: bucket, identityKey: keyOf(user), cost: 1 }]);
+    const [first, bad, last] = await f.store.decideGroups(groups, 'spend');
+    expect(await scriptCalls(redis)).toBe(1);
+    expect(first).toEqual({ outcomes: [{ allowed: true, retryAfterMs: 0, remaining: 9, resetAfterMs: 1_000 }], nowMs: T0 });
+    expect(last).toEqual(first);
+    expect(bad).toBeInstanceOf(Error);
+    expect(bad).not.toBeInstanceOf(StoreUnavailableError);
+    expect((bad as Error).message).toMatch(/^WRONGTYPE/);
+    expect(await f.tokenBucket(keyOf('b'))).toEqual({ tokens: 9, ts: T0 });
+  });
+
   it('SCRIPT FLUSH between two batches: the next batch still decides (EVAL after NOSCRIPT)', async () => {
     const batch = () => Promise.all(['a', 'b', 'c'].map((user) => f.store.decide(bucket, keyOf(user), 1)));
     expect((await batch()).map((o) => o.remaining)).toEqual([9, 9, 9]);
@@ -119,6 +132,12 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
       const settled = await Promise.allSettled(['a', 'b', 'c'].map((user) => f.store.decide(bucket, keyOf(user), 1)));
       expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected', 'rejected']);
       for (const s of settled) expect((s as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+      // The same batch decided together: every answer is that error.
+      const together = await f.store.decideGroups(
+        ['a', 'b', 'c'].map((user) => [{ limit: bucket, identityKey: keyOf(user), cost: 1 }]),
+        'spend',
+      );
+      for (const answer of together) expect(answer).toBeInstanceOf(StoreUnavailableError);
     } finally {
       await redis.script('KILL');
       await loop;
