@@ -4,6 +4,7 @@ import { asError, StoreUnavailableError } from '../engine/errors.js';
 import type { Logger } from '../logger.js';
 import { CircuitBreaker, CircuitOpenError, type CircuitStateName } from './circuit-breaker.js';
 import { StoreTimeoutError, TurnDeadlines } from './deadline.js';
+import { systemClock, type Clock } from '../clock.js';
 import { MemoryStore } from './memory.js';
 import type { QuotaStore } from './store.js';
 
@@ -31,6 +32,8 @@ export interface StoreFailureOptions {
   halfOpenAfterMs: number;
   logger: Logger;
   events?: StoreFailureEvents;
+  /** The local limiter's clock (failure mode 'local'); the system clock unless a test runs on virtual time. */
+  clock?: Clock;
 }
 
 export { StoreTimeoutError };
@@ -68,7 +71,7 @@ export interface TogetherRequests<R> {
  * not and propagates.
  */
 export class StoreFailurePolicy {
-  private readonly localStore = new MemoryStore();
+  private readonly localStore: MemoryStore;
   private readonly scaledLimits = new WeakMap<Limit, Limit>();
   /** One breaker per store partition (a cluster shard's master; the whole store on one node). */
   private readonly breakers = new Map<string, CircuitBreaker>();
@@ -76,6 +79,7 @@ export class StoreFailurePolicy {
 
   constructor(private readonly options: StoreFailureOptions) {
     this.deadlines = new TurnDeadlines(options.timeoutMs);
+    this.localStore = new MemoryStore(options.clock);
   }
 
   /** Partitions (shards) seen so far, counted by the state of their breaker. */
@@ -87,7 +91,7 @@ export class StoreFailurePolicy {
 
   /** Keys held by the local limiter (for the state-keys metric). */
   localKeyCount(): number {
-    return this.localStore.space.keys(Date.now()).length;
+    return this.localStore.space.keys((this.options.clock ?? systemClock).now()).length;
   }
 
   private breakerFor(partition: string): CircuitBreaker {
