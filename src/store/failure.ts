@@ -1,10 +1,10 @@
+import { systemClock, type Clock } from '../clock.js';
 import type { Limit, Policy } from '../config/policies.js';
 import type { Decision } from '../engine/engine.js';
 import { asError, StoreUnavailableError } from '../engine/errors.js';
 import type { Logger } from '../logger.js';
 import { CircuitBreaker, CircuitOpenError, type CircuitStateName } from './circuit-breaker.js';
 import { StoreTimeoutError, TurnDeadlines } from './deadline.js';
-import { systemClock, type Clock } from '../clock.js';
 import { MemoryStore } from './memory.js';
 import type { QuotaStore } from './store.js';
 
