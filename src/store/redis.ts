@@ -1,9 +1,5 @@
 import calculateSlot from 'cluster-key-slot';
 import type { ConnectionOptions } from 'node:tls';
-// ioredis 5, not 6: 6.0's RESP decoder (private class methods compiled to
-// WeakSet checks) took 176 µs to decode one 100-decision batch reply where 5's
-// redis-parser takes 20 µs, about a tenth of the service's CPU per decision
-// (docs/benchmarks.md, "Fourth pass").
 import { Cluster, Redis } from 'ioredis';
 import type { LimitOutcome } from '../algorithms/algorithm.js';
 import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, parseDecideReply, type DecideMode, type DecideOptions, type GroupDecision, type LimitCall, type Memo, rememberArguments, type ScriptCall } from '../algorithms/decide-script.js';
