@@ -91,24 +91,19 @@ export class CircuitBreaker {
 
   /** A call made while closed failed: what execute() records for it (see succeeded). */
   failed(error: unknown): void {
-    this.countFailure(error);
+    // A call started while closed may end after the circuit opened: it counts, and opens nothing twice.
+    if (this.options.counts(error) && ++this.consecutive >= this.options.failures) this.open(error);
   }
 
   private readonly wentThrough = <T>(value: T): T => {
-    this.consecutive = 0;
+    this.succeeded();
     return value;
   };
 
   private readonly failedClosed = (error: unknown): never => {
-    this.countFailure(error);
+    this.failed(error);
     throw error;
   };
-
-  /** A call made while closed failed. */
-  private countFailure(error: unknown): void {
-    // A call started while closed may end after the circuit opened: it counts, and opens nothing twice.
-    if (this.options.counts(error) && ++this.consecutive >= this.options.failures) this.open(error);
-  }
 
   private halfOpen<T>(fn: () => Promise<T>): Promise<T> {
     const test = attempt(fn).then(
