@@ -1,3 +1,4 @@
+import { ReplyError } from 'ioredis';
 import type { ScriptCall } from './decide-script.js';
 
 /**
@@ -52,46 +53,75 @@ function sameStrings(a: readonly string[], b: readonly string[]): boolean {
   return true;
 }
 
+/** Record kinds of a batch reply (decide.lua): 0 and 1 are decisions, the byte their all_allowed. */
+const KIND_TEXT = 2;
+const KIND_ERROR = 3;
+/** A limit of a decision record: allowed (a byte), then four doubles. */
+const LIMIT_BYTES = 1 + 4 * 8;
+
 /**
- * A batch's reply, flat (decide.lua): per group the `now` its calls decided
- * at, then per call of the group one of
- * - a decision: its reply without the last element, `now` (1 + 5 * limits elements, the first a number);
- * - the text 'remembered', or 'replay' and a replayed decision's fields, separated by one space;
- * - its error.
+ * A batch's reply (decide.lua, docs/decide-script.md "Batch mode"): one
+ * binary string, little-endian, holding per group the `now` its calls
+ * decided at (a double), then per call of the group one record:
+ * - kind 0 or 1, a decision: that byte is all_allowed, then per limit
+ *   allowed (a byte) and retry_after_ms, remaining, reset_after_ms, delay_ms (doubles);
+ * - kind 2, a 4-byte length and a text: 'remembered', or 'replay' and a
+ *   replayed decision's fields, separated by one space;
+ * - kind 3, a 4-byte length and the text of its error.
  * Back to each call's own reply, as the call alone would have answered it
- * (an Error in its place for an error), or an Error for the whole batch when
- * the reply is not that shape.
+ * (a ReplyError in its place for an error), except that `remaining` is the
+ * exact number instead of its "%.17g" text; or an Error for the whole batch
+ * when the reply is not that shape.
  */
 export function splitBatchReply(reply: unknown, { groups }: BatchCall): unknown[] | Error {
   const replies: unknown[] = [];
   const count = groups.reduce((sum, g) => sum + g.calls, 0);
-  const malformed = (why: string) => new Error(`batch: expected the replies of ${count} calls, ${why}, got ${JSON.stringify(reply)}`);
-  if (!Array.isArray(reply)) return malformed('not an array');
+  const malformed = (why: string) => new Error(`batch: expected the replies of ${count} calls, ${why}, got ${describe(reply)}`);
+  if (!Buffer.isBuffer(reply)) return malformed('not a binary string');
   let at = 0;
   for (const [g, { calls, limits }] of groups.entries()) {
-    const now: unknown = reply[at];
-    if (typeof now !== 'number' || !Number.isInteger(now)) return malformed(`element ${at} (the now of group ${g + 1}) is not an integer`);
-    at += 1;
+    if (at + 8 > reply.length) return malformed(`the now of group ${g + 1} at byte ${at} is cut short`);
+    // Redis makes a Lua number in a reply an integer by truncating it; so does this.
+    const now = Math.trunc(reply.readDoubleLE(at));
+    at += 8;
     for (let c = 0; c < calls; c++) {
-      const first: unknown = reply[at];
-      if (typeof first === 'number') {
-        const end = at + 1 + 5 * limits;
-        if (end > reply.length) return malformed(`a decision of ${limits} limits at element ${at} is cut short`);
-        const one: unknown[] = reply.slice(at, end);
+      const kind = reply[at];
+      if (kind === 0 || kind === 1) {
+        const end = at + 1 + LIMIT_BYTES * limits;
+        if (end > reply.length) return malformed(`a decision of ${limits} limits at byte ${at} is cut short`);
+        const one: unknown[] = [kind];
+        for (let l = at + 1; l < end; l += LIMIT_BYTES) {
+          one.push(reply[l], Math.trunc(reply.readDoubleLE(l + 1)), reply.readDoubleLE(l + 9), Math.trunc(reply.readDoubleLE(l + 17)), Math.trunc(reply.readDoubleLE(l + 25)));
+        }
         one.push(now);
         replies.push(one);
         at = end;
-      } else if (first instanceof Error) {
-        replies.push(first);
-        at += 1;
-      } else if (first === 'remembered' || first === 'replay' || (typeof first === 'string' && first.startsWith('replay '))) {
-        replies.push(first.split(' '));
-        at += 1;
+      } else if (kind === KIND_TEXT || kind === KIND_ERROR) {
+        if (at + 5 > reply.length) return malformed(`the length of a text at byte ${at} is cut short`);
+        const end = at + 5 + reply.readUInt32LE(at + 1);
+        if (end > reply.length) return malformed(`a text of ${end - at - 5} bytes at byte ${at} is cut short`);
+        const text = reply.toString('utf8', at + 5, end);
+        if (kind === KIND_ERROR) replies.push(new ReplyError(asRedisError(text)));
+        else if (text === 'remembered' || text === 'replay' || text.startsWith('replay ')) replies.push(text.split(' '));
+        else return malformed(`the text at byte ${at} is neither 'remembered' nor a replay`);
+        at = end;
       } else {
-        return malformed(`element ${at} is neither a decision, a text nor an error`);
+        return malformed(`byte ${at} is no record kind (${kind ?? 'the reply ends'})`);
       }
     }
   }
-  if (at !== reply.length) return malformed(`${reply.length - at} elements left over`);
+  if (at !== reply.length) return malformed(`${reply.length - at} bytes left over`);
   return replies;
+}
+
+/** An error's text as Redis sends an error reply: no line breaks (trimmed at the ends, spaces inside). */
+function asRedisError(text: string): string {
+  return text.replace(/^[\r\n]+|[\r\n]+$/g, '').replace(/[\r\n]/g, ' ');
+}
+
+/** A reply for an error message: a binary string in hex, shortened. */
+function describe(reply: unknown): string {
+  if (!Buffer.isBuffer(reply)) return JSON.stringify(reply) ?? String(reply);
+  const hex = reply.subarray(0, 64).toString('hex');
+  return `${reply.length} bytes${reply.length > 0 ? ` (${hex}${reply.length > 64 ? '...' : ''})` : ''}`;
 }

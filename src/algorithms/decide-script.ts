@@ -130,10 +130,11 @@ export function parseDecideReply(reply: unknown, count: number, memo?: Memo): Gr
   // A plain loop: Array.from({ length }, fn) took about a fifth of the service's reading of a batch reply.
   const outcomes: LimitOutcome[] = [];
   for (let at = 1; at < 1 + 5 * count; at += 5) {
-    const text = reply[at + 2];
-    const remaining = typeof text === 'string' ? Number(text) : Number.NaN;
-    if (Number.isNaN(remaining)) {
-      throw new Error(`${DECIDE_SCRIPT_NAME}: reply[${at + 2}] is not a number string: ${String(text)}`);
+    // Text in a lone call's reply (Redis would truncate a number), the exact number in a batch's.
+    const field = reply[at + 2];
+    const remaining = typeof field === 'string' ? Number(field) : typeof field === 'number' ? field : Number.NaN;
+    if (!Number.isFinite(remaining)) {
+      throw new Error(`${DECIDE_SCRIPT_NAME}: reply[${at + 2}] is not a number or number string: ${String(field)}`);
     }
     outcomes.push(outcomeOf(integer(reply, at) === 1, integer(reply, at + 1), remaining, integer(reply, at + 3), integer(reply, at + 4)));
   }

@@ -77,7 +77,7 @@ export class RedisStore implements QuotaStore {
     this.description = redis instanceof Cluster ? `redis cluster seeds ${describeSeeds(redis)}` : `redis ${redis.options.host}:${redis.options.port}`;
     // No numberOfKeys: the key count varies with the limits, so each call passes it first.
     redis.defineCommand(DECIDE_SCRIPT_NAME, { lua: decideLua });
-    this.batcher = redis instanceof Cluster || options.batch === false ? undefined : new ScriptBatcher((call) => this.send(call), storeError);
+    this.batcher = redis instanceof Cluster || options.batch === false ? undefined : new ScriptBatcher((call, binary) => this.send(call, binary), storeError);
   }
 
   /** A client tuned for a decision path: fail fast instead of queueing while Redis is away. */
@@ -216,13 +216,17 @@ export class RedisStore implements QuotaStore {
   }
 
   private run(call: ScriptCall): Promise<unknown> {
-    return this.batcher === undefined ? this.send(call) : this.batcher.run(call);
+    return this.batcher === undefined ? this.send(call, false) : this.batcher.run(call);
   }
 
-  /** One script call; its error as the caller should see it (storeError). */
-  private async send({ keys, args }: ScriptCall): Promise<unknown> {
-    const run = (this.redis as unknown as Record<string, ScriptRunner>)[DECIDE_SCRIPT_NAME];
-    if (run === undefined) throw new Error(`script ${DECIDE_SCRIPT_NAME} is not registered`);
+  /**
+   * One script call; its error as the caller should see it (storeError).
+   * `binary`: bulk strings come back as Buffers (ioredis's <name>Buffer variant).
+   */
+  private async send({ keys, args }: ScriptCall, binary: boolean): Promise<unknown> {
+    const name = binary ? `${DECIDE_SCRIPT_NAME}Buffer` : DECIDE_SCRIPT_NAME;
+    const run = (this.redis as unknown as Record<string, ScriptRunner>)[name];
+    if (run === undefined) throw new Error(`script ${name} is not registered`);
     try {
       return await run.call(this.redis, keys.length, ...keys, ...args);
     } catch (error) {

@@ -5,9 +5,10 @@ import { asError } from '../engine/errors.js';
 /**
  * Sends one driver call to Redis and answers its reply, or rejects with the
  * error the caller should see (RedisStore maps a transient one to
- * StoreUnavailableError, keeps a script error as it is).
+ * StoreUnavailableError, keeps a script error as it is). A batch's reply is
+ * one binary string, so `binary` asks for its bulk strings as Buffers.
  */
-export type ScriptSender = (call: ScriptCall) => Promise<unknown>;
+export type ScriptSender = (call: ScriptCall, binary: boolean) => Promise<unknown>;
 
 /**
  * How many calls and keys one batched script call may carry: Redis serves
@@ -103,14 +104,14 @@ export class ScriptBatcher {
   private dispatch(waiting: Waiting[]): void {
     if (waiting.length === 1) {
       const [only] = waiting as [Waiting];
-      this.send(only.call).then(
+      this.send(only.call, false).then(
         (reply) => only.settle(true, reply, only.index),
         (error: unknown) => only.settle(false, error, only.index),
       );
       return;
     }
     const batch = batchArguments(waiting.map((w) => w.call));
-    this.send(batch).then(
+    this.send(batch, true).then(
       (reply) => {
         const replies = splitBatchReply(reply, batch);
         if (replies instanceof Error) {
