@@ -70,6 +70,7 @@ bench: deps redis gen
 	npx tsx bench/many-keys.ts
 	npx tsx bench/batch-run.ts
 	npx tsx bench/flexible-run.ts
+	npx tsx bench/resp-decode.ts
 	npx tsx bench/hop-floor.ts
 	npx tsx bench/order-api-run.ts
 

@@ -245,7 +245,7 @@ end
 -- and the next call is decided; what the failed call wrote before its error
 -- stays written, as in a separate script call.
 -- The reply is one binary string (docs/decide-script.md, "Batch mode"): an
--- array of numbers cost the service's RESP decoder (ioredis 6) about 1.3 µs
+-- array of numbers cost the service's RESP decoder (ioredis 6) about 1 µs
 -- per decision and Redis about 0.3 µs to convert from Lua, where struct.pack
 -- costs Redis less and the service reads a double in nanoseconds. (A nested
 -- table per call, or a decision as decimal text, cost more still.) `reply`

@@ -3,9 +3,9 @@ import type { ConnectionOptions } from 'node:tls';
 // ioredis 6, not 5.11: with 5.11 a service whose Redis refuses its TLS client
 // certificate crashed now and then on an unhandled socket 'error' (ECONNRESET)
 // at shutdown, 2 of 100 tries under load, none of 100 with 6.0 (docs/benchmarks.md,
-// "Fourth pass"). 6.0's RESP decoder is slow on arrays (120-140 µs for the
+// "Fourth pass"). 6.0's RESP decoder is slow on arrays (about 100 µs for the
 // 600 numbers of a 100-decision reply), so a batch replies one binary string
-// (decide.lua, "Batch"), which it reads in under a microsecond.
+// (decide.lua, "Batch"), which it decodes in under a microsecond.
 import { Cluster, Redis } from 'ioredis';
 import type { LimitOutcome } from '../algorithms/algorithm.js';
 import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, parseDecideReply, type DecideMode, type DecideOptions, type GroupDecision, type LimitCall, type Memo, rememberArguments, type ScriptCall } from '../algorithms/decide-script.js';
