@@ -6,7 +6,7 @@ import { PolicyFileError, readPolicyFile } from './config/policies.js';
 import { watchPolicyFile } from './config/policy-watcher.js';
 import { QuotaEngine } from './engine/engine.js';
 import { startQuotaServer } from './grpc/server.js';
-import { serverCredentials } from './grpc/tls.js';
+import { serverTls } from './grpc/tls.js';
 import { createLogger } from './logger.js';
 import { QuotaMetrics } from './metrics/metrics.js';
 import { startMetricsServer, type MetricsServer } from './metrics/metrics-server.js';
@@ -23,7 +23,8 @@ async function main(): Promise<void> {
   if (config.unknownVariables.length > 0) {
     logger.warn({ variables: config.unknownVariables }, 'ignoring unknown QUOTA_* variables (typo?)');
   }
-  const credentials = serverCredentials({ cert: config.QUOTA_TLS_CERT, key: config.QUOTA_TLS_KEY, clientCa: config.QUOTA_TLS_CLIENT_CA });
+  // Watched from here on: a renewed certificate is served without a restart.
+  const tls = serverTls({ cert: config.QUOTA_TLS_CERT, key: config.QUOTA_TLS_KEY, clientCa: config.QUOTA_TLS_CLIENT_CA }, { logger: logger.child({ component: 'tls' }) });
   const callersFile = config.QUOTA_AUTH_TOKENS === undefined ? undefined : await readCallersFile(config.QUOTA_AUTH_TOKENS);
   const callers = callersFile === undefined ? undefined : new ReloadableCallerRegistry(callersFile.callers);
   const { text: policyText, policies } = await readPolicyFile(config.QUOTA_POLICIES);
@@ -76,7 +77,7 @@ async function main(): Promise<void> {
     engine,
     address: config.QUOTA_GRPC_ADDR,
     logger,
-    credentials,
+    credentials: tls.credentials,
     callers,
     ...(config.QUOTA_HEALTH_ADDR === undefined ? {} : { healthAddress: config.QUOTA_HEALTH_ADDR }),
   });
@@ -98,6 +99,7 @@ async function main(): Promise<void> {
     logger.info({ signal, graceMs: config.QUOTA_SHUTDOWN_GRACE_MS }, 'shutting down: draining calls');
     watcher.close();
     callersWatcher?.close();
+    tls.close();
     await server.shutdown(config.QUOTA_SHUTDOWN_GRACE_MS);
     // Only now: a call still draining may need the store.
     await store.close();

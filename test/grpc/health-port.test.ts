@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { QuotaServiceDefinition } from '../../src/gen/quota/v1/quota.js';
 import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
-import { serverCredentials } from '../../src/grpc/tls.js';
+import { serverTls } from '../../src/grpc/tls.js';
 import { createLogger } from '../../src/logger.js';
 import { StoreFailurePolicy } from '../../src/store/failure.js';
 import { HangingStore } from '../support/hanging-store.js';
@@ -52,7 +52,7 @@ describe('the plaintext health-only port beside an mTLS gRPC port', () => {
       engine: new QuotaEngine(await shippedPolicies(), store, { failure }),
       address: '127.0.0.1:0',
       logger: createLogger('silent'),
-      credentials: serverCredentials({ cert: certificates.file('server.crt'), key: certificates.file('server.key'), clientCa: certificates.file('ca.crt') }),
+      credentials: serverTls({ cert: certificates.file('server.crt'), key: certificates.file('server.key'), clientCa: certificates.file('ca.crt') }).credentials,
       healthAddress: '127.0.0.1:0',
     });
     healthPort = server.healthPort!;
