@@ -14,7 +14,7 @@ import { MemoryStore } from './store/memory.js';
 import { StoreFailurePolicy } from './store/failure.js';
 import { RedisStore } from './store/redis.js';
 import { connectionErrorLog } from './store/redis-connection-errors.js';
-import { redisTlsMode, redisTlsOptions } from './store/redis-tls.js';
+import { redisTlsMode, redisTlsOptions, watchRedisTls } from './store/redis-tls.js';
 import type { QuotaStore } from './store/store.js';
 
 async function main(): Promise<void> {
@@ -31,7 +31,8 @@ async function main(): Promise<void> {
   logger.info({ file: config.QUOTA_POLICIES, policies: [...policies.keys()] }, 'policies loaded');
 
   // Read and checked before any connection: a bad file stops the start naming its variable.
-  const redisTls = redisTlsOptions({ ca: config.QUOTA_REDIS_TLS_CA, cert: config.QUOTA_REDIS_TLS_CERT, key: config.QUOTA_REDIS_TLS_KEY });
+  const redisTlsFiles = { ca: config.QUOTA_REDIS_TLS_CA, cert: config.QUOTA_REDIS_TLS_CERT, key: config.QUOTA_REDIS_TLS_KEY };
+  const redisTls = redisTlsOptions(redisTlsFiles);
   const redisTlsDescription = redisTlsMode(config);
   const connectionErrors = connectionErrorLog(logger.child({ component: 'redis' }), { tls: redisTlsDescription !== 'off', clientCertificate: config.QUOTA_REDIS_TLS_CERT !== undefined });
   const redisOptions = { ...(redisTls === undefined ? {} : { tls: redisTls }), onConnectionError: connectionErrors.onConnectionError };
@@ -40,6 +41,9 @@ async function main(): Promise<void> {
     : config.QUOTA_REDIS_CLUSTER
       ? RedisStore.connectCluster(config.QUOTA_REDIS_CLUSTER, redisOptions)
       : new MemoryStore();
+  // The client holds redisTls itself: a renewed client certificate applies from the next connection.
+  const redisTlsWatcher =
+    redisTls === undefined || store instanceof MemoryStore ? undefined : watchRedisTls({ files: redisTlsFiles, live: redisTls, logger: logger.child({ component: 'redis-tls' }) });
   if (store instanceof MemoryStore) {
     logger.info('no Redis configured (QUOTA_REDIS_URL, QUOTA_REDIS_CLUSTER): using the embedded in-memory store; state is per process and lost on restart');
   } else {
@@ -100,6 +104,7 @@ async function main(): Promise<void> {
     watcher.close();
     callersWatcher?.close();
     tls.close();
+    redisTlsWatcher?.close();
     await server.shutdown(config.QUOTA_SHUTDOWN_GRACE_MS);
     // Only now: a call still draining may need the store.
     await store.close();

@@ -2,6 +2,8 @@ import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import { ConfigError } from '../config/env.js';
+import { watchConfigFiles } from '../config/file-watcher.js';
+import type { Logger } from '../logger.js';
 
 /** PEM file paths from QUOTA_REDIS_TLS_CA, QUOTA_REDIS_TLS_CERT, QUOTA_REDIS_TLS_KEY (src/config/env.ts checked the combinations). */
 export interface RedisTlsFiles {
@@ -12,36 +14,80 @@ export interface RedisTlsFiles {
 
 /**
  * TLS options for the connections to Redis (every node of a cluster alike), read
- * once at start-up; undefined when no file is set (a rediss:// URL then trusts the
+ * at start-up; undefined when no file is set (a rediss:// URL then trusts the
  * system CAs, as before). Each file is checked here, so a wrong path, a file that is
  * no PEM, or a key that does not belong to the certificate stops the start with the
  * variable's name instead of failing every reconnect later. Messages name the path,
  * never the contents. Server verification stays on: Node checks the chain against
  * `ca` and the certificate's subjectAltName against the host or IP connected to.
+ * watchRedisTls keeps the returned object up to date when the files change.
  */
 export function redisTlsOptions(files: RedisTlsFiles): ConnectionOptions | undefined {
   if (files.ca === undefined && files.cert === undefined && files.key === undefined) return undefined;
   if ((files.cert === undefined) !== (files.key === undefined)) {
     throw invalid(files.cert === undefined ? 'QUOTA_REDIS_TLS_CERT' : 'QUOTA_REDIS_TLS_KEY', 'QUOTA_REDIS_TLS_CERT and QUOTA_REDIS_TLS_KEY go together');
   }
+  try {
+    return checkedOptions(files, read);
+  } catch (error) {
+    throw new ConfigError(`invalid configuration:\n  ${(error as Error).message}`);
+  }
+}
+
+/**
+ * Reload of the Redis TLS files, as the policy file reloads: when a file changes
+ * (a renewed client certificate in a Secret volume), all are read and checked as
+ * at start-up, and a valid set is written into `live`, the very object the Redis
+ * client was given: ioredis reads it on every (re)connect, so the next connection
+ * to each node presents the new certificate; open connections keep theirs (Redis
+ * checks a client certificate at the handshake only). An invalid set is refused
+ * with a warning and the loaded one stays.
+ */
+export function watchRedisTls(options: { files: RedisTlsFiles; live: ConnectionOptions; logger: Logger; debounceMs?: number }): { close(): void } {
+  const named = (['ca', 'cert', 'key'] as const).filter((name) => options.files[name] !== undefined);
+  const paths = named.map((name) => options.files[name] as string);
+  const textOf = (value: unknown) => (value === undefined ? '' : Buffer.from(value as Buffer).toString('utf8'));
+  return watchConfigFiles({
+    paths,
+    loadedTexts: named.map((name) => textOf(options.live[name])),
+    logger: options.logger,
+    ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
+    parse: (texts) => checkedOptions(options.files, (_variable, path) => Buffer.from(texts[paths.indexOf(path)] as string)),
+    onReload: (next) => Object.assign(options.live, next),
+    describe: (next) => {
+      if (next.cert === undefined) return {};
+      const certificate = new X509Certificate(next.cert as Buffer);
+      return { certificate: { subject: certificate.subject.replace(/\n/g, ', '), notAfter: certificate.validTo } };
+    },
+    messages: {
+      unreadable: 'Redis TLS files unreadable: keeping the loaded ones',
+      rejected: 'Redis TLS reload rejected: keeping the loaded files',
+      reloaded: 'Redis TLS files reloaded: the next connection to each node uses them',
+      watchFailed: 'Redis TLS file watch failed: reload stopped',
+    },
+  });
+}
+
+/** The options from the files' contents (`load` gives each file's bytes), each checked; throws "VARIABLE: why". */
+function checkedOptions(files: RedisTlsFiles, load: (variable: string, path: string) => Buffer): ConnectionOptions {
   const options: ConnectionOptions = {};
   if (files.ca !== undefined) {
-    const ca = read('QUOTA_REDIS_TLS_CA', files.ca);
+    const ca = load('QUOTA_REDIS_TLS_CA', files.ca);
     certificates('QUOTA_REDIS_TLS_CA', files.ca, ca);
     options.ca = ca;
   }
   if (files.cert !== undefined && files.key !== undefined) {
-    const cert = read('QUOTA_REDIS_TLS_CERT', files.cert);
-    const key = read('QUOTA_REDIS_TLS_KEY', files.key);
+    const cert = load('QUOTA_REDIS_TLS_CERT', files.cert);
+    const key = load('QUOTA_REDIS_TLS_KEY', files.key);
     const [leaf] = certificates('QUOTA_REDIS_TLS_CERT', files.cert, cert);
     let privateKey: KeyObject;
     try {
       privateKey = createPrivateKey(key);
     } catch (error) {
-      throw invalid('QUOTA_REDIS_TLS_KEY', `${files.key} is not a usable PEM private key (${(error as Error).message}; encrypted keys are not supported)`);
+      throw fault('QUOTA_REDIS_TLS_KEY', `${files.key} is not a usable PEM private key (${(error as Error).message}; encrypted keys are not supported)`);
     }
     if (!leaf!.checkPrivateKey(privateKey)) {
-      throw invalid('QUOTA_REDIS_TLS_KEY', `${files.key} is not the private key of the certificate in QUOTA_REDIS_TLS_CERT (${files.cert})`);
+      throw fault('QUOTA_REDIS_TLS_KEY', `${files.key} is not the private key of the certificate in QUOTA_REDIS_TLS_CERT (${files.cert})`);
     }
     options.cert = cert;
     options.key = key;
@@ -54,24 +100,25 @@ function read(variable: string, path: string): Buffer {
     return readFileSync(path);
   } catch (error) {
     // The system message names the path and the reason (ENOENT, EACCES, EISDIR), nothing of the contents.
-    throw invalid(variable, `cannot read ${path}: ${(error as Error).message}`);
+    throw fault(variable, `cannot read ${path}: ${(error as Error).message}`);
   }
 }
 
 /** Every PEM certificate in the file, parsed; at least one. */
 function certificates(variable: string, path: string, pem: Buffer): X509Certificate[] {
   const blocks = pem.toString('latin1').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-  if (blocks.length === 0) throw invalid(variable, `${path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  if (blocks.length === 0) throw fault(variable, `${path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
   return blocks.map((block, index) => {
     try {
       return new X509Certificate(block);
     } catch (error) {
-      throw invalid(variable, `${path}: certificate ${index + 1} of ${blocks.length} does not parse (${(error as Error).message})`);
+      throw fault(variable, `${path}: certificate ${index + 1} of ${blocks.length} does not parse (${(error as Error).message})`);
     }
   });
 }
 
 const invalid = (variable: string, message: string) => new ConfigError(`invalid configuration:\n  ${variable}: ${message}`);
+const fault = (variable: string, message: string) => new Error(`${variable}: ${message}`);
 
 /** For the start-up log line: how the connections to Redis are secured (no paths, no contents). */
 export function redisTlsMode(config: { QUOTA_REDIS_URL?: string | undefined; QUOTA_REDIS_CLUSTER?: readonly string[] | undefined } & RedisTlsVariables): string {

@@ -27,6 +27,7 @@ export interface RedisStoreOptions {
   /**
    * TLS settings for rediss:// (QUOTA_REDIS_TLS_*, src/store/redis-tls.ts): a private CA,
    * a client certificate. Used on every node of a cluster; an error with a plain redis://.
+   * Kept by reference: changes to it apply from each node's next connection.
    */
   tls?: ConnectionOptions;
   /**
@@ -87,7 +88,9 @@ export class RedisStore implements QuotaStore {
     if (!tls && options.tls !== undefined) throw new Error('TLS settings given for a plain redis:// URL: use rediss://');
     const redis = new Redis(url, {
       // Verification stays on: Node checks the chain and that the certificate names this host or IP.
-      ...(tls ? { tls: { ...options.tls } } : {}),
+      // The caller's object itself, not a copy: a reload of the TLS files writes into it
+      // (watchRedisTls), and ioredis reads it on every (re)connect.
+      ...(tls ? { tls: options.tls ?? {} } : {}),
       enableOfflineQueue: false,
       // Off: the script batcher already sends one EVALSHA per event-loop turn,
       // and auto-pipelining would wrap each in a Pipeline object of its own, a
@@ -139,8 +142,9 @@ export class RedisStore implements QuotaStore {
           commandTimeout: COMMAND_TIMEOUT_MS,
           ...(first.username === undefined ? {} : { username: first.username }),
           ...(first.password === undefined ? {} : { password: first.password }),
-          // Every node, seeds and the ones CLUSTER SLOTS names alike, verified against the same CA.
-          ...(first.tls ? { tls: { ...options.tls } } : {}),
+          // Every node, seeds and the ones CLUSTER SLOTS names alike, verified against the same CA;
+          // the caller's object itself, so a reload reaches every node's next connection.
+          ...(first.tls ? { tls: options.tls ?? {} } : {}),
         },
       },
     );

@@ -1,11 +1,15 @@
+import { writeFileSync } from 'node:fs';
 import { createChannel, createClient, type Channel } from 'nice-grpc';
 import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { identityKey } from '../../src/engine/keys.js';
 import { DecisionSource, QuotaServiceDefinition } from '../../src/gen/quota/v1/quota.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startServiceProcess, untilServing, type ServiceProcess } from '../support/service-process.js';
+import { ConfigMapVolume } from '../support/configmap-volume.js';
+import { limitFrom } from '../support/store-fixtures.js';
 import { CLIENT, createTestCertificates } from '../support/test-certificates.js';
 
 /**
@@ -28,6 +32,11 @@ beforeAll(() => {
   certificates.issue('redis-localhost-only', 'ca', 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n');
   certificates.issue('client', 'ca', CLIENT);
   certificates.issue('stranger', 'other-ca', CLIENT);
+  // A client certificate renewed under another CA: Redis trusts it only once told to.
+  certificates.issue('renewed-client', 'other-ca', CLIENT);
+  // Redis's certificate renewed under another CA, and a bundle trusting both CAs.
+  certificates.issue('redis-next', 'other-ca', REDIS_NODE);
+  writeFileSync(file('both-cas.crt'), Buffer.concat([certificates.pem('ca.crt'), certificates.pem('other-ca.crt')]));
 });
 afterAll(async () => {
   for (const service of services) service.signal('SIGKILL');
@@ -188,6 +197,52 @@ describe('one Redis node with tls-auth-clients yes (a client certificate require
     for (const line of pemBody('ca.crt')) expect(log).not.toContain(line);
   });
 
+  it('a renewed client certificate in a Secret volume is presented from the next connection on, without a restart', async () => {
+    const volume = new ConfigMapVolume({ 'tls.crt': certificates.pem('client.crt').toString(), 'tls.key': certificates.pem('client.key').toString() });
+    const started = service({ QUOTA_REDIS_URL: redis.url, QUOTA_REDIS_TLS_CA: file('ca.crt'), QUOTA_REDIS_TLS_CERT: volume.path('tls.crt'), QUOTA_REDIS_TLS_KEY: volume.path('tls.key') });
+    const channel = createChannel(`127.0.0.1:${await started.port}`);
+    const admin = redis.client();
+    try {
+      await untilServing(channel);
+      const client = createClient(QuotaServiceDefinition, channel);
+      const sourceOf = async (user: string) => (await client.allow({ policy: 'orders', identity: { user } })).source;
+      expect(await sourceOf('before')).toBe(DecisionSource.DECISION_SOURCE_STORE);
+
+      // A mismatched pair first (the new certificate, the old key): refused, the loaded pair stays.
+      volume.update({ 'tls.crt': certificates.pem('renewed-client.crt').toString(), 'tls.key': certificates.pem('client.key').toString() });
+      expect(await started.logged(/"msg":"Redis TLS reload rejected/)).toMatch(/QUOTA_REDIS_TLS_KEY: .* is not the private key of the certificate/);
+      volume.update({ 'tls.crt': certificates.pem('renewed-client.crt').toString(), 'tls.key': certificates.pem('renewed-client.key').toString() });
+      expect(await started.logged(/"msg":"Redis TLS files reloaded/)).toContain('CN=renewed-client');
+      // The open connection goes on with the certificate it presented.
+      expect(await sourceOf('between')).toBe(DecisionSource.DECISION_SOURCE_STORE);
+
+      // Redis now trusts only the new CA, and drops the service's connection (the one whose
+      // last command was a script call; the harness's own stay): only the renewed
+      // certificate gets the service back in.
+      await admin.config('SET', 'tls-ca-cert-file', file('other-ca.crt'));
+      const list = String(await admin.call('CLIENT', 'LIST', 'TYPE', 'normal'));
+      const scripting = [...list.matchAll(/^id=(\d+) .* cmd=(evalsha|eval) /gm)].map((match) => match[1] as string);
+      expect(scripting).toHaveLength(1);
+      await admin.call('CLIENT', 'KILL', 'ID', ...scripting);
+      const deadline = Date.now() + 10_000;
+      let source = await sourceOf('after');
+      while (source !== DecisionSource.DECISION_SOURCE_STORE && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        source = await sourceOf('after');
+      }
+      expect(source).toBe(DecisionSource.DECISION_SOURCE_STORE);
+      await admin.flushall();
+    } finally {
+      await admin.config('SET', 'tls-ca-cert-file', file('ca.crt'));
+      admin.disconnect();
+      channel.close();
+      volume.remove();
+    }
+    await stopService(started);
+    const log = started.output().stdout + started.output().stderr;
+    for (const line of [...pemBody('client.key'), ...pemBody('renewed-client.key')]) expect(log).not.toContain(line);
+  });
+
   it('with a client certificate from a CA Redis does not trust: refused the same way', async () => {
     const log = await expectRefused(redis, { QUOTA_REDIS_TLS_CA: file('ca.crt'), QUOTA_REDIS_TLS_CERT: file('stranger.crt'), QUOTA_REDIS_TLS_KEY: file('stranger.key') }, {
       code: /"code":"(ERR_SSL_TLSV1_ALERT_UNKNOWN_CA|ECONNRESET)"/,
@@ -249,5 +304,39 @@ describe('a 3+3 Redis Cluster over TLS (tls-cluster, tls-replication, tls-auth-c
     });
     await store!.close();
     expect(Object.fromEntries(reasons)).toEqual(Object.fromEntries(seeds.map((seed) => [seed.slice('rediss://'.length), 'SELF_SIGNED_CERT_IN_CHAIN'])));
+  });
+
+  it('the TLS options RedisStore was given, changed in place (a reload), apply from each node\'s next connection', async () => {
+    const bucket = limitFrom({ name: 'bucket', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 1 });
+    const live = { ca: certificates.pem('ca.crt'), cert: certificates.pem('client.crt'), key: certificates.pem('client.key') };
+    const store = RedisStore.connectCluster(cluster.tlsSeeds.slice(0, 2), { tls: live });
+    // {a}, {b}, {c}: one key on each master (the first test of this block checks that).
+    const decideOnEveryMaster = () => Promise.all(['a', 'b', 'c'].map((user) => store.decide(bucket, identityKey('bucket', 'user', user), 1)));
+    const admins = cluster.nodes.map((node) => ({ node, admin: cluster.node(node.port) }));
+    const useServerCertificate = (name: string, ca: string) =>
+      Promise.all(admins.map(({ admin }) => admin.call('CONFIG', 'SET', 'tls-ca-cert-file', file(ca), 'tls-cert-file', file(`${name}.crt`), 'tls-key-file', file(`${name}.key`))));
+    try {
+      await store.ready();
+      await decideOnEveryMaster();
+      // Every node now serves a certificate from the other CA (and, for its peers, trusts both),
+      // which the loaded CA cannot verify; then the store's connections (to the TLS ports) drop.
+      await useServerCertificate('redis-next', 'both-cas.crt');
+      Object.assign(live, { ca: certificates.pem('both-cas.crt') });
+      for (const { node, admin } of admins) {
+        const list = String(await admin.call('CLIENT', 'LIST', 'TYPE', 'normal'));
+        const ids = [...list.matchAll(new RegExp(`^id=(\\d+) .*laddr=127\\.0\\.0\\.1:${node.tlsPort} `, 'gm'))].map((match) => match[1] as string);
+        if (ids.length > 0) await admin.call('CLIENT', 'KILL', 'ID', ...ids);
+      }
+      const deadline = Date.now() + 15_000;
+      let outcome = await decideOnEveryMaster().catch((error: unknown) => error);
+      while (!Array.isArray(outcome) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        outcome = await decideOnEveryMaster().catch((error: unknown) => error);
+      }
+      expect(Array.isArray(outcome) ? 'decided' : String(outcome)).toBe('decided');
+    } finally {
+      await store.close();
+      await useServerCertificate('redis', 'ca.crt');
+    }
   });
 });
