@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
-import { createSecureContext, type SecureContextOptions } from 'node:tls';
-import { X509Certificate } from 'node:crypto';
-import { ServerCredentials } from '@grpc/grpc-js';
 import type { SecureServerOptions } from 'node:http2';
+import { createSecureContext, type SecureContextOptions } from 'node:tls';
+import { ServerCredentials } from '@grpc/grpc-js';
 import { ConfigError } from '../config/env.js';
 import { watchConfigFiles } from '../config/file-watcher.js';
+import { certificateSummary, checkKeyPair, pemCertificates, readPem, type PemFile } from '../config/pem-files.js';
 import type { Logger } from '../logger.js';
 
 export interface TlsFiles {
@@ -44,16 +43,11 @@ export function serverTls(files: TlsFiles, reload?: { logger: Logger; debounceMs
     ['QUOTA_TLS_KEY', files.key],
     ...(files.clientCa === undefined ? [] : [['QUOTA_TLS_CLIENT_CA', files.clientCa] as [string, string]]),
   ];
-  const texts = named.map(([variable, path]) => {
-    try {
-      return readFileSync(path, 'utf8');
-    } catch (error) {
-      throw invalid(variable, `cannot read ${path}: ${(error as Error).message}`);
-    }
-  });
+  let pems: PemFile[];
   let context: SecureContextOptions;
   try {
-    context = secureContext(texts);
+    pems = named.map(([variable, path]) => readPem(variable, path));
+    context = secureContext(pems);
   } catch (error) {
     throw new ConfigError(`invalid configuration:\n  ${(error as Error).message}`);
   }
@@ -61,12 +55,12 @@ export function serverTls(files: TlsFiles, reload?: { logger: Logger; debounceMs
   if (reload === undefined) return { credentials, close: () => {} };
   const watcher = watchConfigFiles({
     paths: named.map(([, path]) => path),
-    loadedTexts: texts,
+    loadedTexts: pems.map(({ pem }) => pem.toString('utf8')),
     logger: reload.logger,
     ...(reload.debounceMs === undefined ? {} : { debounceMs: reload.debounceMs }),
-    parse: secureContext,
+    parse: (texts) => secureContext(named.map(([variable, path], i) => ({ variable, path, pem: Buffer.from(texts[i] as string) }))),
     onReload: (next) => credentials.replace(next),
-    describe: (next) => ({ certificate: describeCertificate(next.cert as string) }),
+    describe: (next) => ({ certificate: certificateSummary(next.cert as Buffer) }),
     messages: {
       unreadable: 'TLS files unreadable: keeping the loaded certificate',
       rejected: 'TLS reload rejected: keeping the loaded certificate',
@@ -78,35 +72,21 @@ export function serverTls(files: TlsFiles, reload?: { logger: Logger; debounceMs
 }
 
 /**
- * The secure context options of [cert, key, client CA?] PEM texts, checked the
- * way Node will use them (createSecureContext: PEM that parses, a key that
- * matches the certificate). Throws naming the variable at fault; the message
- * never holds a file's content.
+ * The secure context of [cert, key, client CA?] PEM files, checked as the Redis
+ * TLS files are (src/config/pem-files.ts): certificates that parse, a key that
+ * is the certificate's. Throws "VARIABLE: why", never a file's content.
  */
-function secureContext([cert, key, clientCa]: readonly string[]): SecureContextOptions {
-  const context: SecureContextOptions = { cert: cert as string, key: key as string, ...(clientCa === undefined ? {} : { ca: clientCa }) };
-  // createSecureContext takes a CA text without a certificate in it, and would then refuse every client.
-  if (clientCa !== undefined && !clientCa.includes('-----BEGIN CERTIFICATE-----')) throw new Error('QUOTA_TLS_CLIENT_CA: no PEM certificate in it');
-  // In createSecureContext's own order (CA, certificate, key), so the first failure names its file.
-  const steps: [string, SecureContextOptions][] = [
-    ...(clientCa === undefined ? [] : [['QUOTA_TLS_CLIENT_CA', { ca: clientCa }] as [string, SecureContextOptions]]),
-    ['QUOTA_TLS_CERT', { cert: context.cert }],
-    ['QUOTA_TLS_KEY', context],
-  ];
-  for (const [variable, options] of steps) {
-    try {
-      createSecureContext(options);
-    } catch (error) {
-      throw new Error(`${variable}: ${(error as Error).message}`);
-    }
+function secureContext([cert, key, clientCa]: readonly PemFile[]): SecureContextOptions {
+  checkKeyPair(cert!, key!);
+  if (clientCa !== undefined) pemCertificates(clientCa);
+  const context = { cert: cert!.pem, key: key!.pem, ...(clientCa === undefined ? {} : { ca: clientCa.pem }) };
+  // As the server will take them: a context grpc-js could not set would refuse every new connection.
+  try {
+    createSecureContext(context);
+  } catch (error) {
+    throw new Error(`${cert!.variable}, ${key!.variable}: Node's TLS refused them (${(error as Error).message})`);
   }
   return context;
-}
-
-/** The served certificate as an operator checks a renewal took: whose, until when (no key material). */
-function describeCertificate(pem: string): Record<string, string> {
-  const certificate = new X509Certificate(pem);
-  return { subject: certificate.subject.replace(/\n/g, ', '), notAfter: certificate.validTo, sha256: certificate.fingerprint256 };
 }
 
 /**

@@ -1,8 +1,7 @@
-import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import { ConfigError } from '../config/env.js';
 import { watchConfigFiles } from '../config/file-watcher.js';
+import { certificateSummary, checkKeyPair, pemCertificates, readPem, type PemFile } from '../config/pem-files.js';
 import type { Logger } from '../logger.js';
 
 /** PEM file paths from QUOTA_REDIS_TLS_CA, QUOTA_REDIS_TLS_CERT, QUOTA_REDIS_TLS_KEY (src/config/env.ts checked the combinations). */
@@ -28,7 +27,7 @@ export function redisTlsOptions(files: RedisTlsFiles): ConnectionOptions | undef
     throw invalid(files.cert === undefined ? 'QUOTA_REDIS_TLS_CERT' : 'QUOTA_REDIS_TLS_KEY', 'QUOTA_REDIS_TLS_CERT and QUOTA_REDIS_TLS_KEY go together');
   }
   try {
-    return checkedOptions(files, read);
+    return checkedOptions(files, readPem);
   } catch (error) {
     throw new ConfigError(`invalid configuration:\n  ${(error as Error).message}`);
   }
@@ -52,13 +51,9 @@ export function watchRedisTls(options: { files: RedisTlsFiles; live: ConnectionO
     loadedTexts: named.map((name) => textOf(options.live[name])),
     logger: options.logger,
     ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
-    parse: (texts) => checkedOptions(options.files, (_variable, path) => Buffer.from(texts[paths.indexOf(path)] as string)),
+    parse: (texts) => checkedOptions(options.files, (variable, path) => ({ variable, path, pem: Buffer.from(texts[paths.indexOf(path)] as string) })),
     onReload: (next) => Object.assign(options.live, next),
-    describe: (next) => {
-      if (next.cert === undefined) return {};
-      const certificate = new X509Certificate(next.cert as Buffer);
-      return { certificate: { subject: certificate.subject.replace(/\n/g, ', '), notAfter: certificate.validTo } };
-    },
+    describe: (next) => (next.cert === undefined ? {} : { certificate: certificateSummary(next.cert as Buffer) }),
     messages: {
       unreadable: 'Redis TLS files unreadable: keeping the loaded ones',
       rejected: 'Redis TLS reload rejected: keeping the loaded files',
@@ -68,57 +63,25 @@ export function watchRedisTls(options: { files: RedisTlsFiles; live: ConnectionO
   });
 }
 
-/** The options from the files' contents (`load` gives each file's bytes), each checked; throws "VARIABLE: why". */
-function checkedOptions(files: RedisTlsFiles, load: (variable: string, path: string) => Buffer): ConnectionOptions {
+/** The options from the files' contents (`load` gives each file), each checked; throws "VARIABLE: why". */
+function checkedOptions(files: RedisTlsFiles, load: (variable: string, path: string) => PemFile): ConnectionOptions {
   const options: ConnectionOptions = {};
   if (files.ca !== undefined) {
     const ca = load('QUOTA_REDIS_TLS_CA', files.ca);
-    certificates('QUOTA_REDIS_TLS_CA', files.ca, ca);
-    options.ca = ca;
+    pemCertificates(ca);
+    options.ca = ca.pem;
   }
   if (files.cert !== undefined && files.key !== undefined) {
     const cert = load('QUOTA_REDIS_TLS_CERT', files.cert);
     const key = load('QUOTA_REDIS_TLS_KEY', files.key);
-    const [leaf] = certificates('QUOTA_REDIS_TLS_CERT', files.cert, cert);
-    let privateKey: KeyObject;
-    try {
-      privateKey = createPrivateKey(key);
-    } catch (error) {
-      throw fault('QUOTA_REDIS_TLS_KEY', `${files.key} is not a usable PEM private key (${(error as Error).message}; encrypted keys are not supported)`);
-    }
-    if (!leaf!.checkPrivateKey(privateKey)) {
-      throw fault('QUOTA_REDIS_TLS_KEY', `${files.key} is not the private key of the certificate in QUOTA_REDIS_TLS_CERT (${files.cert})`);
-    }
-    options.cert = cert;
-    options.key = key;
+    checkKeyPair(cert, key);
+    options.cert = cert.pem;
+    options.key = key.pem;
   }
   return options;
 }
 
-function read(variable: string, path: string): Buffer {
-  try {
-    return readFileSync(path);
-  } catch (error) {
-    // The system message names the path and the reason (ENOENT, EACCES, EISDIR), nothing of the contents.
-    throw fault(variable, `cannot read ${path}: ${(error as Error).message}`);
-  }
-}
-
-/** Every PEM certificate in the file, parsed; at least one. */
-function certificates(variable: string, path: string, pem: Buffer): X509Certificate[] {
-  const blocks = pem.toString('latin1').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-  if (blocks.length === 0) throw fault(variable, `${path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
-  return blocks.map((block, index) => {
-    try {
-      return new X509Certificate(block);
-    } catch (error) {
-      throw fault(variable, `${path}: certificate ${index + 1} of ${blocks.length} does not parse (${(error as Error).message})`);
-    }
-  });
-}
-
 const invalid = (variable: string, message: string) => new ConfigError(`invalid configuration:\n  ${variable}: ${message}`);
-const fault = (variable: string, message: string) => new Error(`${variable}: ${message}`);
 
 /** For the start-up log line: how the connections to Redis are secured (no paths, no contents). */
 export function redisTlsMode(config: { QUOTA_REDIS_URL?: string | undefined; QUOTA_REDIS_CLUSTER?: readonly string[] | undefined } & RedisTlsVariables): string {

@@ -73,7 +73,7 @@ describe('TLS certificate reload on a real service process', () => {
     volume.update({ 'tls.crt': text('third.crt'), 'tls.key': text('renewed.key') });
     const rejected = await service.logged(/"msg":"TLS reload rejected/);
     expect(rejected).toContain('"level":40');
-    expect(rejected).toMatch(/QUOTA_TLS_KEY: .*key values mismatch/);
+    expect(rejected).toMatch(/QUOTA_TLS_KEY: \S+tls\.key is not the private key of the certificate in QUOTA_TLS_CERT/);
     expect(await servedName(port)).toBe('renewed');
 
     // Then the matching pair: served.
@@ -123,7 +123,7 @@ describe('TLS certificate reload on a real service process', () => {
 
     // A CA file with no certificate in it would refuse every client: refused, the loaded CA stays.
     clientCa.update('not a certificate\n');
-    expect(await service.logged(/"msg":"TLS reload rejected/)).toContain('QUOTA_TLS_CLIENT_CA: no PEM certificate in it');
+    expect(await service.logged(/"msg":"TLS reload rejected/)).toMatch(/QUOTA_TLS_CLIENT_CA: \S+ca\.crt holds no PEM certificate/);
     expect(await health('next-client')).toBe('OK');
     service.signal('SIGTERM');
     expect(await service.exit).toBe(0);
@@ -131,11 +131,12 @@ describe('TLS certificate reload on a real service process', () => {
 });
 
 describe('TLS files checked at start', () => {
-  it('a key that does not match its certificate, a certificate that is no PEM and a CA without a certificate name their variable', () => {
+  it('a key that does not match its certificate, a certificate or key that is no PEM and a CA without a certificate name their variable and path', () => {
     const file = certificates.file;
-    expect(() => serverTls({ cert: file('first.crt'), key: file('renewed.key') })).toThrow(/QUOTA_TLS_KEY: .*key values mismatch/);
-    expect(() => serverTls({ cert: file('first.key'), key: file('first.key') })).toThrow(/QUOTA_TLS_CERT: .*no start line/);
-    expect(() => serverTls({ cert: file('first.crt'), key: file('first.key'), clientCa: file('first.key') })).toThrow(/QUOTA_TLS_CLIENT_CA: no PEM certificate in it/);
+    expect(() => serverTls({ cert: file('first.crt'), key: file('renewed.key') })).toThrow(/QUOTA_TLS_KEY: \S+renewed\.key is not the private key of the certificate in QUOTA_TLS_CERT/);
+    expect(() => serverTls({ cert: file('first.key'), key: file('first.key') })).toThrow(/QUOTA_TLS_CERT: \S+first\.key holds no PEM certificate/);
+    expect(() => serverTls({ cert: file('first.crt'), key: file('first.crt') })).toThrow(/QUOTA_TLS_KEY: \S+first\.crt is not a usable PEM private key/);
+    expect(() => serverTls({ cert: file('first.crt'), key: file('first.key'), clientCa: file('first.key') })).toThrow(/QUOTA_TLS_CLIENT_CA: \S+first\.key holds no PEM certificate/);
     expect(serverTls({ cert: file('first.crt'), key: file('first.key'), clientCa: file('ca.crt') }).credentials._isSecure()).toBe(true);
   });
 });
