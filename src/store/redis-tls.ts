@@ -45,10 +45,10 @@ export function redisTlsOptions(files: RedisTlsFiles): ConnectionOptions | undef
 export function watchRedisTls(options: { files: RedisTlsFiles; live: ConnectionOptions; logger: Logger; debounceMs?: number }): { close(): void } {
   const named = (['ca', 'cert', 'key'] as const).filter((name) => options.files[name] !== undefined);
   const paths = named.map((name) => options.files[name] as string);
-  const textOf = (value: unknown) => (value === undefined ? '' : Buffer.from(value as Buffer).toString('utf8'));
   return watchConfigFiles({
     paths,
-    loadedTexts: named.map((name) => textOf(options.live[name])),
+    // redisTlsOptions set each named file's bytes as a Buffer.
+    loadedTexts: named.map((name) => (options.live[name] as Buffer).toString('utf8')),
     logger: options.logger,
     ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
     parse: (texts) => checkedOptions(options.files, (variable, path) => ({ variable, path, pem: Buffer.from(texts[paths.indexOf(path)] as string) })),
