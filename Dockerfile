@@ -3,35 +3,45 @@
 # No Docker engine runs in this project's CI, so this file is not built there; keep it
 # plain and conventional (docs/deploy.md says how to build and check it by hand).
 #
-# Three stages: build (all dependencies, generate the gRPC code, compile, copy the .lua
-# files beside their modules), prod-deps (production dependencies only) and the runtime
-# image, which holds node_modules without dev dependencies, dist/src, package.json
-# (its "type": "module" makes Node load dist/ as ES modules) and the default policy file.
+# Three stages: build (all dependencies, then `npm run build`, the same build as
+# `make build`), prod-deps (the service's production dependencies and the two workspace
+# packages it uses, nothing the client packages or examples need) and the runtime image.
 ARG NODE_IMAGE=node:22-alpine
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
+COPY clients/contract/package.json clients/contract/
+COPY clients/core/package.json clients/core/
+COPY clients/quota-client/package.json clients/quota-client/
+COPY clients/http/package.json clients/http/
+COPY clients/mcp/package.json clients/mcp/
+COPY clients/order-api/package.json clients/order-api/
+COPY clients/mcp-server/package.json clients/mcp-server/
 RUN npm ci --no-audit --no-fund
 COPY buf.yaml buf.gen.yaml tsconfig.json tsconfig.build.json ./
 COPY proto ./proto
 COPY scripts ./scripts
 COPY src ./src
-# The same steps as `make build`: npm run gen, tsc, scripts/copy-assets.mjs (the Lua scripts
-# are read at run time from beside their compiled modules).
-RUN npm run gen \
- && npx tsc -p tsconfig.build.json \
- && node scripts/copy-assets.mjs
+COPY clients ./clients
+RUN npm run build
 
 FROM ${NODE_IMAGE} AS prod-deps
 WORKDIR /src
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
+COPY clients/contract/package.json clients/contract/
+COPY clients/core/package.json clients/core/
+# Only the service and the workspace packages it depends on.
+RUN npm ci --omit=dev --no-audit --no-fund \
+      --workspace @quota-service/contract --workspace @quota-service/core --include-workspace-root
+COPY --from=build /src/clients/contract/dist clients/contract/dist
+COPY --from=build /src/clients/core/dist clients/core/dist
 
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=prod-deps /src/node_modules ./node_modules
+COPY --from=prod-deps /src/clients ./clients
 COPY --from=build /src/dist/src ./dist/src
 COPY package.json ./
 # The service's default QUOTA_POLICIES is the relative path config/policies.yaml, so the

@@ -4,6 +4,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 NPM_INSTALL_STAMP := node_modules/.install-stamp
+# TypeScript run without a build: the workspace packages resolve to their sources.
+TS_NODE := node --conditions=@quota-service/source --import tsx
 
 .PHONY: help deps redis gen build run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-cluster helm-check helm-bin clean
 
@@ -18,7 +20,7 @@ help:
 	@echo "make helm-check  the chart tests: static checks, then helm lint --strict and helm template per values file (fetches helm if missing)"
 
 # npm ci when the lock file changed since the last install.
-$(NPM_INSTALL_STAMP): package.json package-lock.json
+$(NPM_INSTALL_STAMP): package.json package-lock.json $(wildcard clients/*/package.json)
 	npm ci --no-audit --no-fund
 	@touch $@
 
@@ -31,12 +33,12 @@ redis:
 gen: deps
 	npm run --silent gen
 
-build: gen
-	npx tsc -p tsconfig.build.json
-	node scripts/copy-assets.mjs
+# The same build as `npm run build`: generated code, the packages in clients/, then the service.
+build: deps
+	npm run --silent build
 
 run: build
-	node dist/src/main.js
+	npm start
 
 # The reference order API in front of the quota service; see clients/README.md.
 run-demo: gen
@@ -48,10 +50,10 @@ typecheck: gen
 # The reference MCP server (clients/mcp-server) and the quota service it needs:
 # run each in its own terminal. MCP_* variables are listed in clients/mcp/README.md.
 run-mcp-quota: build
-	QUOTA_POLICIES=config/mcp-policies.yaml node dist/src/main.js
+	QUOTA_POLICIES=config/mcp-policies.yaml npm start
 
 run-mcp: gen
-	MCP_TRANSPORT=$${MCP_TRANSPORT:-http} node --import tsx clients/mcp-server/main.ts
+	MCP_TRANSPORT=$${MCP_TRANSPORT:-http} $(TS_NODE) clients/mcp-server/main.ts
 
 # The MCP conformance suite against the reference server (installs it into .tmp/ once).
 mcp-conformance: gen
@@ -64,18 +66,18 @@ helm-bin: deps
 test: deps redis helm-bin typecheck
 	npx vitest run
 
-bench: deps redis gen
-	npx tsx bench/run.ts
-	npx tsx bench/algorithms.ts
-	npx tsx bench/many-keys.ts
-	npx tsx bench/batch-run.ts
-	npx tsx bench/flexible-run.ts
-	npx tsx bench/resp-decode.ts
-	npx tsx bench/hop-floor.ts
-	npx tsx bench/order-api-run.ts
+bench: build redis
+	$(TS_NODE) bench/run.ts
+	$(TS_NODE) bench/algorithms.ts
+	$(TS_NODE) bench/many-keys.ts
+	$(TS_NODE) bench/batch-run.ts
+	$(TS_NODE) bench/flexible-run.ts
+	$(TS_NODE) bench/resp-decode.ts
+	$(TS_NODE) bench/hop-floor.ts
+	$(TS_NODE) bench/order-api-run.ts
 
-bench-cluster: deps redis gen
-	npx tsx bench/cluster.ts
+bench-cluster: build redis
+	$(TS_NODE) bench/cluster.ts
 
 # The chart (docs/deploy.md): test/helm checks its files, schema, values paths, env names,
 # ports and dashboard, and renders it with a real helm (helm on PATH, else the one

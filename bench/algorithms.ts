@@ -3,8 +3,7 @@
 // per identity after N distinct identities made one decision each.
 //
 //   npx tsx bench/algorithms.ts [--identities 100000] [--concurrency 256]
-import { parsePolicies, type Limit } from '../src/config/policies.js';
-import { identityKey } from '../src/engine/keys.js';
+import { identityKey, type Limit, parsePolicies } from '@quota-service/core';
 import { RedisStore } from '../src/store/redis.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { stringify } from 'yaml';

@@ -1,5 +1,5 @@
 import { createChannel, createClient, type Channel } from 'nice-grpc';
-import { QuotaServiceDefinition, type AllowRequest } from '../src/gen/quota/v1/quota.js';
+import { QuotaServiceDefinition, type AllowRequest } from '@quota-service/contract';
 import type { Call } from './load.js';
 
 /** Distinct user ids the load cycles through: many keys, as in production, and no hot key. */

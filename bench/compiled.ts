@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { cpSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -8,9 +7,10 @@ import { promisify } from 'node:util';
  * (`make run`: tsc, then `node dist/src/main.js`), not TypeScript through the
  * tsx loader: tsx compiles with esbuild's keepNames, which wraps every function
  * and closure the service creates per request in a `__name(...)` call, a cost
- * production never pays. tsconfig.bench.json compiles src/, clients/,
- * bench/servers/ and bench/service-path.ts into OUT_DIR (incremental, so a
- * second bench starts faster).
+ * production never pays. tsconfig.bench.json compiles src/, the order API
+ * example, bench/servers/ and bench/service-path.ts into OUT_DIR (incremental,
+ * so a second bench starts faster); the packages in clients/ run from their
+ * own builds (`make bench` builds them first).
  */
 export const OUT_DIR = '.tmp/bench-dist';
 
@@ -26,15 +26,6 @@ export function compileServers(repoRoot: string): Promise<void> {
       const { stdout } = error as { stdout?: string };
       throw new Error(`bench: tsc -p tsconfig.bench.json failed:\n${stdout ?? String(error)}`);
     }
-    // tsc copies no .lua; the algorithms read their scripts from beside their modules.
-    copyLua(join(repoRoot, 'src'), join(repoRoot, OUT_DIR, 'src'));
   })();
   return compiled;
-}
-
-function copyLua(from: string, to: string): void {
-  for (const entry of readdirSync(from, { withFileTypes: true })) {
-    if (entry.isDirectory()) copyLua(join(from, entry.name), join(to, entry.name));
-    else if (entry.name.endsWith('.lua')) cpSync(join(from, entry.name), join(to, entry.name));
-  }
 }

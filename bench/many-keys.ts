@@ -16,10 +16,9 @@ import { createHash } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
 import type { Redis } from 'ioredis';
 import { stringify } from 'yaml';
-import { decideArguments, decideLua, parseDecideReply, textLua } from '../src/algorithms/decide-script.js';
-import { tokenBucket } from '../src/algorithms/token-bucket/token-bucket.js';
-import { parsePolicies, type Limit } from '../src/config/policies.js';
-import { identityKey } from '../src/engine/keys.js';
+import { algorithmLua, decideArguments, decideLua, textLua } from '../src/algorithms/decide-script.js';
+import { tokenBucket } from '../clients/core/src/algorithms/token-bucket/token-bucket.js';
+import { identityKey, type Limit, parseDecideReply, parsePolicies } from '@quota-service/core';
 import { startRedisServer } from '../test/support/redis-server.js';
 
 function flag(name: string, fallback: number): number {
@@ -54,7 +53,7 @@ const BULK_LUA = [
   // The prologue the decide script has (decide-script.ts): the tables the algorithm files fill, and text.lua's int/g17.
   'local A, R = {}, {}',
   textLua,
-  `do\n${tokenBucket.lua}\nend`,
+  `do\n${algorithmLua(tokenBucket)}\nend`,
   `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local args = { ARGV[5], ARGV[6], ARGV[7] }

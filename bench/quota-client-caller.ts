@@ -1,4 +1,4 @@
-import { createQuotaClient, type BatchOptions } from '../clients/quota-client/index.js';
+import { createQuotaClient, type BatchOptions } from '@quota-service/client';
 import type { AllowCaller } from './client.js';
 
 const USERS = 10_000;

@@ -11,9 +11,9 @@
 // caller at concurrency 1. There each call's objects live across turns, so what
 // survives a scavenge (promoted, reclaimed only by a mark-compact) shows. The
 // phases are marked for the parent, which runs this with --trace-gc-nvp (bench/gc-trace.ts).
-import { parsePolicies } from '../src/config/policies.js';
+import { parsePolicies } from '@quota-service/core';
 import { QuotaEngine } from '../src/engine/engine.js';
-import { AllowBatchRequest, AllowBatchResponse } from '../src/gen/quota/v1/quota.js';
+import { AllowBatchRequest, AllowBatchResponse } from '@quota-service/contract';
 import { quotaService } from '../src/grpc/quota-service.js';
 import { createLogger } from '../src/logger.js';
 import { QuotaMetrics } from '../src/metrics/metrics.js';

@@ -10,8 +10,7 @@
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import { stringify } from 'yaml';
-import { parsePolicies } from '../src/config/policies.js';
-import { identityKey } from '../src/engine/keys.js';
+import { identityKey, parsePolicies } from '@quota-service/core';
 import { RedisStore } from '../src/store/redis.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 

@@ -1,6 +1,7 @@
-// Generates TypeScript from proto/ (buf + ts-proto) and embeds the binary
-// descriptor set used by server reflection, so neither is committed and
-// neither depends on a file path at run time.
+// Generates TypeScript from proto/ (buf + ts-proto) into the contract package
+// (clients/contract/src/gen) and embeds the binary descriptor set used by
+// server reflection in src/gen, so neither is committed and neither depends on
+// a file path at run time.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,7 @@ import { join } from 'node:path';
 const buf = join('node_modules', '.bin', 'buf');
 const run = (args) => execFileSync(buf, args, { stdio: 'inherit' });
 
-rmSync('src/gen', { recursive: true, force: true });
+rmSync('clients/contract/src/gen', { recursive: true, force: true });
 mkdirSync('src/gen', { recursive: true });
 run(['lint']);
 run(['generate', '--path', 'proto/quota']);

@@ -23,12 +23,12 @@ cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; r
 trap cleanup EXIT
 
 QUOTA_GRPC_ADDR=127.0.0.1:$QUOTA_PORT QUOTA_POLICIES=config/mcp-policies.yaml QUOTA_LOG_LEVEL=warn \
-  node --import tsx src/main.ts >"$OUT/quota.log" 2>&1 &
+  node --conditions=@quota-service/source --import tsx src/main.ts >"$OUT/quota.log" 2>&1 &
 pids+=($!)
 # The dev tokens' audience is http://localhost:3333/mcp: keep that resource URL on any port.
 MCP_TRANSPORT=http MCP_HTTP_PORT=$MCP_PORT MCP_RESOURCE_URL=http://localhost:3333/mcp MCP_LOG_LEVEL=warn \
   QUOTA_SERVICE_ADDR=127.0.0.1:$QUOTA_PORT MCP_AUDIT_FILE="$OUT/audit.jsonl" \
-  node --import tsx clients/mcp-server/main.ts >"$OUT/mcp.log" 2>&1 &
+  node --conditions=@quota-service/source --import tsx clients/mcp-server/main.ts >"$OUT/mcp.log" 2>&1 &
 pids+=($!)
 node scripts/mcp-auth-proxy.mjs "$PROXY_PORT" "$MCP_PORT" dev-alice-agent-token &
 pids+=($!)

@@ -15,10 +15,10 @@ stop() {
 }
 trap stop EXIT INT TERM
 
-# `node --import tsx`: one process per server, so $! is the server itself and stop() reaches it.
-env -u QUOTA_REDIS_URL -u QUOTA_REDIS_CLUSTER QUOTA_GRPC_ADDR="$QUOTA_ADDR" node --import tsx src/main.ts &
+# `node --conditions=@quota-service/source --import tsx`: one process per server, so $! is the server itself and stop() reaches it.
+env -u QUOTA_REDIS_URL -u QUOTA_REDIS_CLUSTER QUOTA_GRPC_ADDR="$QUOTA_ADDR" node --conditions=@quota-service/source --import tsx src/main.ts &
 pids+=($!)
-ORDER_API_ADDR="$HTTP_ADDR" ORDER_API_QUOTA_ADDR="$QUOTA_ADDR" node --import tsx clients/order-api/main.ts &
+ORDER_API_ADDR="$HTTP_ADDR" ORDER_API_QUOTA_ADDR="$QUOTA_ADDR" node --conditions=@quota-service/source --import tsx clients/order-api/main.ts &
 pids+=($!)
 echo "run-demo: quota service on $QUOTA_ADDR (embedded store), order API on http://$HTTP_ADDR (Ctrl-C stops both)" >&2
 # Either one exiting ends the demo.

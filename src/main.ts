@@ -2,7 +2,7 @@
 import { CallersFileError, readCallersFile } from './config/callers.js';
 import { ReloadableCallerRegistry, watchCallersFile } from './config/callers-watcher.js';
 import { ConfigError, loadConfig } from './config/env.js';
-import { PolicyFileError, readPolicyFile } from './config/policies.js';
+import { readPolicyFile } from './config/policies.js';
 import { watchPolicyFile } from './config/policy-watcher.js';
 import { QuotaEngine } from './engine/engine.js';
 import { startQuotaServer } from './grpc/server.js';
@@ -11,11 +11,12 @@ import { createLogger } from './logger.js';
 import { QuotaMetrics } from './metrics/metrics.js';
 import { startMetricsServer, type MetricsServer } from './metrics/metrics-server.js';
 import { MemoryStore } from './store/memory.js';
-import { StoreFailurePolicy } from './store/failure.js';
+import { StoreFailurePolicy } from './engine/failure.js';
 import { RedisStore } from './store/redis.js';
 import { connectionErrorLog } from './store/redis-connection-errors.js';
 import { redisTlsMode, redisTlsOptions, watchRedisTls } from './store/redis-tls.js';
 import type { QuotaStore } from './store/store.js';
+import { PolicyFileError } from '@quota-service/core';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);

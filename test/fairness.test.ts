@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decideTokenBucket, type TokenBucketState } from '../src/algorithms/token-bucket/model.js';
-import { parsePolicies } from '../src/config/policies.js';
+import { decideTokenBucket, type TokenBucketState } from '../clients/core/src/algorithms/token-bucket/model.js';
+import { parsePolicies } from '@quota-service/core';
 import { startTestService, type TestService } from './support/quota-service.js';
 import { redisFixture, T0, type StoreFixture } from './support/store-fixtures.js';
 import { useRedisServer } from './support/use-redis.js';

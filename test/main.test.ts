@@ -5,13 +5,14 @@ import { join } from 'node:path';
 import { createChannel, createClient, type Channel } from 'nice-grpc';
 import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DecisionSource, QuotaServiceDefinition } from '../src/gen/quota/v1/quota.js';
+import { DecisionSource, QuotaServiceDefinition } from '@quota-service/contract';
 import { startRedisServer, type RedisServer } from './support/redis-server.js';
 import { useRedisCluster } from './support/use-redis.js';
+import { TS_NODE_ARGS } from './support/ts-node-args.js';
 
 /** The service as `make run` starts it (through tsx, so no build step is needed). */
 function startService(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [...TS_NODE_ARGS, 'src/main.ts'], {
     // A generous store budget: a stall of a busy CI machine must not hand a decision to the failure mode.
     env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', QUOTA_STORE_TIMEOUT_MS: '2000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

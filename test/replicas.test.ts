@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { createChannel, createClient, type Channel } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DecisionSource, QuotaServiceDefinition, type QuotaServiceClient } from '../src/gen/quota/v1/quota.js';
+import { DecisionSource, QuotaServiceDefinition, type QuotaServiceClient } from '@quota-service/contract';
 import { startRedisServer, type RedisServer } from './support/redis-server.js';
 import { startServiceProcess, untilServing, type ServiceProcess } from './support/service-process.js';
 

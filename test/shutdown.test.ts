@@ -1,7 +1,7 @@
 import { createChannel, createClient } from 'nice-grpc';
 import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DecisionSource, QuotaServiceDefinition } from '../src/gen/quota/v1/quota.js';
+import { DecisionSource, QuotaServiceDefinition } from '@quota-service/contract';
 import { startRedisServer, type RedisServer } from './support/redis-server.js';
 import { startServiceProcess, untilServing } from './support/service-process.js';
 

@@ -2,7 +2,7 @@
 // same process model as the quota service, but Allow does no work at all, so
 // its throughput is what the transport alone allows on this machine right now.
 import { createServer } from 'nice-grpc';
-import { DecisionSource, type AllowResponse } from '../../src/gen/quota/v1/quota.js';
+import { DecisionSource, type AllowResponse } from '@quota-service/contract';
 import { quotaServiceDefinition, type QuotaServiceHandlers } from '../../src/grpc/service-definition.js';
 import { failStart, serveUntilParentLeaves } from './lifecycle.js';
 

@@ -7,7 +7,7 @@ import { buildOrderApi } from '../../clients/order-api/app.js';
 import { Credentials } from '../../clients/order-api/credentials.js';
 import { createOrderApiLogger } from '../../clients/order-api/logger.js';
 import { OrderStore } from '../../clients/order-api/order-store.js';
-import { createQuotaClient, type QuotaClient } from '../../clients/quota-client/index.js';
+import { createQuotaClient, type QuotaClient } from '@quota-service/client';
 import { failStart, serveUntilParentLeaves } from './lifecycle.js';
 
 const noLimiter: QuotaClient = {

@@ -2,7 +2,7 @@
 // with its middleware, health and reflection), on the Redis whose URL is argv[2],
 // or on the Redis Cluster whose seeds follow `--cluster` (bench/cluster.ts).
 // It runs in its own process so the load driver does not share its event loop.
-import { parsePolicies } from '../../src/config/policies.js';
+import { parsePolicies } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { startQuotaServer } from '../../src/grpc/server.js';
 import { createLogger } from '../../src/logger.js';

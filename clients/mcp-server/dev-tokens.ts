@@ -5,7 +5,7 @@ import type { OAuthTokenVerifier } from '@modelcontextprotocol/sdk/server/auth/p
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import type { Principal } from '../mcp/principal.js';
+import type { Principal } from '@quota-service/mcp';
 
 const name = z.string().min(1).max(256);
 const principalFields = {

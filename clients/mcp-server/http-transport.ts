@@ -11,7 +11,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { principalFromAuthInfo } from '../mcp/principal.js';
+import { principalFromAuthInfo } from '@quota-service/mcp';
 
 export interface HttpTransportOptions {
   /** Interface to bind, e.g. 127.0.0.1. */

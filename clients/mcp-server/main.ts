@@ -3,7 +3,7 @@
 // stdout is the protocol channel.
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { pino } from 'pino';
-import { createQuotaClient } from '../quota-client/index.js';
+import { createQuotaClient } from '@quota-service/client';
 import { loadMcpServerConfig } from './config.js';
 import { loadDevCredentials } from './dev-tokens.js';
 import { HelpDesk } from './help-desk.js';

@@ -1,10 +1,10 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import type { Approver } from '../mcp/approval.js';
-import type { AuditSink } from '../mcp/audit.js';
-import { principalFromAuthInfo, type Principal } from '../mcp/principal.js';
-import type { QuotaDecider } from '../mcp/quota-decider.js';
-import { guardTools } from '../mcp/tool-guard.js';
+import type { Approver } from '@quota-service/mcp';
+import type { AuditSink } from '@quota-service/mcp';
+import { principalFromAuthInfo, type Principal } from '@quota-service/mcp';
+import type { QuotaDecider } from '@quota-service/mcp';
+import { guardTools } from '@quota-service/mcp';
 import type { Logger } from 'pino';
 import type { HelpDesk } from './help-desk.js';
 

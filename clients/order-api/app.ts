@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { clientIpResolver, fastifyRateLimit } from '../http/index.js';
-import type { QuotaClient } from '../quota-client/index.js';
+import { clientIpResolver } from '@quota-service/http';
+import { fastifyRateLimit } from '@quota-service/http/fastify';
+import type { QuotaClient } from '@quota-service/client';
 import { ConcurrencyLimit } from './concurrency-limit.js';
 import type { Authentication, Credentials, Principal } from './credentials.js';
 import { IdempotencyStore } from './idempotency.js';

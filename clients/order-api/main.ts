@@ -10,7 +10,7 @@
 //   ORDER_API_ON_UNAVAILABLE   fail_open | fail_closed      fail_closed
 //   ORDER_API_DEADLINE_MS      quota call deadline          250
 //   ORDER_API_LOG_LEVEL        pino level                   info
-import { createQuotaClient } from '../quota-client/index.js';
+import { createQuotaClient } from '@quota-service/client';
 import { buildOrderApi } from './app.js';
 import { Credentials } from './credentials.js';
 import { createOrderApiLogger } from './logger.js';

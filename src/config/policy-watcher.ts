@@ -1,6 +1,6 @@
 import type { Logger } from '../logger.js';
 import { watchConfigFile } from './file-watcher.js';
-import { parsePolicies, type PolicySet } from './policies.js';
+import { parsePolicies, type PolicySet } from '@quota-service/core';
 
 export interface PolicyWatcherOptions {
   /** The policy file, possibly a symlink (a Kubernetes ConfigMap volume: policies.yaml -> ..data/policies.yaml). */

@@ -1,33 +1,26 @@
-import type { LimitOutcome } from '../algorithms/algorithm.js';
-import type { GroupDecision, LimitCall } from '../algorithms/decide-script.js';
-import type { Limit, Policy, PolicySet } from '../config/policies.js';
+import {
+  decisionOf,
+  limitCalls,
+  requestKey,
+  statuses,
+  validatePeek,
+  validateRequest,
+  type AllowInput,
+  type Decision,
+  type GroupDecision,
+  type Limit,
+  type LimitCall,
+  type LimitStatus,
+  type PeekInput,
+  type Policy,
+  type PolicySet,
+  type SourcelessDecision,
+  type ValidRequest,
+} from '@quota-service/core';
 import { createLogger } from '../logger.js';
-import { StoreFailurePolicy, type DecisionSource } from '../store/failure.js';
+import { StoreFailurePolicy } from './failure.js';
 import type { QuotaStore } from '../store/store.js';
-import { identityKey, requestKey } from './keys.js';
 import { peekAcrossSlots, slotGroups, spendAcrossSlots, type SlotGroups } from './slot-groups.js';
-import { validatePeek, validateRequest, type AllowInput, type PeekInput, type ValidRequest } from './validate-request.js';
-
-export interface LimitStatus {
-  name: string;
-  algorithm: string;
-  limit: number;
-  remaining: number;
-  resetAfterMs: number;
-}
-
-export interface Decision {
-  allowed: boolean;
-  /** 0 when allowed. */
-  retryAfterMs: number;
-  /** The limit that rejected the request; '' when allowed. */
-  deniedBy: string;
-  limits: LimitStatus[];
-  /** Shaping: wait this long before doing the allowed work; 0 otherwise. */
-  delayMs: number;
-  /** Where the decision came from: the store, or the policy's failure mode (src/store/failure.ts). */
-  source: DecisionSource;
-}
 
 export interface QuotaEngineOptions {
   /** Timeout budget, circuit breaker and failure modes around the store call. */
@@ -190,7 +183,7 @@ export class QuotaEngine {
   }
 
   /** The request on `store` with its limits scaled: the failure mode 'local'. */
-  private onStore(prepared: Prepared, store: QuotaStore, scale: (limit: Limit) => Limit): Promise<Omit<Decision, 'source'>> {
+  private onStore(prepared: Prepared, store: QuotaStore, scale: (limit: Limit) => Limit): Promise<SourcelessDecision> {
     const scaled = prepared.request.policy.limits.map(scale);
     const scaledCalls = limitCalls(scaled, prepared.request);
     return this.decideOn(store, prepared.request, scaled, scaledCalls, slotGroups(store, scaledCalls));
@@ -207,7 +200,7 @@ export class QuotaEngine {
     limits: readonly Limit[],
     calls: readonly LimitCall[],
     groups: SlotGroups,
-  ): Promise<Omit<Decision, 'source'>> {
+  ): Promise<SourcelessDecision> {
     // All or nothing: one store call when the keys share a slot (or the store has none), else reserve and refund.
     return spendAcrossSlots(store, calls, memoOf(request, groups), groups, (outcomes) => decisionOf(limits, outcomes));
   }
@@ -232,28 +225,6 @@ export class QuotaEngine {
   }
 }
 
-/** The decision from each limit's outcome: the first rejecting limit denies, else the longest shaping delay applies. */
-function decisionOf(limits: readonly Limit[], outcomes: readonly LimitOutcome[]): Omit<Decision, 'source'> {
-  let denied = -1;
-  let delayMs = 0;
-  for (let i = 0; i < limits.length; i++) {
-    const outcome = outcomes[i];
-    if (outcome?.allowed !== true) {
-      denied = i;
-      break;
-    }
-    if (outcome.delayMs !== undefined && outcome.delayMs > delayMs) delayMs = outcome.delayMs;
-  }
-  const allowed = denied === -1;
-  return {
-    allowed,
-    retryAfterMs: allowed ? 0 : (outcomes[denied]?.retryAfterMs ?? 0),
-    deniedBy: allowed ? '' : (limits[denied]?.name ?? ''),
-    limits: statuses(limits, outcomes),
-    delayMs: allowed ? delayMs : 0,
-  };
-}
-
 /** With a request id: where its decision is remembered, beside the first group's identity (src/engine/slot-groups.ts). */
 function memoOf(request: ValidRequest, groups: SlotGroups): { key: string; ttlMs: number } | undefined {
   if (request.requestId === '') return undefined;
@@ -262,34 +233,6 @@ function memoOf(request: ValidRequest, groups: SlotGroups): { key: string; ttlMs
   const value = request.identityValues[first];
   if (limit === undefined || value === undefined) return undefined;
   return { key: requestKey(request.policy.name, limit.keyBy, value, request.requestId), ttlMs: request.policy.requestIdTtlMs };
-}
-
-function limitCalls(limits: readonly Limit[], request: ValidRequest): LimitCall[] {
-  const calls: LimitCall[] = new Array(limits.length);
-  for (let i = 0; i < limits.length; i++) {
-    const limit = limits[i]!;
-    const value = request.identityValues[i];
-    if (value === undefined) throw new Error(`policy ${request.policy.name}: no identity value for limit ${limit.name}`);
-    calls[i] = { limit, identityKey: identityKey(limit.name, limit.keyBy, value), cost: request.cost };
-  }
-  return calls;
-}
-
-function statuses(limits: readonly Limit[], outcomes: readonly LimitOutcome[]): LimitStatus[] {
-  // A loop into a sized array, not map with a closure: once per decision.
-  const out: LimitStatus[] = new Array(limits.length);
-  for (let i = 0; i < limits.length; i++) {
-    const limit = limits[i]!;
-    const outcome = outcomes[i];
-    out[i] = {
-      name: limit.name,
-      algorithm: limit.algorithm.name,
-      limit: limit.algorithm.capacity(limit.params),
-      remaining: outcome?.remaining ?? 0,
-      resetAfterMs: outcome?.resetAfterMs ?? 0,
-    };
-  }
-  return out;
 }
 
 /** A request ready for the store (QuotaEngine.prepare). */
@@ -310,6 +253,6 @@ interface Indexed {
 const callsOf = (entry: Indexed): LimitCall[] => entry.prepared.calls;
 
 /** The store's answer for one request decided together: its decision, or the error its call failed with. */
-function decisionFrom(entry: Indexed, answer: GroupDecision | Error): Omit<Decision, 'source'> | Error {
+function decisionFrom(entry: Indexed, answer: GroupDecision | Error): SourcelessDecision | Error {
   return answer instanceof Error ? answer : decisionOf(entry.prepared.request.policy.limits, answer.outcomes);
 }

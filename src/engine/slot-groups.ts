@@ -1,7 +1,5 @@
-import type { LimitOutcome } from '../algorithms/algorithm.js';
-import { encodeRemembered, type GroupDecision, type LimitCall, type Memo } from '../algorithms/decide-script.js';
+import { encodeRemembered, type GroupDecision, type LimitCall, type LimitOutcome, type Memo, StoreUnavailableError } from '@quota-service/core';
 import type { QuotaStore } from '../store/store.js';
-import { StoreUnavailableError } from './errors.js';
 
 /** A retry that finds its request still being decided (cross-slot) looks again this often, this many times. */
 const PENDING_POLL_MS = 5;

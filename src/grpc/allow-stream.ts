@@ -1,6 +1,6 @@
 import { ServerError, Status, type CallContext } from 'nice-grpc';
 import type { Caller } from '../config/callers.js';
-import type { AllowBatchResult, AllowRequest, AllowStreamRequest, AllowStreamResponse } from '../gen/quota/v1/quota.js';
+import type { AllowBatchResult, AllowRequest, AllowStreamRequest, AllowStreamResponse } from '@quota-service/contract';
 import type { CallerContext } from './auth-middleware.js';
 import { checkBatchSize } from './decide-each.js';
 

@@ -1,9 +1,8 @@
 import { Status } from 'nice-grpc';
 import type { Caller } from '../config/callers.js';
-import type { Decision, QuotaEngine } from '../engine/engine.js';
-import { InvalidArgumentError } from '../engine/errors.js';
-import { DecisionSource, type AllowBatchResult, type AllowRequest, type AllowResponse } from '../gen/quota/v1/quota.js';
-import type { DecisionSource as EngineDecisionSource } from '../store/failure.js';
+import type { QuotaEngine } from '../engine/engine.js';
+import { type Decision, type DecisionSource as EngineDecisionSource, InvalidArgumentError } from '@quota-service/core';
+import { DecisionSource, type AllowBatchResult, type AllowRequest, type AllowResponse } from '@quota-service/contract';
 import type { Logger } from '../logger.js';
 import { batchItemError } from './error-middleware.js';
 

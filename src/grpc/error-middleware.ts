@@ -1,6 +1,6 @@
 import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc';
-import { InvalidArgumentError, PolicyNotFoundError, StoreUnavailableError } from '../engine/errors.js';
-import type { BatchItemError } from '../gen/quota/v1/quota.js';
+import { InvalidArgumentError, PolicyNotFoundError, StoreUnavailableError } from '@quota-service/core';
+import type { BatchItemError } from '@quota-service/contract';
 import type { Logger } from '../logger.js';
 
 /**

@@ -1,6 +1,5 @@
 import type { CallContext } from 'nice-grpc';
-import type { Policy } from '../config/policies.js';
-import type { LimitDefinition as LimitFileDefinition } from '../config/policy-schema.js';
+import type { LimitDefinition as LimitFileDefinition, Policy } from '@quota-service/core';
 import type { QuotaEngine } from '../engine/engine.js';
 import type { Logger } from '../logger.js';
 import type {
@@ -12,7 +11,7 @@ import type {
   GetQuotaResponse,
   LimitDefinition,
   ListPoliciesResponse,
-} from '../gen/quota/v1/quota.js';
+} from '@quota-service/contract';
 import { allowStreamHandler } from './allow-stream.js';
 import type { CallerContext } from './auth-middleware.js';
 import { checkBatchSize, decideEach, toAllowResponse } from './decide-each.js';

@@ -2,7 +2,7 @@ import type { ServerCredentials } from '@grpc/grpc-js';
 import { createServer, type Server } from 'nice-grpc';
 import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
 import type { QuotaEngine } from '../engine/engine.js';
-import { QuotaServiceDefinition } from '../gen/quota/v1/quota.js';
+import { QuotaServiceDefinition } from '@quota-service/contract';
 import type { Logger } from '../logger.js';
 import type { CallerRegistry } from '../config/callers.js';
 import { authMiddleware } from './auth-middleware.js';

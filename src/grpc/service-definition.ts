@@ -1,5 +1,5 @@
 import type { ServiceImplementation } from 'nice-grpc';
-import { AllowBatchResponse, AllowResponse, AllowStreamResponse, QuotaServiceDefinition } from '../gen/quota/v1/quota.js';
+import { AllowBatchResponse, AllowResponse, AllowStreamResponse, QuotaServiceDefinition } from '@quota-service/contract';
 
 const { allow, allowBatch, allowStream } = QuotaServiceDefinition.methods;
 

@@ -1,4 +1,4 @@
-import type { DecisionSource } from '../store/failure.js';
+import type { DecisionSource } from '@quota-service/core';
 
 export type DecisionResult = 'allowed' | 'rejected';
 

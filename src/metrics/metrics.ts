@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
-import type { Decision } from '../engine/engine.js';
-import type { CircuitStateName, StoreFailureEvents, StoreFailureKind } from '../store/failure.js';
+import type { Decision } from '@quota-service/core';
+import type { CircuitStateName, StoreFailureEvents, StoreFailureKind } from '../engine/failure.js';
 import type { QuotaStore } from '../store/store.js';
 import { DecisionTally } from './decision-tally.js';
 import { LatencyHistogram } from './latency-histogram.js';

@@ -7,11 +7,8 @@ import type { ConnectionOptions } from 'node:tls';
 // 600 numbers of a 100-decision reply), so a batch replies one binary string
 // (decide.lua, "Batch"), which it decodes in under a microsecond.
 import { Cluster, Redis } from 'ioredis';
-import type { LimitOutcome } from '../algorithms/algorithm.js';
-import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, parseDecideReply, type DecideMode, type DecideOptions, type GroupDecision, type LimitCall, type Memo, rememberArguments, type ScriptCall } from '../algorithms/decide-script.js';
-import type { Clock } from '../clock.js';
-import type { Limit } from '../config/policies.js';
-import { asError, StoreUnavailableError } from '../engine/errors.js';
+import { asError, type Clock, type DecideMode, type DecideOptions, type GroupDecision, type Limit, type LimitCall, type LimitOutcome, type Memo, parseDecideReply, StoreUnavailableError } from '@quota-service/core';
+import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from '../algorithms/decide-script.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { parseClusterSeed } from './cluster-seeds.js';
 import { probeConnection } from './connection-probe.js';

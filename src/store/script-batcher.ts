@@ -1,6 +1,6 @@
 import { batchArguments, splitBatchReply } from '../algorithms/decide-batch.js';
 import type { ScriptCall } from '../algorithms/decide-script.js';
-import { asError } from '../engine/errors.js';
+import { asError } from '@quota-service/core';
 
 /**
  * Sends one driver call to Redis and answers its reply, or rejects with the

@@ -1,6 +1,4 @@
-import type { LimitOutcome } from '../algorithms/algorithm.js';
-import type { DecideMode, DecideOptions, GroupDecision, LimitCall, Memo } from '../algorithms/decide-script.js';
-import type { Limit } from '../config/policies.js';
+import type { DecideMode, DecideOptions, GroupDecision, Limit, LimitCall, LimitOutcome, Memo } from '@quota-service/core';
 import type { EvictionRisk } from './eviction-check.js';
 
 /**

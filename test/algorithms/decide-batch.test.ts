@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { batchArguments, splitBatchReply, type BatchCall } from '../../src/algorithms/decide-batch.js';
-import { decideArguments, decideLua, parseDecideReply, rememberArguments, type ScriptCall } from '../../src/algorithms/decide-script.js';
-import { identityKey, requestKey } from '../../src/engine/keys.js';
+import { decideArguments, decideLua, rememberArguments, type ScriptCall } from '../../src/algorithms/decide-script.js';
+import { identityKey, parseDecideReply, requestKey } from '@quota-service/core';
 import { limitFrom, T0 } from '../support/store-fixtures.js';
 import { useRedisServer } from '../support/use-redis.js';
 

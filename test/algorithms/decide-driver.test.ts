@@ -1,8 +1,6 @@
 import fc from 'fast-check';
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { LimitCall } from '../../src/algorithms/decide-script.js';
-import type { Limit } from '../../src/config/policies.js';
-import { identityKey } from '../../src/engine/keys.js';
+import { identityKey, type Limit, type LimitCall } from '@quota-service/core';
 import { clearOfRealExpiry, startTime, timeStep } from '../support/lua-vs-model.js';
 import { limitFrom, memoryFixture, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';

@@ -1,8 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WINDOWS, type WindowName } from '../../src/algorithms/fixed-window/model.js';
-import type { Limit } from '../../src/config/policies.js';
-import { identityKey } from '../../src/engine/keys.js';
+import { WINDOWS, type WindowName } from '../../clients/core/src/algorithms/fixed-window/model.js';
+import { identityKey, type Limit } from '@quota-service/core';
 import { clearOfRealExpiry, identity, runBoth as runBothStores, timeStep, type Step } from '../support/lua-vs-model.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';

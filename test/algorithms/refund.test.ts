@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { LimitCall } from '../../src/algorithms/decide-script.js';
-import { identityKey } from '../../src/engine/keys.js';
+import { identityKey, type LimitCall } from '@quota-service/core';
 import { clearOfRealExpiry, startTime } from '../support/lua-vs-model.js';
 import { limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { useRedisServer } from '../support/use-redis.js';

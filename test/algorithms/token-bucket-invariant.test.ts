@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { identityKey } from '../../src/engine/keys.js';
+import { identityKey } from '@quota-service/core';
 import { limitFrom, memoryFixture } from '../support/store-fixtures.js';
 
 // The model is proven equal to the Lua (lua-equals-model.test.ts), so the invariant is checked on the model.

@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { identityKey } from '../../src/engine/keys.js';
+import { identityKey } from '@quota-service/core';
 import { limitFrom, memoryFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
 

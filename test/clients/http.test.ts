@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { retryAfterSeconds } from '../../clients/http/index.js';
-import { createQuotaClient, type QuotaClient } from '../../clients/quota-client/index.js';
-import { parsePolicies } from '../../src/config/policies.js';
+import { retryAfterSeconds } from '@quota-service/http';
+import { createQuotaClient, type QuotaClient } from '@quota-service/client';
+import { parsePolicies } from '@quota-service/core';
 import { closedPort } from '../support/closed-port.js';
 import { startHttpApp, type Framework, type HttpApp } from '../support/http-apps.js';
 import { startTestService, type TestService } from '../support/quota-service.js';

@@ -7,9 +7,9 @@ import { buildOrderApi, type OrderApiOptions } from '../../clients/order-api/app
 import { Credentials } from '../../clients/order-api/credentials.js';
 import { createOrderApiLogger } from '../../clients/order-api/logger.js';
 import { OrderStore } from '../../clients/order-api/order-store.js';
-import { createQuotaClient, type QuotaClient } from '../../clients/quota-client/index.js';
+import { createQuotaClient, type QuotaClient } from '@quota-service/client';
 import { stringify } from 'yaml';
-import { parsePolicies } from '../../src/config/policies.js';
+import { parsePolicies } from '@quota-service/core';
 import { MemoryStore } from '../../src/store/memory.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import type { StoreFixture } from '../support/store-fixtures.js';

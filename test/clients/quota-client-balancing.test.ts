@@ -2,7 +2,7 @@
 // instances behind one target, calls spread over both; with grpc-js's default
 // (pick_first) they all go to one. Decisions are counted by each instance's engine.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createQuotaClient, type QuotaClient } from '../../clients/quota-client/index.js';
+import { createQuotaClient, type QuotaClient } from '@quota-service/client';
 import { MemoryStore } from '../../src/store/memory.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 

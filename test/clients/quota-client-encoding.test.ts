@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { AllowBatchRequest, AllowRequest } from '../../src/gen/quota/v1/quota.js';
-import { allowRequest, quotaClientDefinition } from '../../clients/quota-client/service-definition.js';
-import type { AllowParams } from '../../clients/quota-client/types.js';
+import { AllowBatchRequest, AllowRequest } from '@quota-service/contract';
+import { allowRequest, quotaClientDefinition } from '../../clients/quota-client/src/service-definition.js';
+import type { AllowParams } from '../../clients/quota-client/src/types.js';
 
 /** What nice-grpc sends for QuotaServiceDefinition: fromPartial, then encode. */
 const generated = (params: AllowParams) => AllowRequest.encode(AllowRequest.fromPartial(params)).finish();

@@ -1,10 +1,10 @@
 import { createChannel, createClientFactory, createServer, type Server } from 'nice-grpc';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Batcher } from '../../clients/quota-client/batcher.js';
-import { createQuotaClient, type QuotaClient } from '../../clients/quota-client/index.js';
-import { quotaClientDefinition } from '../../clients/quota-client/service-definition.js';
+import { Batcher } from '../../clients/quota-client/src/batcher.js';
+import { createQuotaClient, type QuotaClient } from '@quota-service/client';
+import { quotaClientDefinition } from '../../clients/quota-client/src/service-definition.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { QuotaServiceDefinition, type QuotaServiceImplementation } from '../../src/gen/quota/v1/quota.js';
+import { QuotaServiceDefinition, type QuotaServiceImplementation } from '@quota-service/contract';
 import { quotaService } from '../../src/grpc/quota-service.js';
 import { createLogger } from '../../src/logger.js';
 import { shippedPolicies } from '../support/quota-service.js';

@@ -1,11 +1,11 @@
 import { getEventListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { VirtualClock } from '../../src/clock.js';
+import { VirtualClock } from '@quota-service/core';
 import { createLogger } from '../../src/logger.js';
-import { StoreFailurePolicy } from '../../src/store/failure.js';
+import { StoreFailurePolicy } from '../../src/engine/failure.js';
 import { RedisStore } from '../../src/store/redis.js';
-import { createQuotaClient, QuotaInvalidArgumentError, type QuotaClient, type QuotaClientOptions } from '../../clients/quota-client/index.js';
+import { createQuotaClient, QuotaInvalidArgumentError, type QuotaClient, type QuotaClientOptions } from '@quota-service/client';
 import { closedPort } from '../support/closed-port.js';
 import { HangingStore } from '../support/hanging-store.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';

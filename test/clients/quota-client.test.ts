@@ -6,7 +6,7 @@ import {
   QuotaPolicyNotFoundError,
   type QuotaClient,
   type QuotaClientOptions,
-} from '../../clients/quota-client/index.js';
+} from '@quota-service/client';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import { rpcCounter } from '../support/rpc-counter.js';
 import type { StoreFixture } from '../support/store-fixtures.js';

@@ -3,7 +3,7 @@
 // loaded callers, and no log line carries a token.
 import { ClientError, createChannel, createClient, Metadata, Status } from 'nice-grpc';
 import { afterAll, describe, expect, it } from 'vitest';
-import { QuotaServiceDefinition } from '../../src/gen/quota/v1/quota.js';
+import { QuotaServiceDefinition } from '@quota-service/contract';
 import { ConfigMapVolume } from '../support/configmap-volume.js';
 import { startServiceProcess, untilServing, type ServiceProcess } from '../support/service-process.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createChannel, createClient } from 'nice-grpc';
 import { afterAll, describe, expect, it } from 'vitest';
 import { watchPolicyFile } from '../../src/config/policy-watcher.js';
-import { QuotaServiceDefinition } from '../../src/gen/quota/v1/quota.js';
+import { QuotaServiceDefinition } from '@quota-service/contract';
 import { createLogger } from '../../src/logger.js';
 import { ConfigMapVolume } from '../support/configmap-volume.js';
 import { startServiceProcess, untilServing, type ServiceProcess } from '../support/service-process.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { loadPolicyFile, parsePolicies, PolicyFileError } from '../../src/config/policies.js';
+import { loadPolicyFile } from '../../src/config/policies.js';
+import { parsePolicies, PolicyFileError } from '@quota-service/core';
 
 describe('shipped config/policies.yaml', () => {
   it('holds the spec section 8 policies', async () => {

@@ -1,12 +1,11 @@
 import calculateSlot from 'cluster-key-slot';
 import { afterAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { fixedWindowKey } from '../../src/algorithms/fixed-window/model.js';
-import { parsePolicies } from '../../src/config/policies.js';
+import { fixedWindowKey } from '../../clients/core/src/algorithms/fixed-window/model.js';
+import { identityKey, parsePolicies } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { identityKey } from '../../src/engine/keys.js';
 import { createLogger } from '../../src/logger.js';
-import { StoreFailurePolicy } from '../../src/store/failure.js';
+import { StoreFailurePolicy } from '../../src/engine/failure.js';
 import { clusterFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';
 

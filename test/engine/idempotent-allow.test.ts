@@ -1,10 +1,9 @@
 import calculateSlot from 'cluster-key-slot';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { fixedWindowKey } from '../../src/algorithms/fixed-window/model.js';
-import { parsePolicies } from '../../src/config/policies.js';
+import { fixedWindowKey } from '../../clients/core/src/algorithms/fixed-window/model.js';
+import { identityKey, parsePolicies, requestKey } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { identityKey, requestKey } from '../../src/engine/keys.js';
 import { memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { useClusterFixture, useRedisServer } from '../support/use-redis.js';
 

@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VirtualClock } from '../../src/clock.js';
-import { encodeIdentityValue, identityKey } from '../../src/engine/keys.js';
+import { encodeIdentityValue, identityKey, VirtualClock } from '@quota-service/core';
 import { RedisStore } from '../../src/store/redis.js';
 import type { Shard } from '../support/redis-cluster.js';
 import { limitFrom, T0 } from '../support/store-fixtures.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeIdentityValue, identityKey } from '../../src/engine/keys.js';
+import { encodeIdentityValue, identityKey } from '@quota-service/core';
 
 /** The hash tag Redis Cluster hashes: from the first '{' to the first '}' after it. */
 function hashTag(key: string): string {

@@ -1,6 +1,6 @@
 import { ClientError, Status } from 'nice-grpc';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DecisionSource, type AllowRequest } from '../../src/gen/quota/v1/quota.js';
+import { DecisionSource, type AllowRequest } from '@quota-service/contract';
 import { MAX_BATCH_SIZE } from '../../src/grpc/quota-service.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';

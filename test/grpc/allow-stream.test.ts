@@ -1,10 +1,10 @@
 import { createChannel, createClient, Metadata, Status, type CallOptions, type ClientMiddlewareCall } from 'nice-grpc';
-import { createQuotaClient, QuotaRequestError } from '../../clients/quota-client/index.js';
+import { createQuotaClient, QuotaRequestError } from '@quota-service/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseCallers } from '../../src/config/callers.js';
 import { ReloadableCallerRegistry } from '../../src/config/callers-watcher.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { QuotaServiceDefinition, type AllowRequest } from '../../src/gen/quota/v1/quota.js';
+import { QuotaServiceDefinition, type AllowRequest } from '@quota-service/contract';
 import { allowStreamHandler, MAX_BATCHES_IN_FLIGHT, type DecideBatch } from '../../src/grpc/allow-stream.js';
 import { startQuotaServer } from '../../src/grpc/server.js';
 import { createLogger } from '../../src/logger.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VirtualClock } from '../../src/clock.js';
-import { DecisionSource } from '../../src/gen/quota/v1/quota.js';
+import { VirtualClock } from '@quota-service/core';
+import { DecisionSource } from '@quota-service/contract';
 import { RedisStore } from '../../src/store/redis.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startTestService, type TestService } from '../support/quota-service.js';

@@ -5,7 +5,7 @@ import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCallers, tokenSha256 } from '../../src/config/callers.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { QuotaServiceDefinition } from '../../src/gen/quota/v1/quota.js';
+import { QuotaServiceDefinition } from '@quota-service/contract';
 import { policiesNamedIn } from '../../src/grpc/auth-middleware.js';
 import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
 import { serverTls } from '../../src/grpc/tls.js';

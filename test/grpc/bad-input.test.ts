@@ -1,6 +1,6 @@
 import { ClientError, Status } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AllowRequest } from '../../src/gen/quota/v1/quota.js';
+import type { AllowRequest } from '@quota-service/contract';
 import { RedisStore } from '../../src/store/redis.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startTestService, type TestService } from '../support/quota-service.js';

@@ -1,8 +1,7 @@
 import { ClientError, Status } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VirtualClock } from '../../src/clock.js';
-import { DecisionSource } from '../../src/gen/quota/v1/quota.js';
-import { parsePolicies } from '../../src/config/policies.js';
+import { parsePolicies, VirtualClock } from '@quota-service/core';
+import { DecisionSource } from '@quota-service/contract';
 import { RedisStore } from '../../src/store/redis.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import { T0 } from '../support/store-fixtures.js';

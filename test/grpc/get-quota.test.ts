@@ -1,8 +1,7 @@
 import { ClientError, Status } from 'nice-grpc';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { VirtualClock } from '../../src/clock.js';
-import { parsePolicies } from '../../src/config/policies.js';
+import { parsePolicies, VirtualClock } from '@quota-service/core';
 import { MemoryStore } from '../../src/store/memory.js';
 import { RedisStore } from '../../src/store/redis.js';
 import type { QuotaStore } from '../../src/store/store.js';

@@ -5,11 +5,11 @@ import { ChannelCredentials, ClientError, createChannel, createClient, Status } 
 import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { QuotaServiceDefinition } from '../../src/gen/quota/v1/quota.js';
+import { QuotaServiceDefinition } from '@quota-service/contract';
 import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
 import { serverTls } from '../../src/grpc/tls.js';
 import { createLogger } from '../../src/logger.js';
-import { StoreFailurePolicy } from '../../src/store/failure.js';
+import { StoreFailurePolicy } from '../../src/engine/failure.js';
 import { HangingStore } from '../support/hanging-store.js';
 import { shippedPolicies } from '../support/quota-service.js';
 import { CLIENT, createTestCertificates, LOOPBACK_SERVER } from '../support/test-certificates.js';

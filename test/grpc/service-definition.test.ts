@@ -4,10 +4,9 @@
 // from each failure mode, and as batch item errors, must encode to the same bytes
 // as fromPartial + encode, what the generated definition would have sent.
 import { describe, expect, it } from 'vitest';
-import { parsePolicies } from '../../src/config/policies.js';
+import { parsePolicies, StoreUnavailableError } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { StoreUnavailableError } from '../../src/engine/errors.js';
-import { AllowBatchResponse, AllowResponse, AllowStreamResponse, DecisionSource, type AllowRequest } from '../../src/gen/quota/v1/quota.js';
+import { AllowBatchResponse, AllowResponse, AllowStreamResponse, DecisionSource, type AllowRequest } from '@quota-service/contract';
 import { quotaService } from '../../src/grpc/quota-service.js';
 import { quotaServiceDefinition } from '../../src/grpc/service-definition.js';
 import { createLogger } from '../../src/logger.js';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { DecisionSource } from '../../src/gen/quota/v1/quota.js';
+import { DecisionSource } from '@quota-service/contract';
 import { RedisStore } from '../../src/store/redis.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startTestService, type TestService } from '../support/quota-service.js';

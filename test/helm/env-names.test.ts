@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseCallers } from '../../src/config/callers.js';
 import { envSchema } from '../../src/config/env.js';
-import { parsePolicies } from '../../src/config/policies.js';
+import { parsePolicies } from '@quota-service/core';
 import { readChartFile, templateObject, valueAt, valueSets, type Values } from './chart.js';
 
 interface EnvVar {

@@ -8,7 +8,7 @@ import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { parseCallers } from '../../src/config/callers.js';
 import { envSchema, loadConfig } from '../../src/config/env.js';
-import { parsePolicies } from '../../src/config/policies.js';
+import { parsePolicies } from '@quota-service/core';
 import { helm } from '../support/helm.js';
 import { CHART_DIR, ciValueFiles, valueAt, valueSets, type Values } from './chart.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Decision } from '../../src/engine/engine.js';
+import type { Decision } from '@quota-service/core';
 import { QuotaMetrics } from '../../src/metrics/metrics.js';
 
 /** One sample of the Prometheus text format, e.g. sample(text, 'quota_decisions_total{policy="a",...}'). */

@@ -1,6 +1,6 @@
 import { createChannel, createClient } from 'nice-grpc';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DecisionSource, QuotaServiceDefinition } from '../../src/gen/quota/v1/quota.js';
+import { DecisionSource, QuotaServiceDefinition } from '@quota-service/contract';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startServiceProcess, untilServing, type ServiceProcess } from '../support/service-process.js';
 

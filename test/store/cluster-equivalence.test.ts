@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { parsePolicies } from '../../src/config/policies.js';
+import { parsePolicies } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { runInLockStep } from '../support/lock-step.js';
 import { clusterFixture, limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';

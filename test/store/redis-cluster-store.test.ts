@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StoreUnavailableError } from '../../src/engine/errors.js';
-import { identityKey } from '../../src/engine/keys.js';
+import { identityKey, StoreUnavailableError } from '@quota-service/core';
 import { RedisStore } from '../../src/store/redis.js';
 import { limitFrom } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';

@@ -1,10 +1,8 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { parsePolicies } from '../../src/config/policies.js';
+import { identityKey, parsePolicies, StoreUnavailableError } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { StoreUnavailableError } from '../../src/engine/errors.js';
-import { identityKey } from '../../src/engine/keys.js';
 import { limitFrom, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { scriptCalls } from '../support/script-calls.js';
 import { startTestService } from '../support/quota-service.js';

@@ -1,6 +1,6 @@
 import { ClientError, Status, type CallOptions } from 'nice-grpc';
-import { MessageQueue } from '../../clients/quota-client/message-queue.js';
-import type { AllowRequest, AllowStreamRequest, AllowStreamResponse, QuotaServiceClient } from '../../src/gen/quota/v1/quota.js';
+import { MessageQueue } from '../../clients/quota-client/src/message-queue.js';
+import type { AllowRequest, AllowStreamRequest, AllowStreamResponse, QuotaServiceClient } from '@quota-service/contract';
 
 /** A raw AllowStream call for tests: send batches, wait for answers by id, see how the stream ended. */
 export interface AllowStreamProbe {

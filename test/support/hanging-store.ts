@@ -1,5 +1,4 @@
-import type { LimitOutcome } from '../../src/algorithms/algorithm.js';
-import type { GroupDecision } from '../../src/algorithms/decide-script.js';
+import type { GroupDecision, LimitOutcome } from '@quota-service/core';
 import type { QuotaStore } from '../../src/store/store.js';
 
 /**

@@ -1,8 +1,10 @@
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import Fastify, { type FastifyRequest } from 'fastify';
-import { clientIpResolver, expressRateLimit, fastifyRateLimit } from '../../clients/http/index.js';
-import type { QuotaClient } from '../../clients/quota-client/index.js';
+import { clientIpResolver } from '@quota-service/http';
+import { expressRateLimit } from '@quota-service/http/express';
+import { fastifyRateLimit } from '@quota-service/http/fastify';
+import type { QuotaClient } from '@quota-service/client';
 
 /**
  * The same tiny app on Express and on Fastify, listening on 127.0.0.1:<free>:

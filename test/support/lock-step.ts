@@ -1,6 +1,5 @@
 import { expect } from 'vitest';
-import type { Limit } from '../../src/config/policies.js';
-import { identityKey } from '../../src/engine/keys.js';
+import { identityKey, type Limit } from '@quota-service/core';
 import type { StoreFixture } from './store-fixtures.js';
 
 /** One decision of a sequence: advance virtual time by `step` ms, spend a share of the capacity as `who`. */

@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { expect } from 'vitest';
-import type { Limit } from '../../src/config/policies.js';
-import { identityKey } from '../../src/engine/keys.js';
+import { identityKey, type Limit } from '@quota-service/core';
 import type { StoreFixture } from './store-fixtures.js';
 
 /**

@@ -1,10 +1,11 @@
 import { createChannel, createClient, type Channel } from 'nice-grpc';
-import { loadPolicyFile, type PolicySet } from '../../src/config/policies.js';
+import { loadPolicyFile } from '../../src/config/policies.js';
 import { QuotaEngine, type QuotaEngineOptions } from '../../src/engine/engine.js';
-import { QuotaServiceDefinition, type QuotaServiceClient } from '../../src/gen/quota/v1/quota.js';
+import { QuotaServiceDefinition, type QuotaServiceClient } from '@quota-service/contract';
 import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
 import { createLogger } from '../../src/logger.js';
 import type { QuotaStore } from '../../src/store/store.js';
+import type { PolicySet } from '@quota-service/core';
 
 /** A real quota gRPC server on 127.0.0.1:<free port> and a client connected to it. */
 export interface TestService {

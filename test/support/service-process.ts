@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { createClient, type Channel } from 'nice-grpc';
 import { HealthDefinition } from 'nice-grpc-server-health';
 import { own } from './owned-child.js';
+import { TS_NODE_ARGS } from './ts-node-args.js';
 
 /** A real service process as `make run` starts it (through tsx, no build step), owned by the test. */
 export interface ServiceProcess {
@@ -18,7 +19,7 @@ export interface ServiceProcess {
 }
 
 export function startServiceProcess(env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [...TS_NODE_ARGS, 'src/main.ts'], {
     // A generous store budget unless the test sets one: on a busy CI machine a stall past the
     // production default (50 ms) would hand a decision to the failure mode and skew counts.
     env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', QUOTA_STORE_TIMEOUT_MS: '2000', ...env },

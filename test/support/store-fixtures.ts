@@ -1,8 +1,7 @@
 import type { Redis } from 'ioredis';
 import { stringify } from 'yaml';
-import type { TokenBucketState } from '../../src/algorithms/token-bucket/model.js';
-import { VirtualClock } from '../../src/clock.js';
-import { parsePolicies, type Limit } from '../../src/config/policies.js';
+import type { TokenBucketState } from '../../clients/core/src/algorithms/token-bucket/model.js';
+import { type Limit, parsePolicies, VirtualClock } from '@quota-service/core';
 import { MemoryStore } from '../../src/store/memory.js';
 import { RedisStore } from '../../src/store/redis.js';
 import type { QuotaStore } from '../../src/store/store.js';

@@ -7,13 +7,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { REFUSAL_META_KEY } from '../../../clients/mcp/refusals.js';
+import { REFUSAL_META_KEY } from '../../../clients/mcp/src/refusals.js';
 import { loadDevCredentials } from '../../../clients/mcp-server/dev-tokens.js';
 import { HelpDesk } from '../../../clients/mcp-server/help-desk.js';
 import { startHttpTransport, type RunningHttpServer } from '../../../clients/mcp-server/http-transport.js';
-import { createQuotaClient, type QuotaClient } from '../../../clients/quota-client/index.js';
+import { createQuotaClient, type QuotaClient } from '@quota-service/client';
 import { createReferenceServer } from '../../../clients/mcp-server/reference-server.js';
-import { VirtualClock } from '../../../src/clock.js';
+import { VirtualClock } from '@quota-service/core';
 import { loadPolicyFile } from '../../../src/config/policies.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { startTestService, type TestService } from '../../support/quota-service.js';

@@ -5,12 +5,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REFUSAL_META_KEY } from '../../../clients/mcp/refusals.js';
-import { VirtualClock } from '../../../src/clock.js';
+import { REFUSAL_META_KEY } from '../../../clients/mcp/src/refusals.js';
+import { VirtualClock } from '@quota-service/core';
 import { loadPolicyFile } from '../../../src/config/policies.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { startTestService, type TestService } from '../../support/quota-service.js';
 import { T0 } from '../../support/store-fixtures.js';
+import { TS_NODE_ARGS } from '../../support/ts-node-args.js';
 
 // The reference server as an MCP host runs it: a child process on stdio, here
 // under tsx so no build is needed, talking to a real quota service.
@@ -24,7 +25,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'mcp-stdio-'));
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', 'clients/mcp-server/main.ts'],
+    args: [...TS_NODE_ARGS, 'clients/mcp-server/main.ts'],
     env: {
       ...getDefaultEnvironment(),
       MCP_TRANSPORT: 'stdio',

@@ -9,7 +9,7 @@ import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { pino, type Logger } from 'pino';
-import { guardTools, type Approver, type AuditRecord, type Principal, type QuotaDecider } from '../../../clients/mcp/index.js';
+import { guardTools, type Approver, type AuditRecord, type Principal, type QuotaDecider } from '@quota-service/mcp';
 
 export const alice: Principal = { subject: 'alice', scopes: ['tickets:read', 'tickets:write'], roles: ['agent'] };
 

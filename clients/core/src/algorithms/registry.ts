@@ -1,0 +1,20 @@
+import type { Algorithm } from '../types.js';
+import { fixedWindow } from './fixed-window/fixed-window.js';
+import { gcra } from './gcra/gcra.js';
+import { leakyBucket } from './leaky-bucket/leaky-bucket.js';
+import { slidingWindowCounter } from './sliding-window-counter/sliding-window-counter.js';
+import { slidingWindowLog } from './sliding-window-log/sliding-window-log.js';
+import { tokenBucket } from './token-bucket/token-bucket.js';
+
+/** Every algorithm a policy can name, by its policy-file name. */
+export const algorithms = {
+  token_bucket: tokenBucket,
+  fixed_window: fixedWindow,
+  sliding_window_log: slidingWindowLog,
+  sliding_window_counter: slidingWindowCounter,
+  leaky_bucket: leakyBucket,
+  gcra,
+  // `any`: each entry has its own parameter type, used both as input and output (scaleParams).
+} as const satisfies Record<string, Algorithm<any>>;
+
+export type AlgorithmName = keyof typeof algorithms;

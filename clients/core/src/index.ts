@@ -1,0 +1,27 @@
+// The I/O-free core the quota service and its clients share: the domain types,
+// the algorithm models, the policy file's schema and parser, key and request
+// validation rules, and an in-process limiter. Importing it reads no file and
+// starts nothing.
+export * from './types.js';
+export * from './errors.js';
+export * from './clock.js';
+export * from './keys.js';
+export * from './validate-request.js';
+export * from './decision.js';
+export * from './decide-reply.js';
+export * from './decide-in-memory.js';
+export * from './local-limiter.js';
+export { MemorySpace } from './algorithms/memory-space.js';
+export { outcomeOf } from './algorithms/outcome.js';
+export { algorithms, type AlgorithmName } from './algorithms/registry.js';
+export { parsePolicies, PolicyFileError } from './policies/parse-policies.js';
+export {
+  FAILURE_MODES,
+  limitSchema,
+  policyFileSchema,
+  SLIDING_COUNTER_MAX_LIMIT,
+  SLIDING_LOG_MAX_LIMIT,
+  type FailureModeName,
+  type LimitDefinition,
+  type PolicyFile,
+} from './policies/policy-schema.js';

@@ -1,0 +1,189 @@
+/**
+ * The domain's types, in one place: what a policy is, what one limit decides,
+ * and what a request's decision says. The service, its embedded store and the
+ * client's local limiter all speak these.
+ */
+import type { MemorySpace } from './algorithms/memory-space.js';
+import type { FailureModeName, LimitDefinition } from './policies/policy-schema.js';
+
+/** A limit ready for a decision: its algorithm with parsed parameters. */
+export interface Limit<P = unknown> {
+  readonly name: string;
+  /** The identity part this limit counts per value of. */
+  readonly keyBy: string;
+  readonly algorithm: Algorithm<P>;
+  readonly params: P;
+  /** As written in the policy file, for ListPolicies. */
+  readonly definition: LimitDefinition;
+}
+
+/** What a policy does when the store cannot be asked in time. */
+export interface FailureMode {
+  readonly mode: FailureModeName;
+  /** For mode local: the share of each limit one instance grants; 1 otherwise. */
+  readonly localShare: number;
+}
+
+export interface Policy {
+  readonly name: string;
+  readonly description: string;
+  readonly limits: readonly Limit[];
+  readonly failure: FailureMode;
+  /** How long a decision made with a request id is remembered (idempotent Allow). */
+  readonly requestIdTtlMs: number;
+}
+
+export type PolicySet = ReadonlyMap<string, Policy>;
+
+/** The outcome of one limit for one request. */
+export interface LimitOutcome {
+  allowed: boolean;
+  /** Milliseconds until a retry of the same cost could pass; 0 when allowed. */
+  retryAfterMs: number;
+  /** Units still available after this decision (may be fractional for a token bucket). */
+  remaining: number;
+  /** Milliseconds until the limit is fully replenished. */
+  resetAfterMs: number;
+  /**
+   * Shaping only (leaky bucket in shaping mode): how long the caller should wait
+   * before doing the allowed work. Left out when 0, so outcomes of the other
+   * algorithms keep their four fields.
+   */
+  delayMs?: number;
+}
+
+/** One limit of a request: which limit, whose key, how many units. */
+export interface LimitCall {
+  limit: Limit;
+  identityKey: string;
+  cost: number;
+}
+
+/**
+ * 'spend' writes when every limit allows; 'peek' decides and writes nothing;
+ * 'check' decides and never spends; 'refund' gives back what a spend of the
+ * same calls took.
+ */
+export type DecideMode = 'spend' | 'peek' | 'check' | 'refund';
+
+/** The outcomes of one all-or-nothing step and the time (unix ms, the store's clock) it decided at. */
+export interface GroupDecision {
+  outcomes: LimitOutcome[];
+  nowMs: number;
+  /** Idempotent Allow: the remembered decision of an earlier call with the same request id (nothing spent now). */
+  replayed?: boolean;
+  /** Replayed, but the earlier cross-slot call has not stored its decision yet. */
+  pending?: boolean;
+}
+
+/** Where and how long a decision with a request id is remembered (docs/keys.md). */
+export interface Memo {
+  key: string;
+  ttlMs: number;
+  /** Store 'pending' now, the whole decision later (a cross-slot request's first group). */
+  claim?: boolean;
+  /** How many limits a remembered decision holds (the whole request's). */
+  count: number;
+}
+
+export interface DecideOptions {
+  /** Mode 'refund': the time the spend being undone ran at. */
+  spentAtMs?: number;
+  /** Mode 'spend': answer a remembered decision, or remember this one. */
+  memo?: Memo;
+}
+
+/** One limit's status after a decision (AllowResponse.limits). */
+export interface LimitStatus {
+  name: string;
+  algorithm: string;
+  limit: number;
+  remaining: number;
+  resetAfterMs: number;
+}
+
+/**
+ * Where a decision came from: 'store' = the shared store decided;
+ * 'fail_open' / 'fail_closed' = the store could not be asked and the policy's
+ * failure mode answered; 'local' = a per-process limit decided.
+ */
+export type DecisionSource = 'store' | 'fail_open' | 'fail_closed' | 'local';
+
+export interface Decision {
+  allowed: boolean;
+  /** 0 when allowed. */
+  retryAfterMs: number;
+  /** The limit that rejected the request; '' when allowed. */
+  deniedBy: string;
+  limits: LimitStatus[];
+  /** Shaping: wait this long before doing the allowed work; 0 otherwise. */
+  delayMs: number;
+  source: DecisionSource;
+}
+
+/** One question to a limiter: may `identity` spend `cost` of `policy` now? */
+export interface AllowParams {
+  /** Policy name, e.g. "orders". */
+  policy: string;
+  /** Authenticated identity parts, e.g. { user: '42', tenant: 'acme' }; never values the end client chose. */
+  identity: Readonly<Record<string, string>>;
+  /** Units to spend; unset or 0 means 1. */
+  cost?: number;
+  /** Idempotency key: a retry with the same id gets the first decision and spends nothing more. */
+  requestId?: string;
+}
+
+/**
+ * Anything that answers AllowParams with a decision: the quota client, or a
+ * stand-in of the application's own. The HTTP and MCP guards need only this.
+ */
+export interface QuotaDecider {
+  allow(params: AllowParams): Promise<Decision>;
+}
+
+/** A decision before anybody said where it came from. */
+export type SourcelessDecision = Omit<Decision, 'source'>;
+
+/**
+ * One limit decided but not yet written: the store checks every limit of a
+ * request first, then commits all of them or none (spec 3.3). `commit` is
+ * absent when the decision changes nothing. A rejecting limit's commit never
+ * spends (at most it stores the refill it computed), so a store may run it
+ * even when the request as a whole is rejected.
+ */
+export interface Decided {
+  outcome: LimitOutcome;
+  commit?: () => void;
+}
+
+/**
+ * One algorithm, two bodies: a Lua function the shared driver script runs in
+ * Redis (src/algorithms/decide.lua) and a pure TypeScript model the embedded
+ * store runs. Both take the same inputs and give the same outcome; property
+ * tests hold them to that.
+ */
+export interface Algorithm<P> {
+  /** Policy-file name, also the key of the Lua function in the driver's table. */
+  readonly name: string;
+  /** The function's `keys`, from the identity's key (src/engine/keys.ts). */
+  scriptKeys(identityKey: string, params: P): string[];
+  /** The function's `args` (the driver passes `now` separately; in Lua, args that read as numbers arrive as numbers: read them with tonumber). */
+  scriptArgs(params: P, cost: number): string[];
+  /** The same decision on the embedded store; writes nothing until `commit`. */
+  decideInMemory(space: MemorySpace, identityKey: string, params: P, cost: number, nowMs: number): Decided;
+  /**
+   * Gives back what a spend of `cost` at `spentAtMs` took (driver mode
+   * 'refund'), capped as the algorithm requires; the same as the Lua
+   * function R.<name>. Writes at once.
+   */
+  refundInMemory(space: MemorySpace, identityKey: string, params: P, cost: number, nowMs: number, spentAtMs: number): void;
+  /** The most units the limit grants at once (AllowResponse LimitStatus.limit). */
+  capacity(params: P): number;
+  /** Why this limit can never grant `cost` (it is bad input), or undefined when it can. */
+  rejectCost(params: P, cost: number): string | undefined;
+  /**
+   * The same limit with its numbers scaled by `share` (0 < share <= 1): what
+   * one instance grants on its own under the `local` failure mode.
+   */
+  scaleParams(params: P, share: number): P;
+}

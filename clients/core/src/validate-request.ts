@@ -1,0 +1,103 @@
+import type { Limit, Policy, PolicySet } from './types.js';
+import { InvalidArgumentError, PolicyNotFoundError } from './errors.js';
+
+export interface AllowInput {
+  policy: string;
+  identity: Readonly<Record<string, string>>;
+  /** 0 means 1. */
+  cost: number;
+  requestId: string;
+}
+
+/** A request that passed validation: every limit has its identity value, the cost is grantable. */
+export interface ValidRequest {
+  policy: Policy;
+  cost: number;
+  identityValues: readonly string[];
+  /** '' when the caller sent none. */
+  requestId: string;
+}
+
+/** Identity values and request ids are key material and log fields: bounded and printable. */
+export const MAX_ID_BYTES = 256;
+/**
+ * General category Cc is exactly U+0000-U+001F and U+007F-U+009F, all in the
+ * BMP, so this plain class is the same test as /\p{Cc}/u without a Unicode-mode
+ * regex on every identity value of every request (profiled, docs/benchmarks.md).
+ */
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * Checks a request against its policy before anything touches the store, so
+ * that bad input is rejected with the field named and no key is written.
+ */
+export function validateRequest(policies: PolicySet, input: AllowInput): ValidRequest {
+  const policy = findPolicy(policies, input.policy);
+
+  if (!Number.isFinite(input.cost)) throw new InvalidArgumentError('cost', `must be a finite number, got ${input.cost}`);
+  if (input.cost < 0) throw new InvalidArgumentError('cost', `must not be negative, got ${input.cost}`);
+  const cost = input.cost === 0 ? 1 : input.cost;
+
+  if (input.requestId !== '') checkId('request_id', input.requestId);
+
+  const limits = policy.limits;
+  const identityValues: string[] = new Array(limits.length);
+  for (let i = 0; i < limits.length; i++) {
+    const limit = limits[i]!;
+    identityValues[i] = identityValue(policy, limit, input.identity);
+    const costProblem = limit.algorithm.rejectCost(limit.params, cost);
+    if (costProblem !== undefined) {
+      throw new InvalidArgumentError('cost', `${costProblem} (limit "${limit.name}" of policy "${policy.name}")`);
+    }
+  }
+  return { policy, cost, identityValues, requestId: input.requestId };
+}
+
+export interface PeekInput {
+  policy: string;
+  identity: Readonly<Record<string, string>>;
+}
+
+/** GetQuota's input: the policy and identity checks of Allow, without a cost. */
+export function validatePeek(policies: PolicySet, input: PeekInput): ValidRequest {
+  const policy = findPolicy(policies, input.policy);
+  return { policy, cost: 0, identityValues: policy.limits.map((limit) => identityValue(policy, limit, input.identity)), requestId: '' };
+}
+
+function findPolicy(policies: PolicySet, name: string): Policy {
+  if (name === '') throw new InvalidArgumentError('policy', 'must not be empty');
+  const policy = policies.get(name);
+  if (policy === undefined) throw new PolicyNotFoundError(name);
+  return policy;
+}
+
+function identityValue(policy: Policy, limit: Limit, identity: Readonly<Record<string, string>>): string {
+  const value = Object.hasOwn(identity, limit.keyBy) ? identity[limit.keyBy] : undefined;
+  if (value === undefined) {
+    throw new InvalidArgumentError(`identity.${limit.keyBy}`, `required by limit "${limit.name}" of policy "${policy.name}"`);
+  }
+  // The field name is built only for an error: a valid request (the usual case) never needs it.
+  const problem = idProblem(value);
+  if (problem !== undefined) throw new InvalidArgumentError(`identity.${limit.keyBy}`, problem);
+  return value;
+}
+
+/**
+ * A UTF-16 code unit is at most 3 UTF-8 bytes (a surrogate pair, two units,
+ * is 4), so a string this short is within MAX_ID_BYTES without counting.
+ */
+const SHORT_ENOUGH = Math.floor(MAX_ID_BYTES / 3);
+
+function checkId(field: string, value: string): void {
+  const problem = idProblem(value);
+  if (problem !== undefined) throw new InvalidArgumentError(field, problem);
+}
+
+function idProblem(value: string): string | undefined {
+  if (value === '') return 'must not be empty';
+  if (!value.isWellFormed()) return 'must be well-formed Unicode';
+  if (CONTROL_CHARACTER.test(value)) return 'must not contain control characters';
+  if (value.length <= SHORT_ENOUGH) return undefined;
+  const bytes = Buffer.byteLength(value, 'utf8');
+  return bytes > MAX_ID_BYTES ? `must be at most ${MAX_ID_BYTES} bytes, got ${bytes}` : undefined;
+}

@@ -1,0 +1,5 @@
+// HTTP mapping of quota decisions, framework-free. The adapters are subpaths:
+// '@quota-service/http/express' and '@quota-service/http/fastify'.
+export { clientIpResolver } from './client-ip.js';
+export { rateLimitHeaders, retryAfterSeconds } from './headers.js';
+export { rateLimitCheck, toOutcome, type RateLimitCheckOptions, type RateLimitErrorBody, type RateLimitOutcome } from './rate-limit-check.js';

@@ -1,0 +1,155 @@
+import type { AllowBatchResult, AllowRequest, AllowStreamRequest, AllowStreamResponse } from '@quota-service/contract';
+import { MessageQueue } from './message-queue.js';
+import type { QuotaRpcClient } from './service-definition.js';
+
+/** One batch on the stream, waiting for its answer. */
+export interface StreamBatch {
+  readonly requests: AllowRequest[];
+  /** One result per request, in request order. */
+  resolve(results: AllowBatchResult[]): void;
+  /** A ClientError when the stream failed; StreamEnded when it ended cleanly without answering. */
+  reject(error: unknown): void;
+}
+
+/**
+ * The stream ended with OK (the service drained, or the client ended it)
+ * before answering the batch: the service answers every batch it has read
+ * before such an end, so this one was never decided and may be sent again.
+ */
+export class StreamEnded extends Error {
+  override name = 'StreamEnded';
+}
+
+/**
+ * A stream unused this long is ended: an open stream keeps the process alive
+ * (grpc-js refs the connection while a call is open) and pins the client to
+ * one service instance. The next batch opens a new one, for about the cost of
+ * one unary call.
+ */
+export const STREAM_IDLE_MS = 5_000;
+/**
+ * A stream older than this takes no new batches: the next batch opens a new
+ * stream, which the channel's load balancer may place on another instance (a
+ * long-lived stream would otherwise never see instances added after it opened).
+ */
+export const STREAM_MAX_AGE_MS = 60_000;
+
+/** Stream renewal, for tests: defaults STREAM_IDLE_MS and STREAM_MAX_AGE_MS. */
+export interface StreamTiming {
+  idleMs?: number;
+  maxAgeMs?: number;
+}
+
+/**
+ * One AllowStream call: batches go out as messages with an id, answers come
+ * back by id in any order. Used by the Batcher (batcher.ts) instead of one
+ * AllowBatch call per batch: the HTTP/2 stream, headers, trailers and
+ * grpc-js's per-call machinery are paid once per stream rather than once per
+ * batch, which at one request in flight is most of what a call costs
+ * (docs/benchmarks.md).
+ */
+export class AllowStream {
+  private readonly outgoing = new MessageQueue<AllowStreamRequest>();
+  private readonly waiting = new Map<number, StreamBatch>();
+  private readonly openedAt = performance.now();
+  /** Cancels the call: a retired stream, once nobody waits on it. */
+  private readonly cancel = new AbortController();
+  private lastId = 0;
+  private ended = false;
+  private retired = false;
+  private lastAnswerAt = Number.NEGATIVE_INFINITY;
+  private idleTimer: NodeJS.Timeout | undefined;
+
+  private readonly idleMs: number;
+  private readonly maxAgeMs: number;
+
+  constructor(client: QuotaRpcClient, timing: StreamTiming = {}) {
+    this.idleMs = timing.idleMs ?? STREAM_IDLE_MS;
+    this.maxAgeMs = timing.maxAgeMs ?? STREAM_MAX_AGE_MS;
+    void this.read(client.allowStream(this.outgoing, { signal: this.cancel.signal }));
+  }
+
+  /** False once ended, failed, idle or too old: send new batches on a new stream. */
+  get usable(): boolean {
+    return !this.ended && performance.now() - this.openedAt < this.maxAgeMs;
+  }
+
+  /** Batches sent and not yet answered, failed or forgotten. */
+  get unanswered(): number {
+    return this.waiting.size;
+  }
+
+  /** Sends the batch; returns its id, for forget(). */
+  send(batch: StreamBatch): number {
+    if (this.idleTimer !== undefined) {
+      clearTimeout(this.idleTimer);
+      this.idleTimer = undefined;
+    }
+    // Unique among this stream's unanswered batches: 2^32 batches would have to be in flight to collide.
+    this.lastId = (this.lastId + 1) >>> 0;
+    this.waiting.set(this.lastId, batch);
+    this.outgoing.push({ id: this.lastId, requests: batch.requests });
+    return this.lastId;
+  }
+
+  /** Nobody waits for batch `id` any more: drop it now, and its answer when it comes. */
+  forget(id: number): void {
+    if (this.waiting.delete(id) && this.waiting.size === 0) this.nobodyWaits();
+  }
+
+  /** Whether an answer arrived at or after `time` (performance.now()). */
+  answeredSince(time: number): boolean {
+    return this.lastAnswerAt >= time;
+  }
+
+  /**
+   * The stream looks hung: it takes no new batch, and its call is cancelled
+   * once no batch on it is waiting any more. Not before: a batch already sent
+   * may have been decided, so it is neither failed early nor sent again.
+   */
+  retire(): void {
+    this.retired = true;
+    this.end();
+    if (this.waiting.size === 0) this.cancel.abort();
+  }
+
+  /** No more batches: the service answers those it has, then ends the stream. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearTimeout(this.idleTimer);
+    this.outgoing.end();
+  }
+
+  private async read(answers: AsyncIterable<AllowStreamResponse>): Promise<void> {
+    let failure: unknown = new StreamEnded('AllowStream ended before answering the batch');
+    try {
+      for await (const answer of answers) {
+        this.lastAnswerAt = performance.now();
+        const batch = this.waiting.get(answer.id);
+        if (batch === undefined) continue;
+        this.waiting.delete(answer.id);
+        if (this.waiting.size === 0) this.nobodyWaits();
+        batch.resolve(answer.results);
+      }
+    } catch (error) {
+      failure = error;
+    }
+    this.end();
+    const unanswered = [...this.waiting.values()];
+    this.waiting.clear();
+    for (const batch of unanswered) batch.reject(failure);
+  }
+
+  private nobodyWaits(): void {
+    if (this.retired) this.cancel.abort();
+    else if (!this.ended) this.armIdleTimer();
+  }
+
+  private armIdleTimer(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.end(), this.idleMs);
+    // It only ends the stream: it need not keep the process alive itself.
+    this.idleTimer.unref();
+  }
+}

@@ -1,0 +1,110 @@
+import { ChannelCredentials, ClientError, createChannel, createClientFactory, Status } from 'nice-grpc';
+import { DecisionSource as ProtoDecisionSource, type AllowResponse } from '@quota-service/contract';
+import { Batcher, unarySender, type Send } from './batcher.js';
+import { checkDeadlineMs, DeadlineExceeded } from './call-deadline.js';
+import { requestError } from './errors.js';
+import { createFallback } from './fallback.js';
+import { allowRequest, quotaClientDefinition } from './service-definition.js';
+import type { AllowOptions, AllowParams, DecisionSource, QuotaClient, QuotaClientOptions, QuotaDecision } from './types.js';
+
+export const DEFAULT_DEADLINE_MS = 250;
+export const DEFAULT_BATCH = { maxDelayMs: 0, maxSize: 100 } as const;
+/** The service rejects bigger batches (src/grpc/quota-service.ts MAX_BATCH_SIZE). */
+const MAX_BATCH_SIZE = 1000;
+
+/**
+ * A client of quota.v1.QuotaService for code that sits in front of business
+ * logic. Every call has a deadline; when the service cannot answer in time
+ * (unreachable, deadline passed, its store down) the `onUnavailable` policy
+ * answers and `source` says so. Caller bugs (bad input, unknown policy) reject
+ * with a QuotaRequestError instead and never fail open.
+ */
+export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
+  const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
+  if (!(deadlineMs > 0)) throw new RangeError(`deadlineMs must be > 0, got ${deadlineMs}`);
+  const batch = options.batch === undefined ? DEFAULT_BATCH : options.batch;
+  if (batch !== false) {
+    if (!Number.isInteger(batch.maxSize) || batch.maxSize < 1 || batch.maxSize > MAX_BATCH_SIZE) {
+      throw new RangeError(`batch.maxSize must be an integer from 1 to ${MAX_BATCH_SIZE}, got ${batch.maxSize}`);
+    }
+    if (!(batch.maxDelayMs >= 0)) throw new RangeError(`batch.maxDelayMs must be >= 0, got ${batch.maxDelayMs}`);
+  }
+  const fallback = createFallback(options.onUnavailable ?? 'fail_closed', options.failClosedRetryAfterMs ?? 1_000);
+  const logger = options.logger;
+
+  const channel = createChannel(options.address, options.credentials ?? ChannelCredentials.createInsecure(), options.channelOptions);
+  // Connect now rather than on the first call, so that call does not spend
+  // its whole deadline on TCP and HTTP/2 setup.
+  channel.getConnectivityState(true);
+  const factory = options.middleware === undefined ? createClientFactory() : createClientFactory().use(options.middleware);
+  const client = factory.create(quotaClientDefinition, channel);
+  const batcher = batch === false ? undefined : new Batcher(client, { ...batch, stream: options.stream ?? true });
+  const send: Send = batcher?.send ?? unarySender(client);
+
+  let closed = false;
+  // Log transitions only: during an outage every call falls back, one line each would flood.
+  let degraded = false;
+
+  async function allow(params: AllowParams, callOptions: AllowOptions = {}): Promise<QuotaDecision> {
+    if (closed) throw new Error('quota client is closed');
+    const request = allowRequest(params);
+    const callDeadlineMs = callOptions.deadlineMs ?? deadlineMs;
+    checkDeadlineMs(callDeadlineMs);
+    const signal = callOptions.signal;
+    let response: AllowResponse;
+    try {
+      response = await send(request, callDeadlineMs, signal);
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      if (error instanceof ClientError) {
+        const typed = requestError(error.code, error.details);
+        if (typed !== undefined) throw typed;
+      }
+      if (!degraded) {
+        degraded = true;
+        logger?.warn({ reason: describe(error) }, 'quota service unavailable: the failure policy answers');
+      }
+      return fallback(params);
+    }
+    if (degraded) {
+      degraded = false;
+      logger?.info('quota service answering again');
+    }
+    return toDecision(response);
+  }
+
+  return {
+    allow,
+    async close() {
+      closed = true;
+      batcher?.close();
+      channel.close();
+    },
+  };
+}
+
+function describe(error: unknown): string {
+  if (error instanceof DeadlineExceeded) return 'deadline exceeded';
+  if (error instanceof ClientError) return `${Status[error.code]}: ${error.details}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The service's DecisionSource; an older service that sends none decided in its store. */
+const SOURCES: Partial<Record<ProtoDecisionSource, DecisionSource>> = {
+  [ProtoDecisionSource.DECISION_SOURCE_STORE]: 'store',
+  [ProtoDecisionSource.DECISION_SOURCE_FAIL_OPEN]: 'fail_open',
+  [ProtoDecisionSource.DECISION_SOURCE_FAIL_CLOSED]: 'fail_closed',
+  [ProtoDecisionSource.DECISION_SOURCE_LOCAL]: 'local',
+};
+
+function toDecision(response: AllowResponse): QuotaDecision {
+  return {
+    allowed: response.allowed,
+    retryAfterMs: response.retryAfterMs,
+    deniedBy: response.deniedBy,
+    // Decoded for this call alone, with exactly QuotaLimitStatus's fields: no copy needed.
+    limits: response.limits,
+    delayMs: response.delayMs,
+    source: SOURCES[response.source] ?? 'store',
+  };
+}

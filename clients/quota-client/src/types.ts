@@ -1,0 +1,108 @@
+import type { ChannelCredentials, ChannelOptions, ClientMiddleware } from 'nice-grpc';
+import type { AllowParams, Clock, Decision, DecisionSource, LimitStatus, PolicySet } from '@quota-service/core';
+
+/**
+ * Where the client reports when the failure policy starts and stops answering:
+ * a pino logger fits, as does any object with these two methods.
+ */
+export interface QuotaClientLogger {
+  warn(fields: Record<string, unknown>, message: string): void;
+  info(message: string): void;
+}
+
+/** One question to the quota service: may `identity` spend `cost` of `policy` now? */
+export type { AllowParams };
+
+/** One limit's status after a decision: name, algorithm, limit, remaining, resetAfterMs. */
+export type QuotaLimitStatus = LimitStatus;
+
+/**
+ * Where a decision came from: 'store' = the service decided; 'fail_open' /
+ * 'fail_closed' = the service could not be asked (unreachable, deadline
+ * passed, store down) and the configured policy answered; 'local' = the
+ * per-process emergency limit answered.
+ */
+export type { DecisionSource };
+
+/**
+ * The service's answer: allowed, retryAfterMs (an estimate, 0 when allowed),
+ * deniedBy (the limit that rejected; '' when allowed or when no limit was
+ * asked), limits (every limit's status; [] for fail_open / fail_closed),
+ * delayMs (0 unless a shaping limit asks the caller to wait) and source.
+ */
+export type QuotaDecision = Decision;
+
+export interface AllowOptions {
+  /** This call's deadline in ms, instead of the client's `deadlineMs`. */
+  deadlineMs?: number;
+  /** Aborting rejects the call with the signal's reason (no failure policy applies). */
+  signal?: AbortSignal;
+}
+
+export interface QuotaClient {
+  allow(params: AllowParams, options?: AllowOptions): Promise<QuotaDecision>;
+  /** Closes the channel; later allow() calls reject. Calls still in flight may get the failure policy's answer. */
+  close(): Promise<void>;
+}
+
+/**
+ * The emergency local limit: each process applies its own limits, decided by
+ * the same algorithm models as the service's embedded store. Not a global
+ * quota: with N replicas, give each 1/N of the global limit.
+ */
+export interface LocalLimitOptions {
+  /**
+   * The local limits, in the quota service's policy file format: YAML text,
+   * or a PolicySet from parsePolicies() (@quota-service/core).
+   * Parsed when the client is created, so a bad definition fails at startup.
+   */
+  policies: string | PolicySet;
+  /** For a policy the local set does not define. Default 'fail_closed'. */
+  otherwise?: 'fail_open' | 'fail_closed';
+  /** Tests only: the clock of the local models. */
+  clock?: Clock;
+}
+
+export type OnUnavailable = 'fail_open' | 'fail_closed' | { local: LocalLimitOptions };
+
+export interface BatchOptions {
+  /** How long the first queued call waits for others; 0 = until the current event-loop turn ends. */
+  maxDelayMs: number;
+  /** A batch is sent as soon as it holds this many calls (1..1000, the service's bound). */
+  maxSize: number;
+}
+
+export interface QuotaClientOptions {
+  /** host:port of the quota service, e.g. "127.0.0.1:50051". */
+  address: string;
+  /** Channel credentials; default insecure (plaintext), for loopback and meshes that add TLS. */
+  credentials?: ChannelCredentials;
+  /**
+   * grpc-js channel options, e.g. round-robin over every address a name resolves to:
+   * `{ 'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }) }`
+   * with `address: 'dns:///quota-service-headless.ns.svc:50051'` (docs/deploy.md). Default:
+   * grpc-js's (pick_first: one connection, to one instance).
+   */
+  channelOptions?: ChannelOptions;
+  /** Per-call deadline in ms; past it the failure policy answers. Default 250. */
+  deadlineMs?: number;
+  /** What answers when the service cannot: default 'fail_closed'. */
+  onUnavailable?: OnUnavailable;
+  /** retryAfterMs of a fail_closed decision. Default 1000. */
+  failClosedRetryAfterMs?: number;
+  /** Coalesce concurrent calls into batches; default { maxDelayMs: 0, maxSize: 100 }; false = one Allow per call. */
+  batch?: BatchOptions | false;
+  /**
+   * Send the batches as messages of one long-lived AllowStream call (default
+   * true), much cheaper per batch than a call each; false: one AllowBatch call
+   * per batch (or Allow for a batch of one). Against a service without
+   * AllowStream the client switches to AllowBatch by itself. A stream sticks
+   * to one service instance: it is renewed after 60 s and after 5 s idle, so
+   * a round_robin channel still spreads over time (docs/deploy.md).
+   */
+  stream?: boolean;
+  /** nice-grpc client middleware around every RPC (tracing, metrics): each AllowStream, AllowBatch or Allow call. */
+  middleware?: ClientMiddleware;
+  /** Warnings when the failure policy starts and stops answering. Default: silent. */
+  logger?: QuotaClientLogger;
+}

@@ -1,0 +1,290 @@
+import { asError, StoreUnavailableError, systemClock, type Clock, type Decision, type DecisionSource, type Limit, type Policy, type SourcelessDecision } from '@quota-service/core';
+import type { Logger } from '../logger.js';
+import { CircuitBreaker, CircuitOpenError, type CircuitStateName } from './circuit-breaker.js';
+import { StoreTimeoutError, TurnDeadlines } from './deadline.js';
+import { MemoryStore } from '../store/memory.js';
+import type { QuotaStore } from '../store/store.js';
+
+/** Why the store could not decide: for metrics (quota_store_failures_total{kind}). */
+export type StoreFailureKind = 'timeout' | 'error' | 'circuit_open';
+
+export type { CircuitStateName };
+
+/** Hooks for metrics; the failure policy knows nothing of Prometheus. */
+export interface StoreFailureEvents {
+  storeFailure(kind: StoreFailureKind): void;
+  /** Breakers per state, after any of them changed (or a new partition was seen). */
+  circuitStates(counts: Readonly<Record<CircuitStateName, number>>): void;
+}
+
+export interface StoreFailureOptions {
+  /** Budget for one store decision; past it the policy's failure mode decides. */
+  timeoutMs: number;
+  /** Consecutive failed store calls that open the circuit. */
+  breakerFailures: number;
+  /** How long an open circuit waits before one probe call is let through. */
+  halfOpenAfterMs: number;
+  logger: Logger;
+  events?: StoreFailureEvents;
+  /** The local limiter's clock (failure mode 'local'); the system clock unless a test runs on virtual time. */
+  clock?: Clock;
+}
+
+export { StoreTimeoutError };
+
+/** The partition of a store that does not have several (a single node, the embedded store). */
+const DEFAULT_PARTITION = 'store';
+
+/** The requests of a decideTogether(), by index: what decide() takes per request. */
+export interface TogetherRequests<R> {
+  readonly count: number;
+  policy(index: number): Policy;
+  /** Request `index` decided on `store` with its limits scaled (failure mode 'local'). */
+  onStore(index: number, store: QuotaStore, scale: (limit: Limit) => Limit): Promise<SourcelessDecision>;
+  /** What the caller makes of request `index`'s decision, whatever its source. */
+  after(index: number, decision: Decision): R;
+}
+
+/**
+ * Spec 7.2: a store decision within a time budget, behind a circuit breaker,
+ * and the policy's failure mode when the store cannot decide.
+ *
+ * It wraps "a promise of a store decision" and knows nothing of how the
+ * engine asks the store, so the engine's decide path can change freely:
+ * the engine hands over one function deciding on the shared store and one
+ * deciding the same request on a given store with scaled limits (the local
+ * limiter: the same TS models on an in-process MemoryStore).
+ *
+ * The breaker (src/store/circuit-breaker.ts: a consecutive-failure breaker
+ * with one probe call when half-open) is one per store partition, since a dead
+ * store is dead for every policy, while a dead cluster shard is dead only for
+ * its own slots. A timeout counts as a failure; a script error (a bug) does
+ * not and propagates.
+ */
+export class StoreFailurePolicy {
+  private readonly localStore: MemoryStore;
+  private readonly scaledLimits = new WeakMap<Limit, Limit>();
+  /** One breaker per store partition (a cluster shard's master; the whole store on one node). */
+  private readonly breakers = new Map<string, CircuitBreaker>();
+  private readonly deadlines: TurnDeadlines;
+
+  constructor(private readonly options: StoreFailureOptions) {
+    this.deadlines = new TurnDeadlines(options.timeoutMs);
+    this.localStore = new MemoryStore(options.clock);
+  }
+
+  /** Partitions (shards) seen so far, counted by the state of their breaker. */
+  circuitStates(): Record<CircuitStateName, number> {
+    const counts: Record<CircuitStateName, number> = { closed: 0, open: 0, half_open: 0 };
+    for (const breaker of this.breakers.values()) counts[breaker.state]++;
+    return counts;
+  }
+
+  /** Keys held by the local limiter (for the state-keys metric). */
+  localKeyCount(): number {
+    return this.localStore.space.keys((this.options.clock ?? systemClock).now()).length;
+  }
+
+  private breakerFor(partition: string): CircuitBreaker {
+    const known = this.breakers.get(partition);
+    if (known !== undefined) return known;
+    const log = this.options.logger.child({ partition });
+    // True from the first opening of the circuit until it closes: one warning per outage, not per call.
+    let outage = false;
+    const breaker = new CircuitBreaker({
+      failures: this.options.breakerFailures,
+      halfOpenAfterMs: this.options.halfOpenAfterMs,
+      counts: (error) => error instanceof StoreUnavailableError || error instanceof StoreTimeoutError,
+      onBreak: (error) => {
+        const cause = String((error as Error).message);
+        if (outage) {
+          log.debug({ cause }, 'store probe failed: circuit open again');
+        } else {
+          outage = true;
+          log.warn(
+            { cause, probeEveryMs: this.options.halfOpenAfterMs },
+            'store circuit open: store calls stop, policies apply their failure modes until a probe succeeds',
+          );
+        }
+      },
+      onReset: () => {
+        if (outage) log.info('store answered a probe: circuit closed, decisions from the store again');
+        outage = false;
+      },
+      onStateChange: () => this.options.events?.circuitStates(this.circuitStates()),
+    });
+    this.breakers.set(partition, breaker);
+    this.options.events?.circuitStates(this.circuitStates());
+    return breaker;
+  }
+
+  /**
+   * `partition` names the part of the store the call goes to (QuotaStore.partitionOf):
+   * a dead cluster shard opens its own breaker, and the other shards keep deciding.
+   * `after` maps the decision, whatever its source, in the same step (no
+   * promise of its own per decision for the caller's bookkeeping).
+   */
+  decide<R = Decision>(
+    policy: Policy,
+    fromStore: () => Promise<SourcelessDecision>,
+    onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
+    partition = DEFAULT_PARTITION,
+    after: (decision: Decision) => R = identity as (decision: Decision) => R,
+  ): Promise<R> {
+    const deadline = this.deadlines.start();
+    const fromStoreInTime = () => deadline.race(fromStore());
+    const decided = (decision: SourcelessDecision): R => {
+      deadline.release();
+      return after(stamped(decision, 'store'));
+    };
+    const failed = (error: unknown): Promise<R> => {
+      deadline.release();
+      return this.fallbackAfter(error, policy, onStore).then(after);
+    };
+    try {
+      const breaker = this.breakerFor(partition);
+      // Closed, the breaker calls the store at once and the deadline's race
+      // bounds the call; otherwise a second race bounds the wait for a
+      // half-open probe made by another call. The inner race lets the breaker
+      // count a timeout as a failure.
+      if (breaker.state === 'closed') return breaker.run(fromStoreInTime, decided, failed);
+      return deadline.race(breaker.execute(fromStoreInTime)).then(decided, failed);
+    } catch (error) {
+      deadline.release();
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * decide() for several requests whose store calls are made together, on one
+   * partition (an AllowBatch's decisions, one script call per turn): one
+   * deadline and one promise for them all instead of a race, a breaker call
+   * and a `then` per request. `fromStore` answers per request its decision or
+   * the error its own store call failed with; the whole call failing or timing
+   * out fails every request with that error. The breaker counts the requests
+   * one by one, in order, and each failed one gets its policy's failure mode,
+   * exactly as decide() would have. Undefined when the partition's breaker is
+   * not closed: the caller then decides each request with decide().
+   */
+  decideTogether<R>(
+    fromStore: () => Promise<ReadonlyArray<SourcelessDecision | Error>>,
+    requests: TogetherRequests<R>,
+    partition = DEFAULT_PARTITION,
+  ): Promise<Array<PromiseSettledResult<R>>> | undefined {
+    const breaker = this.breakerFor(partition);
+    if (breaker.state !== 'closed') return undefined;
+    const deadline = this.deadlines.start();
+    let answers: Promise<ReadonlyArray<SourcelessDecision | Error>>;
+    try {
+      answers = deadline.race(fromStore());
+    } catch (error) {
+      answers = Promise.reject(error);
+    }
+    return answers.then(
+      (decisions) => {
+        deadline.release();
+        return this.settleTogether(breaker, (i) => decisions[i] ?? new Error(`no answer for request ${i}`), requests);
+      },
+      (error: unknown) => {
+        deadline.release();
+        const failure = asError(error);
+        return this.settleTogether(breaker, () => failure, requests);
+      },
+    );
+  }
+
+  private settleTogether<R>(
+    breaker: CircuitBreaker,
+    answerOf: (index: number) => SourcelessDecision | Error,
+    requests: TogetherRequests<R>,
+  ): Array<PromiseSettledResult<R>> | Promise<Array<PromiseSettledResult<R>>> {
+    const results = new Array<PromiseSettledResult<R>>(requests.count);
+    let fallbacks: Array<Promise<unknown>> | undefined;
+    for (let i = 0; i < requests.count; i++) {
+      const answer = answerOf(i);
+      try {
+        if (!(answer instanceof Error)) {
+          breaker.succeeded();
+          results[i] = { status: 'fulfilled', value: requests.after(i, stamped(answer, 'store')) };
+          continue;
+        }
+        breaker.failed(answer);
+        const index = i;
+        const fallback = this.fallbackAfter(answer, requests.policy(i), (store, scale) => requests.onStore(index, store, scale)).then(
+          (decision) => (results[index] = { status: 'fulfilled', value: requests.after(index, decision) }),
+          (error: unknown) => (results[index] = { status: 'rejected', reason: error }),
+        );
+        (fallbacks ??= []).push(fallback);
+      } catch (error) {
+        results[i] = { status: 'rejected', reason: error };
+      }
+    }
+    return fallbacks === undefined ? results : Promise.all(fallbacks).then(() => results);
+  }
+
+  /** The store could not decide: counts why, then the policy's failure mode decides. Any other error (a bug) propagates. */
+  private fallbackAfter(
+    error: unknown,
+    policy: Policy,
+    onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
+  ): Promise<Decision> {
+    let kind: StoreFailureKind;
+    if (error instanceof StoreTimeoutError) kind = 'timeout';
+    else if (error instanceof CircuitOpenError) kind = 'circuit_open';
+    else if (error instanceof StoreUnavailableError) kind = 'error';
+    else throw error;
+    this.options.events?.storeFailure(kind);
+    return this.fallback(policy, onStore);
+  }
+
+  private async fallback(
+    policy: Policy,
+    onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
+  ): Promise<Decision> {
+    switch (policy.failure.mode) {
+      case 'fail_open':
+        return { allowed: true, retryAfterMs: 0, deniedBy: '', limits: [], delayMs: 0, source: 'fail_open' };
+      case 'fail_closed':
+        // No gRPC error: a denial the caller already knows how to handle. The
+        // next probe of the store is the earliest a retry can find it back.
+        return { allowed: false, retryAfterMs: this.options.halfOpenAfterMs, deniedBy: '', limits: [], delayMs: 0, source: 'fail_closed' };
+      case 'local': {
+        const share = policy.failure.localShare;
+        const decision = await onStore(this.localStore, (limit) => this.scaled(limit, share));
+        return stamped(decision, 'local');
+      }
+    }
+  }
+
+  private scaled(limit: Limit, share: number): Limit {
+    let scaled = this.scaledLimits.get(limit);
+    if (scaled === undefined) {
+      scaled = Object.freeze({ ...limit, params: limit.algorithm.scaleParams(limit.params, share) });
+      this.scaledLimits.set(limit, scaled);
+    }
+    return scaled;
+  }
+
+  async close(): Promise<void> {
+    await this.localStore.close();
+  }
+}
+
+const identity = <T>(value: T): T => value;
+
+/**
+ * The decision with its source, built field by field. Not `{ ...decision, source }`:
+ * on Node 20 that spread, once per decision, made copies V8 promoted to old space
+ * (each then died there, to be reclaimed by a mark-compact) and made the reads of
+ * the result slower downstream (metrics, reply mapping); measured with bench/service-path-run.ts.
+ */
+function stamped(decision: SourcelessDecision, source: DecisionSource): Decision {
+  return {
+    allowed: decision.allowed,
+    retryAfterMs: decision.retryAfterMs,
+    deniedBy: decision.deniedBy,
+    limits: decision.limits,
+    delayMs: decision.delayMs,
+    source,
+  };
+}
