@@ -1,11 +1,11 @@
+import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
 /** The workspace packages (@quota-service/*) resolve to their TypeScript sources: tests need no build. */
 const SOURCE_CONDITION = '@quota-service/source';
 
 export default defineConfig({
-  resolve: { conditions: [SOURCE_CONDITION, 'module', 'node', 'import', 'default'] },
-  ssr: { resolve: { conditions: [SOURCE_CONDITION, 'module', 'node', 'import', 'default'] } },
+  ssr: { resolve: { conditions: [SOURCE_CONDITION, ...defaultServerConditions] } },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,

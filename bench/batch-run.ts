@@ -31,7 +31,9 @@ async function main(run: BenchRun): Promise<number> {
   run.onCleanup(() => service.stop());
   const callers: Partial<Record<Kind, AllowCaller>> = {
     raw: allowCaller(service.port),
-    unary: quotaClientCaller(service.port, false), batched: quotaClientCaller(service.port, BATCH) };
+    unary: quotaClientCaller(service.port, false),
+    batched: quotaClientCaller(service.port, BATCH),
+  };
   run.onCleanup(async () => Object.values(callers).forEach((c) => c.close()));
   // raw: bare nice-grpc unary Allow (bench/client.ts, as in bench/run.ts), to show what the client itself costs.
   const kinds: Kind[] = ['raw', 'unary', 'batched'];

@@ -25,7 +25,10 @@ export function benchMain(main: (run: BenchRun) => Promise<number>): void {
     })());
   const exitAfterCleanup = (code: number): void => void cleanup().finally(() => process.exit(code));
 
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     process.once(signal, () => {
       process.stderr.write(`bench: ${signal}, stopping what it started\n`);
       exitAfterCleanup(code);

@@ -27,10 +27,13 @@ type Kind = `${Store} ${Policy}`;
 async function main(): Promise<number> {
   const options = parseOptions(process.argv.slice(2));
   const stops: Array<() => Promise<void>> = [];
-  const watchdog = setTimeout(() => {
-    process.stderr.write('bench: overran its time budget\n');
-    process.exit(1);
-  }, 120_000 + options.rounds * KINDS.length * (options.seconds * 1000 + ROUND_GRACE_MS));
+  const watchdog = setTimeout(
+    () => {
+      process.stderr.write('bench: overran its time budget\n');
+      process.exit(1);
+    },
+    120_000 + options.rounds * KINDS.length * (options.seconds * 1000 + ROUND_GRACE_MS),
+  );
   try {
     const redis = await startRedisServer();
     stops.push(() => redis.stop());
@@ -40,8 +43,14 @@ async function main(): Promise<number> {
       single: await startServerChild('single', 'quota-server.ts', [redis.url]),
       cluster: await startServerChild('cluster', 'quota-server.ts', ['--cluster', cluster.seeds.join(',')]),
     };
-    stops.push(() => children.single.stop(), () => children.cluster.stop());
-    const callers = Object.fromEntries(KINDS.map(([store, policy]) => [`${store} ${policy}`, allowCaller(children[store].port, policy)])) as Record<Kind, ReturnType<typeof allowCaller>>;
+    stops.push(
+      () => children.single.stop(),
+      () => children.cluster.stop(),
+    );
+    const callers = Object.fromEntries(KINDS.map(([store, policy]) => [`${store} ${policy}`, allowCaller(children[store].port, policy)])) as Record<
+      Kind,
+      ReturnType<typeof allowCaller>
+    >;
     stops.push(async () => Object.values(callers).forEach((c) => c.close()));
 
     process.stdout.write(
@@ -59,7 +68,9 @@ async function main(): Promise<number> {
       for (const kind of kinds) {
         const r = await driveLoad({ call: callers[kind].call, concurrency: options.concurrency, durationMs: options.seconds * 1000, graceMs: ROUND_GRACE_MS });
         results[kind].push(r);
-        process.stdout.write(`round ${round} ${kind.padEnd(19)} ${r.decisionsPerSecond.toFixed(0)} decisions/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, errors ${r.errors}\n`);
+        process.stdout.write(
+          `round ${round} ${kind.padEnd(19)} ${r.decisionsPerSecond.toFixed(0)} decisions/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, errors ${r.errors}\n`,
+        );
       }
     }
     process.stdout.write('\n| store | policy | decisions/s | p50 (ms) | p95 (ms) | p99 (ms) | errors |\n|---|---|---:|---:|---:|---:|---:|\n');
@@ -67,7 +78,9 @@ async function main(): Promise<number> {
       const m = (pick: (r: LoadResult) => number) => median(results[kind].map(pick));
       const errors = results[kind].reduce((sum, r) => sum + r.errors, 0);
       const [store, policy] = kind.split(' ');
-      process.stdout.write(`| ${store} | ${policy} | ${m((r) => r.decisionsPerSecond).toFixed(0)} | ${m((r) => r.p50Ms).toFixed(2)} | ${m((r) => r.p95Ms).toFixed(2)} | ${m((r) => r.p99Ms).toFixed(2)} | ${errors} |\n`);
+      process.stdout.write(
+        `| ${store} | ${policy} | ${m((r) => r.decisionsPerSecond).toFixed(0)} | ${m((r) => r.p50Ms).toFixed(2)} | ${m((r) => r.p95Ms).toFixed(2)} | ${m((r) => r.p99Ms).toFixed(2)} | ${errors} |\n`,
+      );
     }
     const shards = (await cluster.topology()).shards;
     const perShard = await Promise.all(shards.map((s) => cluster.node(s.masterPort).dbsize()));

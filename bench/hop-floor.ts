@@ -52,8 +52,20 @@ function grpcHops(port: number, pid: number | undefined): Hop[] {
   const Echo = makeGenericClientConstructor(ECHO_SERVICE, 'Echo');
   const client = new Echo(`127.0.0.1:${port}`, credentials.createInsecure());
   const unary: Call = () =>
-    new Promise((resolve, reject) => client.makeUnaryRequest(ECHO_SERVICE.unary.path, (b: Buffer) => b, (b: Buffer) => b, PAYLOAD, (error) => (error ? reject(error) : resolve(true))));
-  const stream = client.makeBidiStreamRequest(ECHO_SERVICE.stream.path, (b: Buffer) => b, (b: Buffer) => b) as ClientDuplexStream<Buffer, Buffer>;
+    new Promise((resolve, reject) =>
+      client.makeUnaryRequest(
+        ECHO_SERVICE.unary.path,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        PAYLOAD,
+        (error) => (error ? reject(error) : resolve(true)),
+      ),
+    );
+  const stream = client.makeBidiStreamRequest(
+    ECHO_SERVICE.stream.path,
+    (b: Buffer) => b,
+    (b: Buffer) => b,
+  ) as ClientDuplexStream<Buffer, Buffer>;
   stream.on('error', () => {});
   const reply = replies();
   stream.on('data', reply.answer);
@@ -64,7 +76,10 @@ function grpcHops(port: number, pid: number | undefined): Hop[] {
 }
 
 async function main(run: BenchRun): Promise<number> {
-  const { values } = parseArgs({ args: process.argv.slice(2), options: { seconds: { type: 'string', default: '3' }, rounds: { type: 'string', default: '3' }, warmup: { type: 'string', default: '1' } } });
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: { seconds: { type: 'string', default: '3' }, rounds: { type: 'string', default: '3' }, warmup: { type: 'string', default: '1' } },
+  });
   const seconds = Number(values.seconds);
   const rounds = Number(values.rounds);
   const warmup = Number(values.warmup);
@@ -77,7 +92,9 @@ async function main(run: BenchRun): Promise<number> {
   const hops = [await tcpHop(tcp.port, tcp.pid), ...grpcHops(grpc.port, grpc.pid)];
   run.onCleanup(async () => hops.forEach((h) => h.close()));
 
-  process.stdout.write(`One request in flight to an echo child over loopback; ${rounds} rounds x ${seconds} s per kind; node ${process.version}, ${cpus().length} cpus\n\n`);
+  process.stdout.write(
+    `One request in flight to an echo child over loopback; ${rounds} rounds x ${seconds} s per kind; node ${process.version}, ${cpus().length} cpus\n\n`,
+  );
   for (const hop of hops) await driveLoad({ call: hop.call, concurrency: 1, durationMs: warmup * 1000, graceMs: 5_000 });
   const results = new Map<string, Array<{ load: LoadResult; driverUs: number; serverUs: number }>>();
   for (let round = 1; round <= rounds; round++) {
@@ -92,7 +109,9 @@ async function main(run: BenchRun): Promise<number> {
     }
   }
   const m = (name: string, pick: (r: { load: LoadResult; driverUs: number; serverUs: number }) => number) => median(results.get(name)!.map(pick));
-  process.stdout.write(`\nmedians over ${rounds} rounds:\n| hop | calls/s | p50 (ms) | p95 (ms) | p99 (ms) | client µs/call | server µs/call |\n|---|--:|--:|--:|--:|--:|--:|\n`);
+  process.stdout.write(
+    `\nmedians over ${rounds} rounds:\n| hop | calls/s | p50 (ms) | p95 (ms) | p99 (ms) | client µs/call | server µs/call |\n|---|--:|--:|--:|--:|--:|--:|\n`,
+  );
   for (const hop of hops) {
     process.stdout.write(
       `| ${hop.name} | ${m(hop.name, (r) => r.load.decisionsPerSecond).toFixed(0)} | ${m(hop.name, (r) => r.load.p50Ms).toFixed(3)} | ${m(hop.name, (r) => r.load.p95Ms).toFixed(3)} | ` +

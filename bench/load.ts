@@ -29,12 +29,7 @@ export interface LoadResult {
  * awaited and counted (elapsed time includes them); a hard stop `graceMs` later
  * aborts any stuck call so a round always ends.
  */
-export async function driveLoad(options: {
-  call: Call;
-  concurrency: number;
-  durationMs: number;
-  graceMs: number;
-}): Promise<LoadResult> {
+export async function driveLoad(options: { call: Call; concurrency: number; durationMs: number; graceMs: number }): Promise<LoadResult> {
   const latencies = new LatencyLog();
   let allowed = 0;
   let errors = 0;

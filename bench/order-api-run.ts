@@ -64,7 +64,13 @@ async function main(run: BenchRun): Promise<number> {
     ...(hop ? { raw: allowCaller(service.port) } : {}),
   };
   run.onCleanup(async () => Object.values(callers).forEach((c) => c.close()));
-  const kinds: Kind[] = ['noop', 'service', ...(calls ? (['calls'] as const) : []), ...(unbatched ? (['unary'] as const) : []), ...(hop ? (['raw'] as const) : [])];
+  const kinds: Kind[] = [
+    'noop',
+    'service',
+    ...(calls ? (['calls'] as const) : []),
+    ...(unbatched ? (['unary'] as const) : []),
+    ...(hop ? (['raw'] as const) : []),
+  ];
 
   process.stdout.write(
     `POST /api/orders: order API with the limiter (service) vs without (noop), quota service on Redis ${redis.url}\n` +
@@ -72,7 +78,13 @@ async function main(run: BenchRun): Promise<number> {
       `node ${process.version}, ${cpus().length} cpus, ${(totalmem() / 2 ** 30).toFixed(1)} GiB\n\n`,
   );
   // CPU per request of the order API process each kind talks to (raw: of the quota service).
-  const pids: Partial<Record<Kind, number | undefined>> = { noop: unlimitedApi.pid, service: limitedApi.pid, calls: callsApi?.pid, unary: unbatchedApi?.pid, raw: service.pid };
+  const pids: Partial<Record<Kind, number | undefined>> = {
+    noop: unlimitedApi.pid,
+    service: limitedApi.pid,
+    calls: callsApi?.pid,
+    unary: unbatchedApi?.pid,
+    raw: service.pid,
+  };
   const rounds = await alternateRounds({ kinds, callers, options, cpu: { pidOf: (kind) => pids[kind], redis: redis.client() } });
   const without = summarize(rounds, 'noop');
   const withLimiter = summarize(rounds, 'service');

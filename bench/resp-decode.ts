@@ -44,7 +44,9 @@ async function main(run: BenchRun): Promise<number> {
     stringify({ policies: { bench: { limits: [{ name: 'bench', key_by: 'user', algorithm: 'token_bucket', capacity: 1000, refill_per_second: 7 }] } } }),
   ).get('bench')?.limits[0];
   if (limit === undefined) throw new Error('no bench limit');
-  const calls = Array.from({ length: DECISIONS }, (_, i) => decideArguments([{ limit, identityKey: identityKey('bench', 'user', String(i)), cost: 1 + (i % 5) }], 'spend'));
+  const calls = Array.from({ length: DECISIONS }, (_, i) =>
+    decideArguments([{ limit, identityKey: identityKey('bench', 'user', String(i)), cost: 1 + (i % 5) }], 'spend'),
+  );
   const batch = batchArguments(calls);
   const binary = (await client.callBuffer('EVAL', decideLua, batch.keys.length, ...batch.keys, ...batch.args)) as Buffer;
   const split = splitBatchReply(binary, batch);
@@ -94,7 +96,10 @@ async function main(run: BenchRun): Promise<number> {
   console.log(`one batch reply of ${DECISIONS} token bucket decisions, ${rounds} rounds x ${decodes} decodes (medians)`);
   console.log('| reply | bytes | µs per reply | µs per decision |');
   console.log('|---|--:|--:|--:|');
-  for (const [name, bytes] of [['array', array.length], ['binary', bulk.length]] as const) {
+  for (const [name, bytes] of [
+    ['array', array.length],
+    ['binary', bulk.length],
+  ] as const) {
     const us = median(perReply[name]!);
     console.log(`| ${name} | ${bytes} | ${us.toFixed(2)} | ${(us / DECISIONS).toFixed(3)} |`);
   }

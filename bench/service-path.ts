@@ -36,7 +36,10 @@ policies:
   'bench policies',
 );
 
-const allowAll = (calls: readonly unknown[]) => ({ outcomes: calls.map(() => ({ allowed: true, retryAfterMs: 0, remaining: 999, resetAfterMs: 1 })), nowMs: 1 });
+const allowAll = (calls: readonly unknown[]) => ({
+  outcomes: calls.map(() => ({ allowed: true, retryAfterMs: 0, remaining: 999, resetAfterMs: 1 })),
+  nowMs: 1,
+});
 
 /** A single-node store that allows everything, answering as `answer` says: only the service's own code is left to measure. */
 function allowingStore(description: string, answer: <T>(reply: T) => Promise<T>): QuotaStore {

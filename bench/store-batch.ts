@@ -14,7 +14,9 @@ import { identityKey, parsePolicies } from '@quota-service/core';
 import { RedisStore } from '../src/store/redis.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '3' }, rounds: { type: 'string', default: '3' }, wave: { type: 'string', default: '100' } } });
+const { values } = parseArgs({
+  options: { seconds: { type: 'string', default: '3' }, rounds: { type: 'string', default: '3' }, wave: { type: 'string', default: '100' } },
+});
 const SECONDS = Number(values.seconds);
 const ROUNDS = Number(values.rounds);
 const WAVE = Number(values.wave);
@@ -71,7 +73,14 @@ async function round(store: RedisStore, redis: Redis, seconds: number): Promise<
   const ms = performance.now() - started;
   const used = process.cpuUsage(cpu);
   const after = await stats(redis);
-  return { decisions, ms, nodeUs: used.user + used.system, redisUs: after.cpuUs - before.cpuUs, scriptCalls: after.calls - before.calls - 1, scriptUs: after.usec - before.usec };
+  return {
+    decisions,
+    ms,
+    nodeUs: used.user + used.system,
+    redisUs: after.cpuUs - before.cpuUs,
+    scriptCalls: after.calls - before.calls - 1,
+    scriptUs: after.usec - before.usec,
+  };
 }
 
 const server = await startRedisServer();
@@ -84,8 +93,12 @@ try {
     for (const [kind, store] of Object.entries(stores)) samples[kind]?.push(await round(store, redis, SECONDS));
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-  process.stdout.write(`RedisStore alone, token bucket, waves of ${WAVE} decisions, ${WAVES_IN_FLIGHT} waves in flight, ${ROUNDS} rounds x ${SECONDS} s per kind (medians)\n`);
-  process.stdout.write('| kind | decisions/s | node µs/decision | redis µs/decision | decisions/script call | redis µs/script call | script µs/decision |\n|---|--:|--:|--:|--:|--:|--:|\n');
+  process.stdout.write(
+    `RedisStore alone, token bucket, waves of ${WAVE} decisions, ${WAVES_IN_FLIGHT} waves in flight, ${ROUNDS} rounds x ${SECONDS} s per kind (medians)\n`,
+  );
+  process.stdout.write(
+    '| kind | decisions/s | node µs/decision | redis µs/decision | decisions/script call | redis µs/script call | script µs/decision |\n|---|--:|--:|--:|--:|--:|--:|\n',
+  );
   const rates: Record<string, number> = {};
   for (const [kind, list] of Object.entries(samples)) {
     const m = (f: (s: Sample) => number) => median(list.map(f));

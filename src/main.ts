@@ -25,7 +25,10 @@ async function main(): Promise<void> {
     logger.warn({ variables: config.unknownVariables }, 'ignoring unknown QUOTA_* variables (typo?)');
   }
   // Watched from here on: a renewed certificate is served without a restart.
-  const tls = serverTls({ cert: config.QUOTA_TLS_CERT, key: config.QUOTA_TLS_KEY, clientCa: config.QUOTA_TLS_CLIENT_CA }, { logger: logger.child({ component: 'tls' }) });
+  const tls = serverTls(
+    { cert: config.QUOTA_TLS_CERT, key: config.QUOTA_TLS_KEY, clientCa: config.QUOTA_TLS_CLIENT_CA },
+    { logger: logger.child({ component: 'tls' }) },
+  );
   const callersFile = config.QUOTA_AUTH_TOKENS === undefined ? undefined : await readCallersFile(config.QUOTA_AUTH_TOKENS);
   const callers = callersFile === undefined ? undefined : new ReloadableCallerRegistry(callersFile.callers);
   const { text: policyText, policies } = await readPolicyFile(config.QUOTA_POLICIES);
@@ -35,7 +38,10 @@ async function main(): Promise<void> {
   const redisTlsFiles = { ca: config.QUOTA_REDIS_TLS_CA, cert: config.QUOTA_REDIS_TLS_CERT, key: config.QUOTA_REDIS_TLS_KEY };
   const redisTls = redisTlsOptions(redisTlsFiles);
   const redisTlsDescription = redisTlsMode(config);
-  const connectionErrors = connectionErrorLog(logger.child({ component: 'redis' }), { tls: redisTlsDescription !== 'off', clientCertificate: config.QUOTA_REDIS_TLS_CERT !== undefined });
+  const connectionErrors = connectionErrorLog(logger.child({ component: 'redis' }), {
+    tls: redisTlsDescription !== 'off',
+    clientCertificate: config.QUOTA_REDIS_TLS_CERT !== undefined,
+  });
   const redisOptions = { ...(redisTls === undefined ? {} : { tls: redisTls }), onConnectionError: connectionErrors.onConnectionError };
   const store: QuotaStore = config.QUOTA_REDIS_URL
     ? RedisStore.connect(config.QUOTA_REDIS_URL, redisOptions)
@@ -44,7 +50,9 @@ async function main(): Promise<void> {
       : new MemoryStore();
   // The client holds redisTls itself: a renewed client certificate applies from the next connection.
   const redisTlsWatcher =
-    redisTls === undefined || store instanceof MemoryStore ? undefined : watchRedisTls({ files: redisTlsFiles, live: redisTls, logger: logger.child({ component: 'redis-tls' }) });
+    redisTls === undefined || store instanceof MemoryStore
+      ? undefined
+      : watchRedisTls({ files: redisTlsFiles, live: redisTls, logger: logger.child({ component: 'redis-tls' }) });
   if (store instanceof MemoryStore) {
     logger.info('no Redis configured (QUOTA_REDIS_URL, QUOTA_REDIS_CLUSTER): using the embedded in-memory store; state is per process and lost on restart');
   } else {
@@ -94,7 +102,10 @@ async function main(): Promise<void> {
     'caller authentication',
   );
   if (callers === undefined && !/^(127\.|\[::1\]|localhost:)/.test(config.QUOTA_GRPC_ADDR)) {
-    logger.warn({ addr: config.QUOTA_GRPC_ADDR }, 'no caller authentication (QUOTA_AUTH_TOKENS unset) on a non-loopback address: any client may spend any quota');
+    logger.warn(
+      { addr: config.QUOTA_GRPC_ADDR },
+      'no caller authentication (QUOTA_AUTH_TOKENS unset) on a non-loopback address: any client may spend any quota',
+    );
   }
   logger.info({ addr: config.QUOTA_GRPC_ADDR, port: server.port }, 'quota service listening');
   let stopping = false;
@@ -133,6 +144,6 @@ async function main(): Promise<void> {
 main().catch((error: unknown) => {
   // Before the logger exists (bad env) this is the only voice we have.
   const known = error instanceof ConfigError || error instanceof PolicyFileError || error instanceof CallersFileError;
-  process.stderr.write(`quota-service: ${known ? (error as Error).message : (error as Error).stack ?? String(error)}\n`);
+  process.stderr.write(`quota-service: ${known ? (error as Error).message : ((error as Error).stack ?? String(error))}\n`);
   process.exit(1);
 });

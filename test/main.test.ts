@@ -95,7 +95,10 @@ describe('the service process', () => {
   it('refuses a bad policy file naming the policy and field, and exits 1', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'quota-policies-'));
     const file = join(dir, 'policies.yaml');
-    writeFileSync(file, 'policies:\n  orders:\n    limits:\n      - { name: orders, key_by: user, algorithm: token_bucket, capacity: 0, refill_per_second: 2 }\n');
+    writeFileSync(
+      file,
+      'policies:\n  orders:\n    limits:\n      - { name: orders, key_by: user, algorithm: token_bucket, capacity: 0, refill_per_second: 2 }\n',
+    );
     const service = startService({ QUOTA_POLICIES: file });
     expect(await service.exit).toBe(1);
     expect(service.output().stderr).toContain('policies.orders.limits[0].capacity:');
@@ -134,8 +137,16 @@ describe('the service process on a Redis Cluster (QUOTA_REDIS_CLUSTER)', () => {
 
 describe('early-eviction guard at start (spec 3.2 rule 3)', () => {
   it.each([
-    ['allkeys-lru', ['--maxmemory-policy', 'allkeys-lru'], /"level":40,.*"policies":\{"127\.0\.0\.1:\d+":"allkeys-lru"\},"msg":"maxmemory-policy allkeys-lru on 127\.0\.0\.1:\d+ may evict quota state/],
-    ['CONFIG disabled', ['--rename-command', 'CONFIG', ''], /"level":40,.*"msg":"could not read maxmemory-policy \(CONFIG disabled, e\.g\. on managed Redis\?\)/],
+    [
+      'allkeys-lru',
+      ['--maxmemory-policy', 'allkeys-lru'],
+      /"level":40,.*"policies":\{"127\.0\.0\.1:\d+":"allkeys-lru"\},"msg":"maxmemory-policy allkeys-lru on 127\.0\.0\.1:\d+ may evict quota state/,
+    ],
+    [
+      'CONFIG disabled',
+      ['--rename-command', 'CONFIG', ''],
+      /"level":40,.*"msg":"could not read maxmemory-policy \(CONFIG disabled, e\.g\. on managed Redis\?\)/,
+    ],
   ])('%s: one warning, and the service still serves', async (_name, args, warning) => {
     const redis = await startRedisServer({ args });
     try {

@@ -1,8 +1,11 @@
 import { z } from 'zod';
 
-const list = z
-  .string()
-  .transform((value) => value.split(',').map((part) => part.trim()).filter((part) => part !== ''));
+const list = z.string().transform((value) =>
+  value
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== ''),
+);
 
 /** Every environment variable the reference MCP server reads (clients/mcp/README.md lists them). */
 const schema = z.object({
@@ -19,9 +22,7 @@ const schema = z.object({
   QUOTA_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(500),
 });
 
-export type McpServerConfig = Readonly<
-  Omit<z.infer<typeof schema>, 'MCP_RESOURCE_URL' | 'MCP_ALLOWED_HOSTS'> & { resourceUrl: URL; allowedHosts: string[] }
->;
+export type McpServerConfig = Readonly<Omit<z.infer<typeof schema>, 'MCP_RESOURCE_URL' | 'MCP_ALLOWED_HOSTS'> & { resourceUrl: URL; allowedHosts: string[] }>;
 
 /** Parses the environment once; a bad variable fails with its name. */
 export function loadMcpServerConfig(env: NodeJS.ProcessEnv): McpServerConfig {

@@ -71,6 +71,10 @@ export async function loadDevCredentials(path: string): Promise<DevCredentials> 
   const stdio = parsed.data.stdio_principal;
   return {
     verifier,
-    ...(stdio === undefined ? {} : { stdioPrincipal: { subject: stdio.subject, scopes: stdio.scopes, roles: stdio.roles, ...(stdio.tenant === undefined ? {} : { tenant: stdio.tenant }) } }),
+    ...(stdio === undefined
+      ? {}
+      : {
+          stdioPrincipal: { subject: stdio.subject, scopes: stdio.scopes, roles: stdio.roles, ...(stdio.tenant === undefined ? {} : { tenant: stdio.tenant }) },
+        }),
   };
 }

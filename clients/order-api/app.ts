@@ -79,7 +79,8 @@ export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
     }
     const found = idempotency.lookup(scopeOf(stateOf(request).principal!), key, request.body);
     if (found.kind === 'replay') return reply.code(found.outcome.status).header('Idempotent-Replayed', 'true').send(found.outcome.body);
-    if (found.kind === 'in_progress') return reply.code(409).send({ error: 'idempotency_key_in_use', message: 'A request with this Idempotency-Key is still being processed.' });
+    if (found.kind === 'in_progress')
+      return reply.code(409).send({ error: 'idempotency_key_in_use', message: 'A request with this Idempotency-Key is still being processed.' });
     if (found.kind === 'mismatch') {
       return reply.code(422).send({ error: 'idempotency_key_reused', message: 'This Idempotency-Key was used with a different request body.' });
     }

@@ -7,11 +7,7 @@ export interface StoredOutcome {
 
 type Entry = { state: 'pending'; fingerprint: string; expiresAt: number } | { state: 'done'; fingerprint: string; outcome: StoredOutcome; expiresAt: number };
 
-export type Lookup =
-  | { kind: 'new' }
-  | { kind: 'replay'; outcome: StoredOutcome }
-  | { kind: 'in_progress' }
-  | { kind: 'mismatch' };
+export type Lookup = { kind: 'new' } | { kind: 'replay'; outcome: StoredOutcome } | { kind: 'in_progress' } | { kind: 'mismatch' };
 
 /** Outcomes are kept this long; a retry after that is a new request. */
 const TTL_MS = 24 * 60 * 60 * 1000;
@@ -67,5 +63,7 @@ function id(scope: string, key: string): string {
 }
 
 function fingerprint(body: unknown): string {
-  return createHash('sha256').update(JSON.stringify(body ?? null)).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(body ?? null))
+    .digest('hex');
 }

@@ -40,7 +40,10 @@ async function main(): Promise<void> {
     logger,
     ordersPolicy: env.ORDER_API_ORDERS_POLICY ?? 'orders.create',
     ipPolicy: env.ORDER_API_IP_POLICY ?? 'ip',
-    trustedProxies: (env.ORDER_API_TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''),
+    trustedProxies: (env.ORDER_API_TRUSTED_PROXIES ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== ''),
     maxInFlight: positiveInteger('ORDER_API_MAX_IN_FLIGHT', env.ORDER_API_MAX_IN_FLIGHT ?? '64'),
   });
   await app.listen({ host, port });

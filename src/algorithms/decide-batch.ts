@@ -91,7 +91,13 @@ export function splitBatchReply(reply: unknown, { groups }: BatchCall): unknown[
         if (end > reply.length) return malformed(`a decision of ${limits} limits at byte ${at} is cut short`);
         const one: unknown[] = [kind];
         for (let l = at + 1; l < end; l += LIMIT_BYTES) {
-          one.push(reply[l], Math.trunc(reply.readDoubleLE(l + 1)), reply.readDoubleLE(l + 9), Math.trunc(reply.readDoubleLE(l + 17)), Math.trunc(reply.readDoubleLE(l + 25)));
+          one.push(
+            reply[l],
+            Math.trunc(reply.readDoubleLE(l + 1)),
+            reply.readDoubleLE(l + 9),
+            Math.trunc(reply.readDoubleLE(l + 17)),
+            Math.trunc(reply.readDoubleLE(l + 25)),
+          );
         }
         one.push(now);
         replies.push(one);

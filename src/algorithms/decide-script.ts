@@ -72,4 +72,3 @@ export interface ScriptCall {
 export function rememberArguments(memo: Memo, value: string): ScriptCall {
   return { keys: [memo.key], args: ['remember', '', '0', '', String(memo.ttlMs), value] };
 }
-

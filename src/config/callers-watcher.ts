@@ -28,13 +28,9 @@ export class ReloadableCallerRegistry implements CallerRegistry {
  * Kubernetes Secret applies without a restart; an invalid file keeps the loaded
  * callers. Log lines name the file and the reason, never its content (tokens).
  */
-export function watchCallersFile(options: {
-  path: string;
-  loadedText: string;
-  registry: ReloadableCallerRegistry;
-  logger: Logger;
-  debounceMs?: number;
-}): { close(): void } {
+export function watchCallersFile(options: { path: string; loadedText: string; registry: ReloadableCallerRegistry; logger: Logger; debounceMs?: number }): {
+  close(): void;
+} {
   return watchConfigFile({
     path: options.path,
     loadedText: options.loadedText,

@@ -26,7 +26,9 @@ const callerSchema = z
   })
   .refine((c) => (c.token === undefined) !== (c.token_sha256 === undefined), { message: 'give exactly one of token, token_sha256', path: ['token'] });
 
-const callersFileSchema = z.strictObject({ callers: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'use 1-64 letters, digits, "_", "." or "-"'), callerSchema) });
+const callersFileSchema = z.strictObject({
+  callers: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'use 1-64 letters, digits, "_", "." or "-"'), callerSchema),
+});
 
 export interface Caller {
   readonly name: string;

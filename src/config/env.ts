@@ -7,13 +7,11 @@ const hostPort = z
     'expected host:port with a port from 0 to 65535, e.g. 0.0.0.0:50051',
   );
 
-const redisUrl = z
-  .string()
-  .refine(
-    // A host is required: `redis:/host:6379` parses as a URL with an empty host, which ioredis would quietly send to localhost.
-    (value) => URL.canParse(value) && /^rediss?:$/.test(new URL(value).protocol) && new URL(value).hostname !== '',
-    'expected redis://host:port or rediss://host:port',
-  );
+const redisUrl = z.string().refine(
+  // A host is required: `redis:/host:6379` parses as a URL with an empty host, which ioredis would quietly send to localhost.
+  (value) => URL.canParse(value) && /^rediss?:$/.test(new URL(value).protocol) && new URL(value).hostname !== '',
+  'expected redis://host:port or rediss://host:port',
+);
 
 /**
  * Redis Cluster seeds: `host:port,host:port,...`, or the same as redis:// URLs when the
@@ -22,17 +20,21 @@ const redisUrl = z
  */
 const redisClusterSeeds = z
   .string()
-  .transform((value) => value.split(',').map((seed) => seed.trim()).filter((seed) => seed !== ''))
-  .refine((seeds) => seeds.length > 0, { message: 'expected at least one seed, e.g. 10.0.0.1:6379,10.0.0.2:6379', abort: true })
-  .refine(
-    (seeds) => seeds.every((seed) => hostPort.safeParse(seed).success || (redisUrl.safeParse(seed).success && new URL(seed).port !== '')),
-    {
-      message: 'expected a comma-separated list of host:port seeds (or redis://[:password@]host:port, rediss:// for TLS), e.g. 10.0.0.1:6379,10.0.0.2:6379',
-      abort: true,
-    },
+  .transform((value) =>
+    value
+      .split(',')
+      .map((seed) => seed.trim())
+      .filter((seed) => seed !== ''),
   )
+  .refine((seeds) => seeds.length > 0, { message: 'expected at least one seed, e.g. 10.0.0.1:6379,10.0.0.2:6379', abort: true })
+  .refine((seeds) => seeds.every((seed) => hostPort.safeParse(seed).success || (redisUrl.safeParse(seed).success && new URL(seed).port !== '')), {
+    message: 'expected a comma-separated list of host:port seeds (or redis://[:password@]host:port, rediss:// for TLS), e.g. 10.0.0.1:6379,10.0.0.2:6379',
+    abort: true,
+  })
   .refine(
-    (seeds) => new Set(seeds.map((seed) => (seed.includes('://') ? `${new URL(seed).protocol}${new URL(seed).username}:${new URL(seed).password}` : 'plain'))).size === 1,
+    (seeds) =>
+      new Set(seeds.map((seed) => (seed.includes('://') ? `${new URL(seed).protocol}${new URL(seed).username}:${new URL(seed).password}` : 'plain'))).size ===
+      1,
     'all seeds must use the same form: all host:port, or all redis:// (or rediss://) URLs with the same credentials',
   );
 
@@ -68,8 +70,10 @@ export const envSchema = z
   })
   .superRefine((config, context) => {
     const issue = (variable: string, message: string) => context.addIssue({ code: 'custom', path: [variable], message });
-    if (config.QUOTA_REDIS_TLS_CERT !== undefined && config.QUOTA_REDIS_TLS_KEY === undefined) issue('QUOTA_REDIS_TLS_KEY', 'required with QUOTA_REDIS_TLS_CERT');
-    if (config.QUOTA_REDIS_TLS_KEY !== undefined && config.QUOTA_REDIS_TLS_CERT === undefined) issue('QUOTA_REDIS_TLS_CERT', 'required with QUOTA_REDIS_TLS_KEY');
+    if (config.QUOTA_REDIS_TLS_CERT !== undefined && config.QUOTA_REDIS_TLS_KEY === undefined)
+      issue('QUOTA_REDIS_TLS_KEY', 'required with QUOTA_REDIS_TLS_CERT');
+    if (config.QUOTA_REDIS_TLS_KEY !== undefined && config.QUOTA_REDIS_TLS_CERT === undefined)
+      issue('QUOTA_REDIS_TLS_CERT', 'required with QUOTA_REDIS_TLS_KEY');
     // TLS is chosen by the URL scheme alone: a TLS file next to a plain redis:// address would
     // silently do nothing, and letting it switch TLS on would make redis:// mean TLS in one
     // deployment and plaintext in the next. So it is an error, naming what to change.
@@ -90,9 +94,7 @@ function plainRedis(config: { QUOTA_REDIS_URL?: string | undefined; QUOTA_REDIS_
     return isTls(config.QUOTA_REDIS_URL) ? undefined : 'QUOTA_REDIS_URL is a plain redis:// URL (use rediss:// for TLS)';
   }
   if (config.QUOTA_REDIS_CLUSTER !== undefined) {
-    return config.QUOTA_REDIS_CLUSTER.every(isTls)
-      ? undefined
-      : 'QUOTA_REDIS_CLUSTER seeds are plain (give them as rediss://host:port URLs for TLS)';
+    return config.QUOTA_REDIS_CLUSTER.every(isTls) ? undefined : 'QUOTA_REDIS_CLUSTER seeds are plain (give them as rediss://host:port URLs for TLS)';
   }
   return 'no Redis is configured (set QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER with rediss://)';
 }
@@ -108,9 +110,7 @@ export class ConfigError extends Error {
 
 /** Reads the QUOTA_* variables once; a bad one fails fast with its name in the message. */
 export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
-  const own = Object.fromEntries(
-    Object.entries(env).filter(([name, value]) => name.startsWith('QUOTA_') && value !== undefined && value !== ''),
-  );
+  const own = Object.fromEntries(Object.entries(env).filter(([name, value]) => name.startsWith('QUOTA_') && value !== undefined && value !== ''));
   const parsed = envSchema.safeParse(own);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);

@@ -41,9 +41,7 @@ export class QuotaEngine {
   ) {
     // Without explicit settings (tests, embedding): a generous budget, so a
     // busy machine does not turn a slow answer into a failure-mode decision.
-    this.failure =
-      options.failure ??
-      new StoreFailurePolicy({ timeoutMs: 1_000, breakerFailures: 5, halfOpenAfterMs: 1_000, logger: createLogger('silent') });
+    this.failure = options.failure ?? new StoreFailurePolicy({ timeoutMs: 1_000, breakerFailures: 5, halfOpenAfterMs: 1_000, logger: createLogger('silent') });
     this.onDecision = options.onDecision;
   }
 

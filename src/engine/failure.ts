@@ -1,4 +1,14 @@
-import { asError, StoreUnavailableError, systemClock, type Clock, type Decision, type DecisionSource, type Limit, type Policy, type SourcelessDecision } from '@quota-service/core';
+import {
+  asError,
+  StoreUnavailableError,
+  systemClock,
+  type Clock,
+  type Decision,
+  type DecisionSource,
+  type Limit,
+  type Policy,
+  type SourcelessDecision,
+} from '@quota-service/core';
 import type { Logger } from '../logger.js';
 import { CircuitBreaker, CircuitOpenError, type CircuitStateName } from './circuit-breaker.js';
 import { StoreTimeoutError, TurnDeadlines } from './deadline.js';
@@ -214,7 +224,8 @@ export class StoreFailurePolicy {
           (decision) => (results[index] = { status: 'fulfilled', value: requests.after(index, decision) }),
           (error: unknown) => (results[index] = { status: 'rejected', reason: error }),
         );
-        (fallbacks ??= []).push(fallback);
+        fallbacks ??= [];
+        fallbacks.push(fallback);
       } catch (error) {
         results[i] = { status: 'rejected', reason: error };
       }
@@ -237,10 +248,7 @@ export class StoreFailurePolicy {
     return this.fallback(policy, onStore);
   }
 
-  private async fallback(
-    policy: Policy,
-    onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
-  ): Promise<Decision> {
+  private async fallback(policy: Policy, onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>): Promise<Decision> {
     switch (policy.failure.mode) {
       case 'fail_open':
         return { allowed: true, retryAfterMs: 0, deniedBy: '', limits: [], delayMs: 0, source: 'fail_open' };

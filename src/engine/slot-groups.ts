@@ -66,7 +66,9 @@ export function spendAcrossSlots<R>(
 async function spendGroupByGroup(store: QuotaStore, calls: readonly LimitCall[], groups: SlotGroups, full: Memo | undefined): Promise<LimitOutcome[]> {
   const outcomes: LimitOutcome[] = [];
   const pick = (group: readonly number[]) => group.map((i) => calls[i]!);
-  const place = (group: readonly number[], got: readonly LimitOutcome[]) => group.forEach((i, j) => (outcomes[i] = got[j]!));
+  const place = (group: readonly number[], got: readonly LimitOutcome[]) => {
+    for (const [j, i] of group.entries()) outcomes[i] = got[j]!;
+  };
   const reserved: { group: readonly number[]; spentAtMs: number }[] = [];
   const refundAll = () =>
     Promise.all(reserved.map(async ({ group, spentAtMs }) => place(group, (await store.decideGroup(pick(group), 'refund', { spentAtMs })).outcomes)));
@@ -130,7 +132,7 @@ export async function peekAcrossSlots(store: QuotaStore, calls: readonly LimitCa
         group.map((i) => calls[i]!),
         'peek',
       );
-      group.forEach((i, j) => (outcomes[i] = got[j]!));
+      for (const [j, i] of group.entries()) outcomes[i] = got[j]!;
     }),
   );
   return outcomes;

@@ -41,7 +41,9 @@ export function decideEach(
     let next = 0;
     for (let index = 0; index < requests.length; index++) {
       if (refused?.[index]) {
-        results[index] = { error: { code: Status.PERMISSION_DENIED, message: `requests[${index}]: caller "${caller!.name}" may not use policy "${requests[index]!.policy}"` } };
+        results[index] = {
+          error: { code: Status.PERMISSION_DENIED, message: `requests[${index}]: caller "${caller!.name}" may not use policy "${requests[index]!.policy}"` },
+        };
         continue;
       }
       const outcome = settled[next++]!;

@@ -9,10 +9,7 @@ import type { Logger } from '../logger.js';
  * logged and answered with a bare INTERNAL so nothing internal leaks.
  */
 export function errorMiddleware(logger: Logger) {
-  return async function* mapErrors<Request, Response>(
-    call: ServerMiddlewareCall<Request, Response>,
-    context: CallContext,
-  ) {
+  return async function* mapErrors<Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
     try {
       return yield* call.next(call.request, context);
     } catch (error) {

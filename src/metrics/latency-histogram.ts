@@ -107,7 +107,12 @@ export class LatencyHistogram {
     const data = await this.getForPromString();
     return {
       ...data,
-      values: data.values.map(({ labels, sharedLabels, value, metricName, exemplar }) => ({ value, metricName, exemplar, labels: { ...labels, ...sharedLabels } })),
+      values: data.values.map(({ labels, sharedLabels, value, metricName, exemplar }) => ({
+        value,
+        metricName,
+        exemplar,
+        labels: { ...labels, ...sharedLabels },
+      })),
     };
   }
 }

@@ -14,15 +14,23 @@ export interface ConnectionSettings {
  */
 export function connectionErrorHint(error: Error, settings: ConnectionSettings): string | undefined {
   const code = (error as NodeJS.ErrnoException).code ?? '';
-  if (/^(SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_SIGNATURE_FAILURE|CERT_UNTRUSTED)$/.test(code)) {
+  if (
+    /^(SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_SIGNATURE_FAILURE|CERT_UNTRUSTED)$/.test(
+      code,
+    )
+  ) {
     return "Redis's certificate is not signed by a CA this service trusts: set QUOTA_REDIS_TLS_CA to the PEM bundle of the CA that signed it";
   }
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
     return "Redis's certificate is not issued for the host or IP this service connects to: its subjectAltName must list that name (DNS:) or address (IP:)";
   }
   if (/^CERT_(HAS_EXPIRED|NOT_YET_VALID)$/.test(code)) return "Redis's certificate is outside its validity period";
-  if (/^ERR_SSL_(TLSV13_ALERT_CERTIFICATE_REQUIRED|SSLV3_ALERT_BAD_CERTIFICATE|TLSV1_ALERT_UNKNOWN_CA|SSLV3_ALERT_CERTIFICATE_UNKNOWN|SSLV3_ALERT_CERTIFICATE_EXPIRED|SSLV3_ALERT_HANDSHAKE_FAILURE)$/.test(code)) {
-    return 'Redis refused this service\'s TLS handshake, likely its client certificate (tls-auth-clients): set QUOTA_REDIS_TLS_CERT and QUOTA_REDIS_TLS_KEY to a pair signed by a CA in Redis\'s tls-ca-cert-file';
+  if (
+    /^ERR_SSL_(TLSV13_ALERT_CERTIFICATE_REQUIRED|SSLV3_ALERT_BAD_CERTIFICATE|TLSV1_ALERT_UNKNOWN_CA|SSLV3_ALERT_CERTIFICATE_UNKNOWN|SSLV3_ALERT_CERTIFICATE_EXPIRED|SSLV3_ALERT_HANDSHAKE_FAILURE)$/.test(
+      code,
+    )
+  ) {
+    return "Redis refused this service's TLS handshake, likely its client certificate (tls-auth-clients): set QUOTA_REDIS_TLS_CERT and QUOTA_REDIS_TLS_KEY to a pair signed by a CA in Redis's tls-ca-cert-file";
   }
   if (code === 'ERR_SSL_WRONG_VERSION_NUMBER') return 'the port does not speak TLS: is it the plain port (redis:// rather than rediss://)?';
   // A plain Redis port takes the TLS hello for the start of a command and waits for its end.

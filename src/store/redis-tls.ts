@@ -84,7 +84,9 @@ function checkedOptions(files: RedisTlsFiles, load: (variable: string, path: str
 const invalid = (variable: string, message: string) => new ConfigError(`invalid configuration:\n  ${variable}: ${message}`);
 
 /** For the start-up log line: how the connections to Redis are secured (no paths, no contents). */
-export function redisTlsMode(config: { QUOTA_REDIS_URL?: string | undefined; QUOTA_REDIS_CLUSTER?: readonly string[] | undefined } & RedisTlsVariables): string {
+export function redisTlsMode(
+  config: { QUOTA_REDIS_URL?: string | undefined; QUOTA_REDIS_CLUSTER?: readonly string[] | undefined } & RedisTlsVariables,
+): string {
   const address = config.QUOTA_REDIS_URL ?? config.QUOTA_REDIS_CLUSTER?.[0] ?? '';
   if (!address.includes('://') || new URL(address).protocol !== 'rediss:') return 'off';
   const ca = config.QUOTA_REDIS_TLS_CA === undefined ? 'system CAs' : 'QUOTA_REDIS_TLS_CA';

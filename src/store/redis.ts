@@ -7,7 +7,19 @@ import type { ConnectionOptions } from 'node:tls';
 // 600 numbers of a 100-decision reply), so a batch replies one binary string
 // (decide.lua, "Batch"), which it decodes in under a microsecond.
 import { Cluster, Redis } from 'ioredis';
-import { asError, type Clock, type DecideMode, type DecideOptions, type GroupDecision, type Limit, type LimitCall, type LimitOutcome, type Memo, parseDecideReply, StoreUnavailableError } from '@quota-service/core';
+import {
+  asError,
+  type Clock,
+  type DecideMode,
+  type DecideOptions,
+  type GroupDecision,
+  type Limit,
+  type LimitCall,
+  type LimitOutcome,
+  type Memo,
+  parseDecideReply,
+  StoreUnavailableError,
+} from '@quota-service/core';
 import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from '../algorithms/decide-script.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { parseClusterSeed } from './cluster-seeds.js';
@@ -177,7 +189,9 @@ export class RedisStore implements QuotaStore {
   decideGroup(calls: readonly LimitCall[], mode: DecideMode, options: DecideOptions = {}): Promise<GroupDecision> {
     // A then, not an async function: one per decision (an async frame was more).
     try {
-      return this.run(decideArguments(calls, mode, this.options.testClock?.now(), options)).then((reply) => parseDecideReply(reply, calls.length, options.memo));
+      return this.run(decideArguments(calls, mode, this.options.testClock?.now(), options)).then((reply) =>
+        parseDecideReply(reply, calls.length, options.memo),
+      );
     } catch (error) {
       return Promise.reject(error);
     }

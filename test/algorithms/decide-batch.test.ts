@@ -16,7 +16,8 @@ import { useRedisServer } from '../support/use-redis.js';
  */
 const bucket = limitFrom({ name: 'bucket', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 1 });
 const window = limitFrom({ name: 'window', key_by: 'user', algorithm: 'fixed_window', limit: 3, window: 'minute' });
-const one = (user: string, now: number): ScriptCall => decideArguments([{ limit: bucket, identityKey: identityKey('bucket', 'user', user), cost: 1 }], 'spend', now);
+const one = (user: string, now: number): ScriptCall =>
+  decideArguments([{ limit: bucket, identityKey: identityKey('bucket', 'user', user), cost: 1 }], 'spend', now);
 const two = (user: string, now: number): ScriptCall =>
   decideArguments(
     [bucket, window].map((limit) => ({ limit, identityKey: identityKey(limit.name, 'user', user), cost: 1 })),
@@ -141,7 +142,10 @@ describe('a malformed batch reply fails the whole batch with an error saying wha
       [1, 1, 0, 9, 1_000, 0, T0],
       [0, 0, 1_499, 0.25, 60_000, 0, T0],
     ]);
-    const [replay, error] = splitBatchReply(Buffer.concat([double(T0), text(2, 'replay 1 1 0 9 1000 0 123'), text(3, 'WRONGTYPE Operation\r\non a key\n')]), batch) as [unknown, Error];
+    const [replay, error] = splitBatchReply(
+      Buffer.concat([double(T0), text(2, 'replay 1 1 0 9 1000 0 123'), text(3, 'WRONGTYPE Operation\r\non a key\n')]),
+      batch,
+    ) as [unknown, Error];
     expect(replay).toEqual(['replay', '1', '1', '0', '9', '1000', '0', '123']);
     expect(error.name).toBe('ReplyError');
     expect(error.message).toBe('WRONGTYPE Operation  on a key');

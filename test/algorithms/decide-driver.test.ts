@@ -36,7 +36,10 @@ describe.each(bothStores(redis))('driver on the %s store: check every limit, the
 
   it('all allow: every limit spends', async () => {
     const outcomes = await f.store.decideAll(calls([bucket, window]), 'spend');
-    expect(outcomes.map((o) => [o.allowed, o.remaining])).toEqual([[true, 9], [true, 2]]);
+    expect(outcomes.map((o) => [o.allowed, o.remaining])).toEqual([
+      [true, 9],
+      [true, 2],
+    ]);
     expect(await f.tokenBucket('rl:v1:bucket:user:{42}')).toEqual({ tokens: 9, ts: T0 });
   });
 

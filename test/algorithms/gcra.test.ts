@@ -84,7 +84,14 @@ describe('GCRA properties', () => {
         const limit = limitFrom({ name: 'g', key_by: 'user', algorithm: 'gcra', capacity, refill_per_second: rate });
         const floor = rate / 5;
         const cost = (share: number) => Math.min(capacity, Math.max(floor, share < 0.3 ? 1 : share * capacity));
-        await runBoth(lua, model, limit, start, raw.map(([step, share, who]) => ({ step, cost: cost(share), who })), { retryHolds: true });
+        await runBoth(
+          lua,
+          model,
+          limit,
+          start,
+          raw.map(([step, share, who]) => ({ step, cost: cost(share), who })),
+          { retryHolds: true },
+        );
       }),
       { numRuns: 150 },
     );

@@ -81,7 +81,13 @@ describe('leaky bucket properties', () => {
       fc.asyncProperty(params, startTime, steps, async ({ capacity, leak }, start, raw) => {
         const limit = leaky(mode, capacity, leak);
         const cost = (share: number) => Math.min(capacity, Math.max(leak / 5, share < 0.3 ? 1 : share * capacity));
-        await runBoth(lua, model, limit, start, raw.map(([step, share, who]) => ({ step, cost: cost(share), who })));
+        await runBoth(
+          lua,
+          model,
+          limit,
+          start,
+          raw.map(([step, share, who]) => ({ step, cost: cost(share), who })),
+        );
       }),
       { numRuns: 100 },
     );

@@ -37,12 +37,21 @@ describe('Lua equals model', () => {
       })
       .map(({ capacity, perCapacity }) => ({ capacity, rate: capacity * perCapacity }));
     await fc.assert(
-      fc.asyncProperty(params, fc.integer({ min: 0, max: 4_102_444_800_000 }), fc.array(fc.tuple(timeStep, fc.double({ min: 0, max: 1, noNaN: true }), identity), { minLength: 1, maxLength: 40 }), async ({ capacity, rate }, start, raw) => {
-        const limit = limitFrom({ name: 'tb', key_by: 'user', algorithm: 'token_bucket', capacity, refill_per_second: rate });
-        // Costs from a tiny fraction up to the whole capacity, some of them whole numbers.
-        const steps = raw.map(([step, share, who]) => ({ step, cost: share < 0.3 ? 1 : Math.max(Number.MIN_VALUE, share * capacity), who }));
-        await runBoth(limit, start, steps.map((s) => ({ ...s, cost: Math.min(s.cost, capacity) })));
-      }),
+      fc.asyncProperty(
+        params,
+        fc.integer({ min: 0, max: 4_102_444_800_000 }),
+        fc.array(fc.tuple(timeStep, fc.double({ min: 0, max: 1, noNaN: true }), identity), { minLength: 1, maxLength: 40 }),
+        async ({ capacity, rate }, start, raw) => {
+          const limit = limitFrom({ name: 'tb', key_by: 'user', algorithm: 'token_bucket', capacity, refill_per_second: rate });
+          // Costs from a tiny fraction up to the whole capacity, some of them whole numbers.
+          const steps = raw.map(([step, share, who]) => ({ step, cost: share < 0.3 ? 1 : Math.max(Number.MIN_VALUE, share * capacity), who }));
+          await runBoth(
+            limit,
+            start,
+            steps.map((s) => ({ ...s, cost: Math.min(s.cost, capacity) })),
+          );
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -50,10 +59,21 @@ describe('Lua equals model', () => {
   it('fixed window: same decisions, retry, remaining and reset, across every window unit; retry_after_ms holds', async () => {
     const windowName = fc.constantFrom(...(Object.keys(WINDOWS) as WindowName[]));
     await fc.assert(
-      fc.asyncProperty(windowName, fc.integer({ min: 1, max: 20 }), fc.integer({ min: 0, max: 4_102_444_800_000 }), fc.array(fc.tuple(timeStep, fc.integer({ min: 1, max: 20 }), identity), { minLength: 1, maxLength: 40 }), async (window, max, start, raw) => {
-        const limit = limitFrom({ name: 'fw', key_by: 'user', algorithm: 'fixed_window', limit: max, window });
-        await runBoth(limit, start, raw.map(([step, cost, who]) => ({ step, cost: Math.min(cost, max), who })), { retryHolds: true });
-      }),
+      fc.asyncProperty(
+        windowName,
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 0, max: 4_102_444_800_000 }),
+        fc.array(fc.tuple(timeStep, fc.integer({ min: 1, max: 20 }), identity), { minLength: 1, maxLength: 40 }),
+        async (window, max, start, raw) => {
+          const limit = limitFrom({ name: 'fw', key_by: 'user', algorithm: 'fixed_window', limit: max, window });
+          await runBoth(
+            limit,
+            start,
+            raw.map(([step, cost, who]) => ({ step, cost: Math.min(cost, max), who })),
+            { retryHolds: true },
+          );
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -71,7 +91,14 @@ describe('Lua equals model', () => {
         expect(await client.keys('*')).toEqual([`rl:v1:fw:user:{1}:${window}`]);
         expect(await client.hgetall(`rl:v1:fw:user:{1}:${window}`)).toEqual({ w: String(start), c: '1' });
       }),
-      { numRuns: 300, examples: [['day', Date.UTC(2024, 1, 29, 23, 59, 59)], ['minute', Date.UTC(2099, 11, 31, 23, 59)], ['second', 0]] },
+      {
+        numRuns: 300,
+        examples: [
+          ['day', Date.UTC(2024, 1, 29, 23, 59, 59)],
+          ['minute', Date.UTC(2099, 11, 31, 23, 59)],
+          ['second', 0],
+        ],
+      },
     );
   });
 });

@@ -55,33 +55,40 @@ describe.each([
     const call = (cost: number): LimitCall[] => [{ limit, identityKey: key, cost }];
     let fixtures: readonly [StoreFixture, StoreFixture] | undefined;
     await fc.assert(
-      fc.asyncProperty(startTime, fc.array(move, { maxLength: 8 }), move, fc.integer({ min: 0, max: 200 }), fc.array(move, { minLength: 1, maxLength: 8 }), async (start, before, spend, refundAfter, after) => {
-        fixtures ??= makeFixtures();
-        // `spent` spends and refunds; `twin` (the model) never spends. Both see the same history.
-        const [spent, twin] = fixtures;
-        const lua = spent.name !== 'memory';
-        const both = [spent, twin] as const;
-        await Promise.all(both.map((f) => f.reset()));
-        let now = lua ? clearOfRealExpiry(start) : start;
-        const at = (t: number) => both.forEach((f) => f.clock.set(t));
-        const step = (ms: number) => (now = lua ? clearOfRealExpiry(now + ms) : now + ms);
-        for (const m of before) {
-          at(step(m.dt));
-          for (const f of both) await f.store.decideAll(call(m.cost), 'spend');
-        }
-        if (await expiresSoon(spent)) return;
-        at(step(spend.dt));
-        const { outcomes, nowMs } = await spent.store.decideGroup(call(spend.cost), 'spend');
-        at(step(refundAfter));
-        if (outcomes[0]!.allowed) await spent.store.decideGroup(call(spend.cost), 'refund', { spentAtMs: nowMs });
-        for (const [i, m] of after.entries()) {
+      fc.asyncProperty(
+        startTime,
+        fc.array(move, { maxLength: 8 }),
+        move,
+        fc.integer({ min: 0, max: 200 }),
+        fc.array(move, { minLength: 1, maxLength: 8 }),
+        async (start, before, spend, refundAfter, after) => {
+          fixtures ??= makeFixtures();
+          // `spent` spends and refunds; `twin` (the model) never spends. Both see the same history.
+          const [spent, twin] = fixtures;
+          const lua = spent.name !== 'memory';
+          const both = [spent, twin] as const;
+          await Promise.all(both.map((f) => f.reset()));
+          let now = lua ? clearOfRealExpiry(start) : start;
+          const at = (t: number) => both.forEach((f) => f.clock.set(t));
+          const step = (ms: number) => (now = lua ? clearOfRealExpiry(now + ms) : now + ms);
+          for (const m of before) {
+            at(step(m.dt));
+            for (const f of both) await f.store.decideAll(call(m.cost), 'spend');
+          }
           if (await expiresSoon(spent)) return;
-          at(step(m.dt));
-          const context = `after step ${i}`;
-          expect(await spent.store.decideAll(call(0), 'peek'), context).toEqual(await twin.store.decideAll(call(0), 'peek'));
-          expect(await spent.store.decideAll(call(m.cost), 'spend'), context).toEqual(await twin.store.decideAll(call(m.cost), 'spend'));
-        }
-      }),
+          at(step(spend.dt));
+          const { outcomes, nowMs } = await spent.store.decideGroup(call(spend.cost), 'spend');
+          at(step(refundAfter));
+          if (outcomes[0]!.allowed) await spent.store.decideGroup(call(spend.cost), 'refund', { spentAtMs: nowMs });
+          for (const [i, m] of after.entries()) {
+            if (await expiresSoon(spent)) return;
+            at(step(m.dt));
+            const context = `after step ${i}`;
+            expect(await spent.store.decideAll(call(0), 'peek'), context).toEqual(await twin.store.decideAll(call(0), 'peek'));
+            expect(await spent.store.decideAll(call(m.cost), 'spend'), context).toEqual(await twin.store.decideAll(call(m.cost), 'spend'));
+          }
+        },
+      ),
       { numRuns: 150 },
     );
   });

@@ -72,7 +72,14 @@ describe('sliding window counter properties', () => {
         fc.array(fc.tuple(timeStep, fc.integer({ min: 1, max: 20 }), identity), { minLength: 1, maxLength: 40 }),
         async (window, max, start, raw) => {
           const limit = limitFrom({ name: 'swc', key_by: 'user', algorithm: 'sliding_window_counter', limit: max, window });
-          await runBoth(lua, model, limit, start, raw.map(([step, cost, who]) => ({ step, cost: Math.min(cost, max), who })), { retryHolds: true });
+          await runBoth(
+            lua,
+            model,
+            limit,
+            start,
+            raw.map(([step, cost, who]) => ({ step, cost: Math.min(cost, max), who })),
+            { retryHolds: true },
+          );
         },
       ),
       { numRuns: 150 },

@@ -102,7 +102,7 @@ describe.each(bothStores(redis))('on the %s store', (_store, makeFixture) => {
       expect((await from('198.51.100.9')).status).toBe(200);
     });
 
-    it('an unknown policy is the app\'s bug: a 500 from the framework, not a 429 and not a pass', async () => {
+    it("an unknown policy is the app's bug: a 500 from the framework, not a 429 and not a pass", async () => {
       const handledBefore = app.handled();
       const response = await fetch(`${app.url}/bad-policy`);
       expect(response.status).toBe(500);

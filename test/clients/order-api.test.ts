@@ -29,7 +29,11 @@ interface RunningApi {
   app: FastifyInstance;
 }
 
-async function startOrderApi(quota: QuotaClient, extra: Partial<OrderApiOptions> = {}, orders = new OrderStore({ widget: 1000, gadget: 3 })): Promise<RunningApi> {
+async function startOrderApi(
+  quota: QuotaClient,
+  extra: Partial<OrderApiOptions> = {},
+  orders = new OrderStore({ widget: 1000, gadget: 3 }),
+): Promise<RunningApi> {
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -162,7 +166,12 @@ describe.each(bothStores(redis))('POST /api/orders with the quota service on the
 
   it('missing or invalid credentials: 401, and the IP limit (30/min) still applies to them', async () => {
     api = await startOrderApi(quota);
-    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong-token-123' }, { 'x-api-key': 'wrong-key-456' }, { authorization: 'Basic abc' }];
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: 'Bearer wrong-token-123' },
+      { 'x-api-key': 'wrong-key-456' },
+      { authorization: 'Basic abc' },
+    ];
     for (let i = 0; i < 30; i++) {
       const response = await post(api, attempts[i % attempts.length]!);
       expect(response.status, `attempt ${i + 1}`).toBe(401);

@@ -108,10 +108,18 @@ describe('quota client on AllowStream', () => {
       const { port } = await serve(QuotaServiceDefinition, () => ({ allowStream }));
       const counter = rpcCounter();
       const channel = createChannel(`127.0.0.1:${port}`);
-      const batcher = new Batcher(createClientFactory().use(counter.middleware).create(quotaClientDefinition, channel), { maxDelayMs: 0, maxSize: 100, stream: true });
+      const batcher = new Batcher(createClientFactory().use(counter.middleware).create(quotaClientDefinition, channel), {
+        maxDelayMs: 0,
+        maxSize: 100,
+        stream: true,
+      });
       return { batcher, counter, close: () => (batcher.close(), channel.close()) };
     };
-    const outcome = (promise: Promise<unknown>) => promise.then(() => 'answered', (error: Error) => error.name);
+    const outcome = (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'answered',
+        (error: Error) => error.name,
+      );
 
     it('a batch that ran out its deadline unanswered retires the stream: the next batch opens a new one, the old call is cancelled', async () => {
       // Reads every batch, answers none, never ends.

@@ -23,8 +23,7 @@ afterAll(async () => {
 });
 
 /** A store budget longer than any client deadline here, so the service itself never answers first. */
-const patientFailurePolicy = () =>
-  new StoreFailurePolicy({ timeoutMs: 600_000, breakerFailures: 5, halfOpenAfterMs: 1_000, logger: createLogger('silent') });
+const patientFailurePolicy = () => new StoreFailurePolicy({ timeoutMs: 600_000, breakerFailures: 5, halfOpenAfterMs: 1_000, logger: createLogger('silent') });
 
 const LOCAL_POLICIES = `
 policies:
@@ -72,7 +71,12 @@ describe('nothing listens on the port (connection refused)', () => {
 
   it('a bad local policy document fails when the client is created', () => {
     expect(() =>
-      createQuotaClient({ address: '127.0.0.1:1', onUnavailable: { local: { policies: 'policies: { orders: { limits: [ { name: o, key_by: user, algorithm: token_bucket, capacity: 0, refill_per_second: 1 } ] } }' } } }),
+      createQuotaClient({
+        address: '127.0.0.1:1',
+        onUnavailable: {
+          local: { policies: 'policies: { orders: { limits: [ { name: o, key_by: user, algorithm: token_bucket, capacity: 0, refill_per_second: 1 } ] } }' },
+        },
+      }),
     ).toThrow(/onUnavailable\.local\.policies: invalid policies:\n\s+policies\.orders\.limits\[0\]\.capacity/);
   });
 });

@@ -1,12 +1,6 @@
 import { Status } from 'nice-grpc';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createQuotaClient,
-  QuotaInvalidArgumentError,
-  QuotaPolicyNotFoundError,
-  type QuotaClient,
-  type QuotaClientOptions,
-} from '@quota-service/client';
+import { createQuotaClient, QuotaInvalidArgumentError, QuotaPolicyNotFoundError, type QuotaClient, type QuotaClientOptions } from '@quota-service/client';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import { rpcCounter } from '../support/rpc-counter.js';
 import type { StoreFixture } from '../support/store-fixtures.js';
@@ -101,27 +95,30 @@ describe.each(bothStores(redis))('quota client against the service on the %s sto
     ['unary', { batch: false }, 'Allow', 5],
     ['batching on a stream', {}, 'AllowStream', 1],
     ['batching in AllowBatch calls', { stream: false }, 'AllowBatch', 1],
-  ] as const)('%s: caller bugs reject with a typed error naming the field, never a fallback decision', async (_name, mode: Partial<QuotaClientOptions>, rpc, rpcs) => {
-    const client = connect({ ...mode, onUnavailable: 'fail_open' });
-    const results = await Promise.allSettled([
-      client.allow({ policy: 'orders', identity: { user: 'ok' } }),
-      client.allow({ policy: 'orders', identity: { user: 'ok' }, cost: -1 }),
-      client.allow({ policy: 'nope', identity: { user: 'ok' } }),
-      client.allow({ policy: 'orders', identity: { tenant: 'acme' } }),
-      client.allow({ policy: 'orders', identity: { user: 'ok' } }),
-    ]);
-    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'rejected', 'fulfilled']);
-    const reasons = results.map((r) => (r.status === 'rejected' ? (r.reason as Error) : undefined));
-    expect(reasons[1]).toBeInstanceOf(QuotaInvalidArgumentError);
-    expect(reasons[1]).toMatchObject({ code: Status.INVALID_ARGUMENT, details: 'cost: must not be negative, got -1' });
-    expect(reasons[2]).toBeInstanceOf(QuotaPolicyNotFoundError);
-    expect(reasons[2]).toMatchObject({ code: Status.NOT_FOUND, details: 'policy: no policy named "nope"' });
-    expect(reasons[3]).toMatchObject({ code: Status.INVALID_ARGUMENT, details: 'identity.user: required by limit "orders" of policy "orders"' });
-    const fulfilled = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-    expect(fulfilled.map((d) => [d.source, d.limits[0]?.remaining])).toEqual([
-      ['store', 9],
-      ['store', 8],
-    ]);
-    expect(counter.count(rpc)).toBe(rpcs);
-  });
+  ] as const)(
+    '%s: caller bugs reject with a typed error naming the field, never a fallback decision',
+    async (_name, mode: Partial<QuotaClientOptions>, rpc, rpcs) => {
+      const client = connect({ ...mode, onUnavailable: 'fail_open' });
+      const results = await Promise.allSettled([
+        client.allow({ policy: 'orders', identity: { user: 'ok' } }),
+        client.allow({ policy: 'orders', identity: { user: 'ok' }, cost: -1 }),
+        client.allow({ policy: 'nope', identity: { user: 'ok' } }),
+        client.allow({ policy: 'orders', identity: { tenant: 'acme' } }),
+        client.allow({ policy: 'orders', identity: { user: 'ok' } }),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'rejected', 'fulfilled']);
+      const reasons = results.map((r) => (r.status === 'rejected' ? (r.reason as Error) : undefined));
+      expect(reasons[1]).toBeInstanceOf(QuotaInvalidArgumentError);
+      expect(reasons[1]).toMatchObject({ code: Status.INVALID_ARGUMENT, details: 'cost: must not be negative, got -1' });
+      expect(reasons[2]).toBeInstanceOf(QuotaPolicyNotFoundError);
+      expect(reasons[2]).toMatchObject({ code: Status.NOT_FOUND, details: 'policy: no policy named "nope"' });
+      expect(reasons[3]).toMatchObject({ code: Status.INVALID_ARGUMENT, details: 'identity.user: required by limit "orders" of policy "orders"' });
+      const fulfilled = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      expect(fulfilled.map((d) => [d.source, d.limits[0]?.remaining])).toEqual([
+        ['store', 9],
+        ['store', 8],
+      ]);
+      expect(counter.count(rpc)).toBe(rpcs);
+    },
+  );
 });

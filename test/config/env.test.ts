@@ -25,7 +25,13 @@ describe('environment configuration', () => {
       QUOTA_LOG_LEVEL: 'debug',
       QUOTA_SHUTDOWN_GRACE_MS: '2500',
     });
-    expect(config).toMatchObject({ QUOTA_GRPC_ADDR: '[::1]:7000', QUOTA_REDIS_URL: 'rediss://cache.internal:6380/0', QUOTA_METRICS_ADDR: '0.0.0.0:9464', QUOTA_HEALTH_ADDR: '0.0.0.0:50052', QUOTA_SHUTDOWN_GRACE_MS: 2500 });
+    expect(config).toMatchObject({
+      QUOTA_GRPC_ADDR: '[::1]:7000',
+      QUOTA_REDIS_URL: 'rediss://cache.internal:6380/0',
+      QUOTA_METRICS_ADDR: '0.0.0.0:9464',
+      QUOTA_HEALTH_ADDR: '0.0.0.0:50052',
+      QUOTA_SHUTDOWN_GRACE_MS: 2500,
+    });
   });
 
   it('refuses a Redis URL without a host (redis:/host parses with an empty host, which would mean localhost)', () => {
@@ -75,19 +81,39 @@ describe('environment configuration', () => {
   });
 
   describe('TLS towards Redis (QUOTA_REDIS_TLS_CA, QUOTA_REDIS_TLS_CERT, QUOTA_REDIS_TLS_KEY)', () => {
-    const files = { QUOTA_REDIS_TLS_CA: '/etc/quota/redis-ca.pem', QUOTA_REDIS_TLS_CERT: '/etc/quota/redis-client.crt', QUOTA_REDIS_TLS_KEY: '/etc/quota/redis-client.key' };
+    const files = {
+      QUOTA_REDIS_TLS_CA: '/etc/quota/redis-ca.pem',
+      QUOTA_REDIS_TLS_CERT: '/etc/quota/redis-client.crt',
+      QUOTA_REDIS_TLS_KEY: '/etc/quota/redis-client.key',
+    };
 
     it('reads them with a rediss:// URL or rediss:// cluster seeds (the scheme in any case)', () => {
       expect(loadConfig({ QUOTA_REDIS_URL: 'rediss://redis.internal:6380', ...files })).toMatchObject(files);
       expect(loadConfig({ QUOTA_REDIS_CLUSTER: 'rediss://10.0.0.1:6380,rediss://10.0.0.2:6380', ...files })).toMatchObject(files);
-      expect(loadConfig({ QUOTA_REDIS_URL: 'REDISS://redis.internal:6380', QUOTA_REDIS_TLS_CA: files.QUOTA_REDIS_TLS_CA }).QUOTA_REDIS_TLS_CA).toBe(files.QUOTA_REDIS_TLS_CA);
+      expect(loadConfig({ QUOTA_REDIS_URL: 'REDISS://redis.internal:6380', QUOTA_REDIS_TLS_CA: files.QUOTA_REDIS_TLS_CA }).QUOTA_REDIS_TLS_CA).toBe(
+        files.QUOTA_REDIS_TLS_CA,
+      );
       // A CA alone (verify Redis, no client certificate) and a client certificate alone (system CAs) are both fine.
-      expect(() => loadConfig({ QUOTA_REDIS_URL: 'rediss://redis.internal:6380', QUOTA_REDIS_TLS_CERT: files.QUOTA_REDIS_TLS_CERT, QUOTA_REDIS_TLS_KEY: files.QUOTA_REDIS_TLS_KEY })).not.toThrow();
+      expect(() =>
+        loadConfig({
+          QUOTA_REDIS_URL: 'rediss://redis.internal:6380',
+          QUOTA_REDIS_TLS_CERT: files.QUOTA_REDIS_TLS_CERT,
+          QUOTA_REDIS_TLS_KEY: files.QUOTA_REDIS_TLS_KEY,
+        }),
+      ).not.toThrow();
     });
 
     it.each([
-      ['a certificate without its key', { QUOTA_REDIS_URL: 'rediss://r:6380', QUOTA_REDIS_TLS_CERT: files.QUOTA_REDIS_TLS_CERT }, ['QUOTA_REDIS_TLS_KEY: required with QUOTA_REDIS_TLS_CERT']],
-      ['a key without its certificate', { QUOTA_REDIS_URL: 'rediss://r:6380', QUOTA_REDIS_TLS_KEY: files.QUOTA_REDIS_TLS_KEY }, ['QUOTA_REDIS_TLS_CERT: required with QUOTA_REDIS_TLS_KEY']],
+      [
+        'a certificate without its key',
+        { QUOTA_REDIS_URL: 'rediss://r:6380', QUOTA_REDIS_TLS_CERT: files.QUOTA_REDIS_TLS_CERT },
+        ['QUOTA_REDIS_TLS_KEY: required with QUOTA_REDIS_TLS_CERT'],
+      ],
+      [
+        'a key without its certificate',
+        { QUOTA_REDIS_URL: 'rediss://r:6380', QUOTA_REDIS_TLS_KEY: files.QUOTA_REDIS_TLS_KEY },
+        ['QUOTA_REDIS_TLS_CERT: required with QUOTA_REDIS_TLS_KEY'],
+      ],
       [
         'a CA with a plain redis:// URL',
         { QUOTA_REDIS_URL: 'redis://r:6379', QUOTA_REDIS_TLS_CA: files.QUOTA_REDIS_TLS_CA },
@@ -95,17 +121,29 @@ describe('environment configuration', () => {
       ],
       [
         'a client certificate with host:port cluster seeds',
-        { QUOTA_REDIS_CLUSTER: '10.0.0.1:6379,10.0.0.2:6379', QUOTA_REDIS_TLS_CERT: files.QUOTA_REDIS_TLS_CERT, QUOTA_REDIS_TLS_KEY: files.QUOTA_REDIS_TLS_KEY },
+        {
+          QUOTA_REDIS_CLUSTER: '10.0.0.1:6379,10.0.0.2:6379',
+          QUOTA_REDIS_TLS_CERT: files.QUOTA_REDIS_TLS_CERT,
+          QUOTA_REDIS_TLS_KEY: files.QUOTA_REDIS_TLS_KEY,
+        },
         [
           'QUOTA_REDIS_TLS_CERT: only applies to TLS connections to Redis, but QUOTA_REDIS_CLUSTER seeds are plain (give them as rediss://host:port URLs for TLS)',
           'QUOTA_REDIS_TLS_KEY: only applies to TLS connections to Redis, but QUOTA_REDIS_CLUSTER seeds are plain',
         ],
       ],
-      ['a CA with redis:// cluster seeds', { QUOTA_REDIS_CLUSTER: 'redis://:pw@10.0.0.1:6379', QUOTA_REDIS_TLS_CA: files.QUOTA_REDIS_TLS_CA }, ['QUOTA_REDIS_TLS_CA: only applies to TLS connections to Redis, but QUOTA_REDIS_CLUSTER seeds are plain']],
+      [
+        'a CA with redis:// cluster seeds',
+        { QUOTA_REDIS_CLUSTER: 'redis://:pw@10.0.0.1:6379', QUOTA_REDIS_TLS_CA: files.QUOTA_REDIS_TLS_CA },
+        ['QUOTA_REDIS_TLS_CA: only applies to TLS connections to Redis, but QUOTA_REDIS_CLUSTER seeds are plain'],
+      ],
       [
         'any of them without Redis (the embedded store)',
         files,
-        ['QUOTA_REDIS_TLS_CA: only applies to TLS connections to Redis, but no Redis is configured (set QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER with rediss://)', 'QUOTA_REDIS_TLS_CERT: only applies', 'QUOTA_REDIS_TLS_KEY: only applies'],
+        [
+          'QUOTA_REDIS_TLS_CA: only applies to TLS connections to Redis, but no Redis is configured (set QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER with rediss://)',
+          'QUOTA_REDIS_TLS_CERT: only applies',
+          'QUOTA_REDIS_TLS_KEY: only applies',
+        ],
       ],
     ])('refuses %s, naming each variable that would do nothing', (_case, env, messages) => {
       expect(() => loadConfig(env)).toThrow(ConfigError);
@@ -131,7 +169,9 @@ describe('environment configuration', () => {
     });
 
     it('treats empty ones as unset', () => {
-      expect(loadConfig({ QUOTA_REDIS_URL: 'redis://r:6379', QUOTA_REDIS_TLS_CA: '', QUOTA_REDIS_TLS_CERT: '', QUOTA_REDIS_TLS_KEY: '' }).QUOTA_REDIS_TLS_CA).toBeUndefined();
+      expect(
+        loadConfig({ QUOTA_REDIS_URL: 'redis://r:6379', QUOTA_REDIS_TLS_CA: '', QUOTA_REDIS_TLS_CERT: '', QUOTA_REDIS_TLS_KEY: '' }).QUOTA_REDIS_TLS_CA,
+      ).toBeUndefined();
     });
   });
 

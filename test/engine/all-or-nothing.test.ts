@@ -37,7 +37,7 @@ const tenantCounterKey = (tenant: string) => fixedWindowKey(identityKey('tenant-
 function pair(userFirst: boolean): { user: string; other: string; tenant: string } {
   const tenant = 'acme';
   const tenantSlot = calculateSlot(tenantCounterKey(tenant));
-  const users = Array.from({ length: 200 }, (_, i) => `u${i}`).filter((u) => (calculateSlot(bucketKey(u)) < tenantSlot) === userFirst);
+  const users = Array.from({ length: 200 }, (_, i) => `u${i}`).filter((u) => calculateSlot(bucketKey(u)) < tenantSlot === userFirst);
   return { user: users[0]!, other: users[1]!, tenant };
 }
 

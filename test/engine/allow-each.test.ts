@@ -49,7 +49,10 @@ const input: fc.Arbitrary<AllowInput> = fc.record({
 // Virtual time moves in whole seconds and every rate is 1/s, so any TTL a script
 // sets is a second or more of real time: no key lapses on Redis's own clock
 // while a run compares the two stores.
-const steps = fc.array(fc.record({ batch: fc.array(input, { minLength: 1, maxLength: 8 }), advanceMs: fc.constantFrom(0, 0, 1_000, 2_000) }), { minLength: 1, maxLength: 6 });
+const steps = fc.array(fc.record({ batch: fc.array(input, { minLength: 1, maxLength: 8 }), advanceMs: fc.constantFrom(0, 0, 1_000, 2_000) }), {
+  minLength: 1,
+  maxLength: 6,
+});
 
 type Settled = PromiseSettledResult<Decision>;
 /** A result as compared: the decision, or the error's class and message. */
@@ -62,7 +65,8 @@ const together = (engine: QuotaEngine, batch: readonly AllowInput[]) => engine.a
 /** Every key's DUMP and TTL (ms). */
 async function redisState(redis: Redis): Promise<Map<string, { dump: string; ttl: number }>> {
   const state = new Map<string, { dump: string; ttl: number }>();
-  for (const key of (await redis.keys('*')).sort()) state.set(key, { dump: ((await redis.dumpBuffer(key)) as Buffer).toString('hex'), ttl: await redis.pttl(key) });
+  for (const key of (await redis.keys('*')).sort())
+    state.set(key, { dump: ((await redis.dumpBuffer(key)) as Buffer).toString('hex'), ttl: await redis.pttl(key) });
   return state;
 }
 
@@ -79,7 +83,12 @@ function expectSameRedisState(a: Map<string, { dump: string; ttl: number }>, b: 
 function memoryState(fixture: StoreFixture): Record<string, unknown> {
   const store = fixture.store as MemoryStore;
   const now = fixture.clock.now();
-  return Object.fromEntries(store.space.keys(now).sort().map((key) => [key, { value: store.space.get(key, now), ttl: store.space.ttl(key, now) }]));
+  return Object.fromEntries(
+    store.space
+      .keys(now)
+      .sort()
+      .map((key) => [key, { value: store.space.get(key, now), ttl: store.space.ttl(key, now) }]),
+  );
 }
 
 describe('allowEach answers what allow() per request answers, issued in the same order', () => {
@@ -136,7 +145,12 @@ function failingEngine(store: QuotaStore, timeoutMs = 1_000) {
 }
 
 describe('allowEach with a store that cannot answer: what allow() per request does', () => {
-  const batch: AllowInput[] = ['open', 'closed', 'local', 'bucket', 'local'].map((policy) => ({ policy, identity: { user: 'a', tenant: 't1' }, cost: 1, requestId: '' }));
+  const batch: AllowInput[] = ['open', 'closed', 'local', 'bucket', 'local'].map((policy) => ({
+    policy,
+    identity: { user: 'a', tenant: 't1' },
+    cost: 1,
+    requestId: '',
+  }));
   const stores: Array<[string, () => QuotaStore, number]> = [
     ['a store that fails', () => new DownStore(), 1_000],
     ['a store that never answers (deadline 50 ms)', () => new HangingStore(), 50],

@@ -27,10 +27,12 @@ function setup(way: Way) {
     onStateChange: (state: CircuitStateName) => events.push(`state:${state}`),
   });
   let calls = 0;
-  const counted = <T>(fn: () => Promise<T>) => () => {
-    calls++;
-    return fn();
-  };
+  const counted =
+    <T>(fn: () => Promise<T>) =>
+    () => {
+      calls++;
+      return fn();
+    };
   const run = <T>(fn: () => Promise<T>): Promise<T> =>
     way === 'execute'
       ? breaker.execute(counted(fn))
@@ -44,9 +46,16 @@ function setup(way: Way) {
   return { breaker, events, run, calls: () => calls };
 }
 
-const down = (why = 'down') => () => Promise.reject(new Outage(why));
+const down =
+  (why = 'down') =>
+  () =>
+    Promise.reject(new Outage(why));
 const up = () => Promise.resolve('ok');
-const settle = (promise: Promise<unknown>) => promise.then(() => 'ok', (error: unknown) => (error as Error).constructor.name);
+const settle = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'ok',
+    (error: unknown) => (error as Error).constructor.name,
+  );
 const waitOut = () => new Promise((resolve) => setTimeout(resolve, HALF_OPEN_AFTER_MS + 10));
 
 async function openIt(run: ReturnType<typeof setup>['run']) {

@@ -46,7 +46,8 @@ it('the tenant shard dies between reservation and decision: the user reservation
   let user = '';
   for (let i = 0; user === ''; i++) {
     const candidate = `u${i}`;
-    if (calculateSlot(bucketKey(candidate)) < calculateSlot(tenantKey(tenant)) && (await cluster().ownerOf(bucketKey(candidate))) !== tenantOwner) user = candidate;
+    if (calculateSlot(bucketKey(candidate)) < calculateSlot(tenantKey(tenant)) && (await cluster().ownerOf(bucketKey(candidate))) !== tenantOwner)
+      user = candidate;
   }
   const userOwner = await cluster().ownerOf(bucketKey(user));
   // A budget far above the client's own timeouts, so the store error (not the budget) ends the call.

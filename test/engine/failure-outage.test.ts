@@ -131,7 +131,9 @@ describe('store outage under load (spec 7.2, verification 4)', () => {
     const stallMs = lag.max / 1e6;
 
     // No call fails: not UNKNOWN, not INTERNAL, not UNAVAILABLE.
-    const errors = calls.filter((c) => c.error !== undefined).map((c) => (c.error instanceof ClientError ? `${c.error.code} ${c.error.details}` : String(c.error)));
+    const errors = calls
+      .filter((c) => c.error !== undefined)
+      .map((c) => (c.error instanceof ClientError ? `${c.error.code} ${c.error.details}` : String(c.error)));
     expect(errors).toEqual([]);
 
     const healthy = calls.filter((c) => c.startedAt + c.ms < frozenAt);

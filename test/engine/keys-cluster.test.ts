@@ -74,8 +74,34 @@ describe('state keys on a real Redis Cluster', () => {
   });
 
   const crafted = [
-    'a:b', 'a', 'b', 'a%3Ab', 'a%3ab', '{x}', 'x', '}{', '}x{', '{', '}', '{}', '%', '%25', 'a b', 'a+b', '*', '?', '[a]',
-    'ａ:b', 'а:b', 'e\u0301', 'é', '😀', 'user:{42}', '42}:minute:1', 'x'.repeat(256), 'é'.repeat(128),
+    'a:b',
+    'a',
+    'b',
+    'a%3Ab',
+    'a%3ab',
+    '{x}',
+    'x',
+    '}{',
+    '}x{',
+    '{',
+    '}',
+    '{}',
+    '%',
+    '%25',
+    'a b',
+    'a+b',
+    '*',
+    '?',
+    '[a]',
+    'ａ:b',
+    'а:b',
+    'e\u0301',
+    'é',
+    '😀',
+    'user:{42}',
+    '42}:minute:1',
+    'x'.repeat(256),
+    'é'.repeat(128),
   ];
 
   it('crafted identities: all keys of one identity share the slot of its encoded value, whatever bytes it holds', async () => {

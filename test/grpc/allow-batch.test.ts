@@ -81,7 +81,10 @@ describe.each(bothStores(redis))('AllowBatch on the %s store', (_name, makeFixtu
 
   it(`a batch over ${MAX_BATCH_SIZE} requests is rejected whole with INVALID_ARGUMENT, nothing written`, async () => {
     const requests = Array.from({ length: MAX_BATCH_SIZE + 1 }, (_, i) => order(`u${i}`));
-    const error = await service.client.allowBatch({ requests }).then(() => undefined, (e: unknown) => e);
+    const error = await service.client.allowBatch({ requests }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(ClientError);
     expect((error as ClientError).code).toBe(Status.INVALID_ARGUMENT);
     expect((error as ClientError).details).toBe(`requests: at most ${MAX_BATCH_SIZE} per batch, got ${MAX_BATCH_SIZE + 1}`);

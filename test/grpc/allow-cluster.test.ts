@@ -27,12 +27,16 @@ describe('Allow over gRPC on a Redis Cluster (Redis clock)', () => {
       for (let i = 0; i < 11; i++) decisions.push(await service.client.allow({ policy: 'orders', identity: { user } }));
       expect(decisions.map((d) => d.allowed)).toEqual([...Array(10).fill(true), false]);
       expect(decisions[10]).toMatchObject({ deniedBy: 'orders', limits: [{ name: 'orders', algorithm: 'token_bucket', limit: 10 }] });
-      expect(await cluster().node(await cluster().ownerOf(`{${user}}`)).exists(`rl:v1:orders:user:{${user}}`)).toBe(1);
+      expect(
+        await cluster()
+          .node(await cluster().ownerOf(`{${user}}`))
+          .exists(`rl:v1:orders:user:{${user}}`),
+      ).toBe(1);
     }
     expect(owners.size).toBe(3);
   });
 
-  it('tenant per minute: a fixed window on the tenant\'s shard', async () => {
+  it("tenant per minute: a fixed window on the tenant's shard", async () => {
     expect((await service.client.allow({ policy: 'tenant', identity: { tenant: 'acme' }, cost: 2000 })).allowed).toBe(true);
     const denied = await service.client.allow({ policy: 'tenant', identity: { tenant: 'acme' } });
     expect(denied).toMatchObject({ allowed: false, deniedBy: 'tenant-per-minute' });

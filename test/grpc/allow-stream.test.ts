@@ -33,7 +33,10 @@ describe.each(bothStores(redis))('AllowStream on the %s store', (_name, makeFixt
   it('answers each batch under its id, each request decided as AllowBatch decides it', async () => {
     const stream = openAllowStream(service.client);
     // 11 for user a (the 11th is denied by its bucket of 10); then user b in a second batch.
-    stream.send(7, Array.from({ length: 11 }, () => order('a')));
+    stream.send(
+      7,
+      Array.from({ length: 11 }, () => order('a')),
+    );
     const first = await stream.answer(7);
     stream.send(8, [order('b'), order('b', { cost: 4 })]);
     const second = await stream.answer(8);
@@ -63,7 +66,10 @@ describe.each(bothStores(redis))('AllowStream on the %s store', (_name, makeFixt
   it('a batch over 1000 requests ends the stream with INVALID_ARGUMENT, after answering the batch before it; it writes nothing', async () => {
     const stream = openAllowStream(service.client);
     stream.send(1, [order('first')]);
-    stream.send(2, Array.from({ length: 1001 }, (_, i) => order(`u${i}`)));
+    stream.send(
+      2,
+      Array.from({ length: 1001 }, (_, i) => order(`u${i}`)),
+    );
     expect((await stream.answer(1)).results[0]!.response?.allowed).toBe(true);
     expect(await stream.ended).toBe('INVALID_ARGUMENT: requests: at most 1000 per batch, got 1001');
     expect(stream.answers.map((a) => a.id)).toEqual([1]);
@@ -172,7 +178,12 @@ callers:
   let channel: ReturnType<typeof createChannel>;
   const asOrderApi = { metadata: Metadata({ authorization: `Bearer ${ORDER_API_TOKEN}` }) };
   beforeAll(async () => {
-    server = await startQuotaServer({ engine: new QuotaEngine(await shippedPolicies(), store), address: '127.0.0.1:0', logger: createLogger('silent'), callers });
+    server = await startQuotaServer({
+      engine: new QuotaEngine(await shippedPolicies(), store),
+      address: '127.0.0.1:0',
+      logger: createLogger('silent'),
+      callers,
+    });
     server.setServing(true);
     channel = createChannel(`127.0.0.1:${server.port}`);
     client = createClient(QuotaServiceDefinition, channel);

@@ -61,7 +61,7 @@ describe('bearer tokens per calling service', () => {
     await server.shutdown(1_000);
   });
 
-  it('no token or a wrong one: UNAUTHENTICATED; a policy outside the caller\'s set: PERMISSION_DENIED; a valid one: decided', async () => {
+  it("no token or a wrong one: UNAUTHENTICATED; a policy outside the caller's set: PERMISSION_DENIED; a valid one: decided", async () => {
     const client = createClient(QuotaServiceDefinition, channel);
     const orders = { policy: 'orders', identity: { user: 'auth' } };
     expect(await codeOf(client.allow(orders))).toBe('UNAUTHENTICATED');

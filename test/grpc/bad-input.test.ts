@@ -34,9 +34,19 @@ const cases: [string, Partial<AllowRequest>, Status, RegExp][] = [
   ['NaN cost', { ...ok, cost: Number.NaN }, INVALID_ARGUMENT, /^cost: must be a finite number, got NaN$/],
   ['infinite cost', { ...ok, cost: Number.POSITIVE_INFINITY }, INVALID_ARGUMENT, /^cost: must be a finite number, got Infinity$/],
   ['-infinite cost', { ...ok, cost: Number.NEGATIVE_INFINITY }, INVALID_ARGUMENT, /^cost: must be a finite number/],
-  ['cost above capacity', { ...ok, cost: 10.5 }, INVALID_ARGUMENT, /^cost: 10\.5 exceeds the bucket's capacity of 10, so it could never be granted \(limit "orders" of policy "orders"\)$/],
+  [
+    'cost above capacity',
+    { ...ok, cost: 10.5 },
+    INVALID_ARGUMENT,
+    /^cost: 10\.5 exceeds the bucket's capacity of 10, so it could never be granted \(limit "orders" of policy "orders"\)$/,
+  ],
   ['cost above a window limit', { policy: 'user', identity: { user: '42' }, cost: 121 }, INVALID_ARGUMENT, /^cost: 121 exceeds the window's limit of 120/],
-  ['fractional cost on a window', { policy: 'user', identity: { user: '42' }, cost: 1.5 }, INVALID_ARGUMENT, /^cost: must be a whole number for a fixed window, got 1\.5/],
+  [
+    'fractional cost on a window',
+    { policy: 'user', identity: { user: '42' }, cost: 1.5 },
+    INVALID_ARGUMENT,
+    /^cost: must be a whole number for a fixed window, got 1\.5/,
+  ],
   ['request_id with control characters', { ...ok, requestId: 'r\t1' }, INVALID_ARGUMENT, /^request_id: must not contain control characters$/],
   ['request_id over 256 bytes', { ...ok, requestId: 'r'.repeat(300) }, INVALID_ARGUMENT, /^request_id: must be at most 256 bytes, got 300$/],
 ];

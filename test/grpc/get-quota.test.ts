@@ -98,10 +98,18 @@ describe('GetQuota on Redis (virtual clock)', () => {
   it.each([
     ['empty policy', { policy: '', identity: { user: '1' } }, Status.INVALID_ARGUMENT, /^policy: must not be empty$/],
     ['unknown policy', { policy: 'nope', identity: { user: '1' } }, Status.NOT_FOUND, /^policy: no policy named "nope"$/],
-    ['missing identity part', { policy: 'gcra', identity: { tenant: 'a' } }, Status.INVALID_ARGUMENT, /^identity\.user: required by limit "gcra" of policy "gcra"$/],
+    [
+      'missing identity part',
+      { policy: 'gcra', identity: { tenant: 'a' } },
+      Status.INVALID_ARGUMENT,
+      /^identity\.user: required by limit "gcra" of policy "gcra"$/,
+    ],
     ['id with a newline', { policy: 'log', identity: { user: 'a\nb' } }, Status.INVALID_ARGUMENT, /^identity\.user: must not contain control characters$/],
   ])('bad input (%s): the status Allow gives, nothing written', async (_name, request, status, message) => {
-    const error = await service.client.getQuota(request).then(() => undefined, (e: unknown) => e);
+    const error = await service.client.getQuota(request).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(ClientError);
     expect((error as ClientError).code).toBe(status);
     expect((error as ClientError).details).toMatch(message);

@@ -52,7 +52,8 @@ describe('the plaintext health-only port beside an mTLS gRPC port', () => {
       engine: new QuotaEngine(await shippedPolicies(), store, { failure }),
       address: '127.0.0.1:0',
       logger: createLogger('silent'),
-      credentials: serverTls({ cert: certificates.file('server.crt'), key: certificates.file('server.key'), clientCa: certificates.file('ca.crt') }).credentials,
+      credentials: serverTls({ cert: certificates.file('server.crt'), key: certificates.file('server.key'), clientCa: certificates.file('ca.crt') })
+        .credentials,
       healthAddress: '127.0.0.1:0',
     });
     healthPort = server.healthPort!;

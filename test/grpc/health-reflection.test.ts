@@ -37,7 +37,10 @@ describe('standard gRPC services (what grpcurl uses)', () => {
 
   it.each(['v1', 'v1alpha'] as const)('server reflection %s lists the services (grpcurl list)', async (version) => {
     const response = await reflect((r) => r.setListServices('*'), version);
-    const names = response.getListServicesResponse()!.getServiceList().map((s: { getName(): string }) => s.getName());
+    const names = response
+      .getListServicesResponse()!
+      .getServiceList()
+      .map((s: { getName(): string }) => s.getName());
     expect(names).toEqual(expect.arrayContaining(['quota.v1.QuotaService', 'grpc.health.v1.Health']));
   });
 
@@ -47,7 +50,10 @@ describe('standard gRPC services (what grpcurl uses)', () => {
     expect(files).toHaveLength(1);
     const file = FileDescriptorProto.deserializeBinary(files[0]!);
     expect(file.getName()).toBe('quota/v1/quota.proto');
-    const methods = file.getServiceList()[0]?.getMethodList().map((m) => m.getName());
+    const methods = file
+      .getServiceList()[0]
+      ?.getMethodList()
+      .map((m) => m.getName());
     expect(methods).toEqual(['Allow', 'ListPolicies', 'GetQuota', 'AllowBatch', 'AllowStream']);
   });
 });

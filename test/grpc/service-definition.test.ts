@@ -48,7 +48,13 @@ class UnreachableStore extends MemoryStore {
   }
 }
 
-const request = (policy: string, extra: Partial<AllowRequest> = {}): AllowRequest => ({ policy, identity: { user: '42', tenant: 'acme' }, cost: 0, requestId: '', ...extra });
+const request = (policy: string, extra: Partial<AllowRequest> = {}): AllowRequest => ({
+  policy,
+  identity: { user: '42', tenant: 'acme' },
+  cost: 0,
+  requestId: '',
+  ...extra,
+});
 
 /** Every kind of answer: allowed, denied, several limits, shaping delay, replayed request id, and item errors. */
 const fromStore: AllowRequest[] = [
@@ -73,7 +79,11 @@ function handlers(store: MemoryStore) {
 describe('answers encoded without fromPartial are the bytes fromPartial + encode gives', () => {
   it('the server definition drops fromPartial for exactly Allow, AllowBatch and AllowStream answers', () => {
     const { methods } = quotaServiceDefinition;
-    expect(Object.entries(methods).filter(([, m]) => !('fromPartial' in m.responseType)).map(([name]) => name)).toEqual(['allow', 'allowBatch', 'allowStream']);
+    expect(
+      Object.entries(methods)
+        .filter(([, m]) => !('fromPartial' in m.responseType))
+        .map(([name]) => name),
+    ).toEqual(['allow', 'allowBatch', 'allowStream']);
   });
 
   it.each([

@@ -133,10 +133,14 @@ describe('TLS certificate reload on a real service process', () => {
 describe('TLS files checked at start', () => {
   it('a key that does not match its certificate, a certificate or key that is no PEM and a CA without a certificate name their variable and path', () => {
     const file = certificates.file;
-    expect(() => serverTls({ cert: file('first.crt'), key: file('renewed.key') })).toThrow(/QUOTA_TLS_KEY: \S+renewed\.key is not the private key of the certificate in QUOTA_TLS_CERT/);
+    expect(() => serverTls({ cert: file('first.crt'), key: file('renewed.key') })).toThrow(
+      /QUOTA_TLS_KEY: \S+renewed\.key is not the private key of the certificate in QUOTA_TLS_CERT/,
+    );
     expect(() => serverTls({ cert: file('first.key'), key: file('first.key') })).toThrow(/QUOTA_TLS_CERT: \S+first\.key holds no PEM certificate/);
     expect(() => serverTls({ cert: file('first.crt'), key: file('first.crt') })).toThrow(/QUOTA_TLS_KEY: \S+first\.crt is not a usable PEM private key/);
-    expect(() => serverTls({ cert: file('first.crt'), key: file('first.key'), clientCa: file('first.key') })).toThrow(/QUOTA_TLS_CLIENT_CA: \S+first\.key holds no PEM certificate/);
+    expect(() => serverTls({ cert: file('first.crt'), key: file('first.key'), clientCa: file('first.key') })).toThrow(
+      /QUOTA_TLS_CLIENT_CA: \S+first\.key holds no PEM certificate/,
+    );
     expect(serverTls({ cert: file('first.crt'), key: file('first.key'), clientCa: file('ca.crt') }).credentials._isSecure()).toBe(true);
   });
 });

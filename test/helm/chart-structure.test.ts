@@ -115,7 +115,8 @@ describe('values.yaml', () => {
       const pair = map.items[index]!;
       return ((pair.key as Node | null)?.commentBefore ?? (index === 0 ? map.commentBefore : undefined))?.trim();
     };
-    const isSection = (node: unknown): node is YAMLMap => isYamlMap(node) && node.items.some((_, index) => Boolean(commentOf(node, index)) || isSection(node.items[index]!.value));
+    const isSection = (node: unknown): node is YAMLMap =>
+      isYamlMap(node) && node.items.some((_, index) => Boolean(commentOf(node, index)) || isSection(node.items[index]!.value));
     const visit = (map: YAMLMap, path: string) => {
       map.items.forEach((pair, index) => {
         if (!isPair(pair)) return;

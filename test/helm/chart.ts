@@ -70,11 +70,7 @@ export function staticYaml(text: string): string {
     .replace(/\{\{-?\s*\/\*[\s\S]*?\*\/\s*-?\}\}/g, '')
     .split('\n')
     .filter((line) => !/^\s*(\{\{-?[^}]*-?\}\}\s*)+$/.test(line))
-    .map((line) =>
-      line
-        .replace(/\{\{-?\s*(\.Values(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\s*-?\}\}/g, '<<$1>>')
-        .replace(/\{\{-?[\s\S]*?-?\}\}/g, 'TEMPLATED'),
-    )
+    .map((line) => line.replace(/\{\{-?\s*(\.Values(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\s*-?\}\}/g, '<<$1>>').replace(/\{\{-?[\s\S]*?-?\}\}/g, 'TEMPLATED'))
     .join('\n');
 }
 

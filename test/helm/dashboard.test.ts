@@ -45,15 +45,25 @@ function problems(expr: string, exported: Map<string, Exported>): string[] {
   const found: string[] = [];
   const metricNames = new Set<string>();
   for (const [name] of code.matchAll(/\bquota_[a-z0-9_]+/g)) {
-    const base = exported.has(name) ? name : HISTOGRAM_SUFFIXES.map((suffix) => (name.endsWith(suffix) ? name.slice(0, -suffix.length) : '')).find((candidate) => exported.get(candidate)?.type === 'histogram');
+    const base = exported.has(name)
+      ? name
+      : HISTOGRAM_SUFFIXES.map((suffix) => (name.endsWith(suffix) ? name.slice(0, -suffix.length) : '')).find(
+          (candidate) => exported.get(candidate)?.type === 'histogram',
+        );
     if (base) metricNames.add(base);
     else found.push(`unknown metric ${name}`);
   }
   // Every selector must name a known metric (no metrics from elsewhere).
   for (const [, name] of code.matchAll(/([A-Za-z_:][A-Za-z0-9_:]*)\s*\{/g)) if (!name!.startsWith('quota_')) found.push(`selector on ${name}`);
   const labels = new Set<string>();
-  for (const [, body] of code.matchAll(/\{([^}]*)\}/g)) for (const [, label] of body!.matchAll(/([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)/g)) labels.add(label!);
-  for (const [, list] of code.matchAll(/\b(?:by|without)\s*\(([^)]*)\)/g)) for (const label of list!.split(',').map((item) => item.trim()).filter(Boolean)) labels.add(label);
+  for (const [, body] of code.matchAll(/\{([^}]*)\}/g))
+    for (const [, label] of body!.matchAll(/([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)/g)) labels.add(label!);
+  for (const [, list] of code.matchAll(/\b(?:by|without)\s*\(([^)]*)\)/g))
+    for (const label of list!
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean))
+      labels.add(label);
   const labelValues = /label_values\([^,]*,\s*([A-Za-z_][A-Za-z0-9_]*)\)/.exec(code);
   if (labelValues) labels.add(labelValues[1]!);
   const histogram = [...metricNames].some((name) => exported.get(name)?.type === 'histogram');
@@ -80,7 +90,11 @@ describe('Grafana dashboard', () => {
 
   it.each([
     ['a metric the service does not export', 'sum(rate(quota_decision_total[5m]))', /unknown metric quota_decision_total/],
-    ['a label the metric does not have', 'sum by (policy) (rate(quota_check_duration_seconds_bucket[5m]))', /label policy on none of quota_check_duration_seconds/],
+    [
+      'a label the metric does not have',
+      'sum by (policy) (rate(quota_check_duration_seconds_bucket[5m]))',
+      /label policy on none of quota_check_duration_seconds/,
+    ],
     ['a selector label the metric does not have', 'quota_store_failures_total{reason="x"}', /label reason/],
     ['a metric of some other exporter', 'up{job="x"} * on() quota_state_keys', /selector on up/],
   ])('the check catches %s', (_what, expr, message) => {
@@ -91,14 +105,19 @@ describe('Grafana dashboard', () => {
     const exprs = queries(dashboard).map((expr) => expr.replace(/\s+/g, ' '));
     const has = (pattern: RegExp) => exprs.some((expr) => pattern.test(expr));
     expect(has(/sum by \(policy, result\) \(rate\(quota_decisions_total\{/)).toBe(true);
-    expect(has(/sum by \(policy\) \(rate\(quota_decisions_total\{[^}]*result="rejected"[^}]*\}.*\) \/ sum by \(policy\) \(rate\(quota_decisions_total\{/)).toBe(true);
-    for (const q of ['0.5', '0.95', '0.99']) expect(has(new RegExp(`histogram_quantile\\(${q.replace('.', '\\.')}, sum by \\(le\\) \\(rate\\(quota_check_duration_seconds_bucket\\{`)), q).toBe(true);
+    expect(has(/sum by \(policy\) \(rate\(quota_decisions_total\{[^}]*result="rejected"[^}]*\}.*\) \/ sum by \(policy\) \(rate\(quota_decisions_total\{/)).toBe(
+      true,
+    );
+    for (const q of ['0.5', '0.95', '0.99'])
+      expect(has(new RegExp(`histogram_quantile\\(${q.replace('.', '\\.')}, sum by \\(le\\) \\(rate\\(quota_check_duration_seconds_bucket\\{`)), q).toBe(true);
     expect(has(/sum by \(kind\) \(rate\(quota_store_failures_total\{/)).toBe(true);
     expect(has(/sum by \(source\) \(rate\(quota_decisions_total\{/)).toBe(true);
   });
 
   it('has unique panel ids and a Prometheus data source variable used by every query', () => {
-    const raw = JSON.parse(readChartFile('dashboards/quota-service.json')) as { panels: { id: number; datasource?: { uid: string }; targets?: { datasource: { uid: string } }[] }[] };
+    const raw = JSON.parse(readChartFile('dashboards/quota-service.json')) as {
+      panels: { id: number; datasource?: { uid: string }; targets?: { datasource: { uid: string } }[] }[];
+    };
     const ids = raw.panels.map((panel) => panel.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const panel of raw.panels) for (const target of panel.targets ?? []) expect(target.datasource.uid).toBe('${datasource}');

@@ -133,7 +133,9 @@ describe('Deployment environment', () => {
   });
 
   it('the schema ranges of the mapped values are exactly the service ranges', () => {
-    const schema = JSON.parse(readChartFile('values.schema.json')) as { properties: Record<string, { properties: Record<string, { minimum?: number; maximum?: number; enum?: string[] }> }> };
+    const schema = JSON.parse(readChartFile('values.schema.json')) as {
+      properties: Record<string, { properties: Record<string, { minimum?: number; maximum?: number; enum?: string[] }> }>;
+    };
     for (const [name, path] of directMappings(readChartFile('templates/deployment.yaml'))) {
       const [section, key] = path.split('.');
       const rule = schema.properties[section!]!.properties[key!]!;
@@ -143,7 +145,10 @@ describe('Deployment environment', () => {
         expect(rule.enum, name).toEqual(options);
         continue;
       }
-      expect([rule.minimum, rule.maximum].every((bound) => typeof bound === 'number'), `${path} has minimum and maximum`).toBe(true);
+      expect(
+        [rule.minimum, rule.maximum].every((bound) => typeof bound === 'number'),
+        `${path} has minimum and maximum`,
+      ).toBe(true);
       expect([accepts(rule.minimum), accepts(rule.maximum)], `${name} accepts ${rule.minimum}..${rule.maximum}`).toEqual([true, true]);
       expect([accepts(rule.minimum! - 1), accepts(rule.maximum! + 1)], `${name} rejects outside ${rule.minimum}..${rule.maximum}`).toEqual([false, false]);
     }
@@ -157,7 +162,8 @@ describe('Deployment environment', () => {
 
   it('Redis cluster seeds in the ci examples are seeds the service accepts, and the schema pattern agrees with it', () => {
     const seedPattern = new RegExp(
-      (JSON.parse(readChartFile('values.schema.json')) as { properties: { redis: { properties: { seeds: { items: { pattern: string } } } } } }).properties.redis.properties.seeds.items.pattern,
+      (JSON.parse(readChartFile('values.schema.json')) as { properties: { redis: { properties: { seeds: { items: { pattern: string } } } } } }).properties.redis
+        .properties.seeds.items.pattern,
     );
     const accepts = (seed: string) => envSchema.safeParse({ QUOTA_REDIS_CLUSTER: seed }).success;
     for (const candidate of ['10.0.0.1:6379', 'redis-0.redis:6379', '[fd00::1]:6379', 'redis', 'redis:', ':6379', 'a b:6379']) {

@@ -111,9 +111,13 @@ describe('graceful termination', () => {
   const expression = helperBody('quota-service.terminationGracePeriodSeconds');
 
   it('terminationGracePeriodSeconds comes from the helper, derived from config.shutdownGraceMs, the value QUOTA_SHUTDOWN_GRACE_MS gets', () => {
-    expect(readChartFile('templates/deployment.yaml')).toContain('terminationGracePeriodSeconds: {{ include "quota-service.terminationGracePeriodSeconds" . }}');
+    expect(readChartFile('templates/deployment.yaml')).toContain(
+      'terminationGracePeriodSeconds: {{ include "quota-service.terminationGracePeriodSeconds" . }}',
+    );
     expect(expression).toContain('.Values.config.shutdownGraceMs');
-    expect(readChartFile('templates/deployment.yaml')).toMatch(/- name: QUOTA_SHUTDOWN_GRACE_MS\n\s+value: \{\{ \.Values\.config\.shutdownGraceMs \| int \| quote \}\}/);
+    expect(readChartFile('templates/deployment.yaml')).toMatch(
+      /- name: QUOTA_SHUTDOWN_GRACE_MS\n\s+value: \{\{ \.Values\.config\.shutdownGraceMs \| int \| quote \}\}/,
+    );
   });
 
   it.each(valueSets().map(({ name, values }) => [name, values] as const))(
@@ -129,9 +133,13 @@ describe('graceful termination', () => {
 
   it('the check fails for a grace period that ignores the drain', () => {
     const values = valueSets()[0]!.values;
-    expect(evaluateArithmetic('add .Values.lifecycle.preStopSleepSeconds 1', values)).toBeLessThan((valueAt(values, 'config.shutdownGraceMs') as number) / 1000);
+    expect(evaluateArithmetic('add .Values.lifecycle.preStopSleepSeconds 1', values)).toBeLessThan(
+      (valueAt(values, 'config.shutdownGraceMs') as number) / 1000,
+    );
     // Integer division as sprig's div: 10001 ms rounds up to 11 s, never down to 10.
-    expect(evaluateArithmetic(expression, { ...values, config: { shutdownGraceMs: 10_001 }, lifecycle: { preStopSleepSeconds: 0, terminationExtraSeconds: 1 } })).toBe(12);
+    expect(
+      evaluateArithmetic(expression, { ...values, config: { shutdownGraceMs: 10_001 }, lifecycle: { preStopSleepSeconds: 0, terminationExtraSeconds: 1 } }),
+    ).toBe(12);
   });
 
   it('the preStop hook sleeps lifecycle.preStopSleepSeconds with the sleep the runtime image has (busybox in node:*-alpine)', () => {

@@ -39,7 +39,8 @@ describe('values.schema.json', () => {
       }
       if (isMap(node.properties)) for (const [key, child] of Object.entries(node.properties)) walk(child, `${path}.${key}`);
       if (node.items !== undefined) walk(node.items, `${path}[]`);
-      for (const key of ['allOf', 'anyOf', 'oneOf']) if (Array.isArray(node[key])) (node[key] as unknown[]).forEach((child, i) => walk(child, `${path}.${key}${i}`));
+      for (const key of ['allOf', 'anyOf', 'oneOf'])
+        if (Array.isArray(node[key])) (node[key] as unknown[]).forEach((child, i) => walk(child, `${path}.${key}${i}`));
     };
     walk(schema, '');
     expect(open).toEqual([]);
@@ -62,10 +63,22 @@ describe('values.schema.json', () => {
     ['a seed that is not host:port', { redis: { mode: 'cluster', seeds: ['redis://node-1'] } }, /\/redis\/seeds\/0 must match pattern/],
     ['single-node Redis without a host', { redis: { mode: 'single', host: '' } }, /\/redis\/host must NOT have fewer than 1 characters/],
     ['auth on without a callers file or Secret', { auth: { enabled: true } }, /\/auth\/callers must NOT have fewer than 1 characters/],
-    ['a Redis CA without TLS to Redis (the service refuses it)', { redis: { tls: { caSecret: 'redis-ca' } } }, /\/redis\/tls\/caSecret must be equal to constant/],
-    ['a Redis client certificate without TLS to Redis', { redis: { tls: { clientCertSecret: 'redis-client' } } }, /\/redis\/tls\/clientCertSecret must be equal to constant/],
+    [
+      'a Redis CA without TLS to Redis (the service refuses it)',
+      { redis: { tls: { caSecret: 'redis-ca' } } },
+      /\/redis\/tls\/caSecret must be equal to constant/,
+    ],
+    [
+      'a Redis client certificate without TLS to Redis',
+      { redis: { tls: { clientCertSecret: 'redis-client' } } },
+      /\/redis\/tls\/clientCertSecret must be equal to constant/,
+    ],
     ['TLS on without a certificate Secret', { tls: { enabled: true } }, /\/tls\/secretName must NOT have fewer than 1 characters/],
-    ['a QUOTA_* name in extraEnv (each has its own value)', { extraEnv: [{ name: 'QUOTA_LOG_LEVEL', value: 'debug' }] }, /\/extraEnv\/0\/name must NOT be valid/],
+    [
+      'a QUOTA_* name in extraEnv (each has its own value)',
+      { extraEnv: [{ name: 'QUOTA_LOG_LEVEL', value: 'debug' }] },
+      /\/extraEnv\/0\/name must NOT be valid/,
+    ],
     ['a non-string label value', { podLabels: { team: 7 } }, /\/podLabels\/team must be string/],
     ['an unknown securityContext field', { securityContext: { readOnlyRootFileSystem: true } }, /\/securityContext must NOT have additional properties/],
   ])('rejects %s', (_what, override, message) => {

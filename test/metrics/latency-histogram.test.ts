@@ -33,10 +33,7 @@ function pair(openMetrics = false) {
 }
 
 /** Durations around every bucket bound (below, on, just above), past the last one, and 0. */
-const duration = fc.oneof(
-  fc.double({ min: 0, max: 2, noNaN: true }),
-  fc.constantFrom(0, ...BUCKETS, ...BUCKETS.map((b) => b + Number.EPSILON), 1.5, 60),
-);
+const duration = fc.oneof(fc.double({ min: 0, max: 2, noNaN: true }), fc.constantFrom(0, ...BUCKETS, ...BUCKETS.map((b) => b + Number.EPSILON), 1.5, 60));
 const observations = fc.array(fc.tuple(fc.constantFrom(...SOURCES), duration), { maxLength: 200 });
 
 describe('LatencyHistogram (src/metrics/latency-histogram.ts) exports what prom-client Histogram does', () => {

@@ -44,15 +44,18 @@ describe('cluster = single node = model', () => {
     await fixtures[2]!.store.ready();
   });
 
-  it.each(LIMITS.map((definition) => [definition.name as string, definition] as const))('%s: same decisions on all three for random sequences', async (_name, definition) => {
-    const limit = limitFrom(definition);
-    await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 0, max: 4_102_444_800_000 }), fc.array(step, { minLength: 1, maxLength: 40 }), (start, steps) =>
-        runInLockStep(fixtures, limit, start, steps),
-      ),
-      { numRuns: 100 },
-    );
-  });
+  it.each(LIMITS.map((definition) => [definition.name as string, definition] as const))(
+    '%s: same decisions on all three for random sequences',
+    async (_name, definition) => {
+      const limit = limitFrom(definition);
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 0, max: 4_102_444_800_000 }), fc.array(step, { minLength: 1, maxLength: 40 }), (start, steps) =>
+          runInLockStep(fixtures, limit, start, steps),
+        ),
+        { numRuns: 100 },
+      );
+    },
+  );
 });
 
 /**
@@ -75,7 +78,12 @@ const MULTI = parsePolicies(
     },
   }),
 );
-const multiStep = fc.record({ step: timeStep, cost: fc.integer({ min: 1, max: 3 }), user: fc.constantFrom(...IDENTITIES), tenant: fc.constantFrom('a', 't1', 't2', '{x}') });
+const multiStep = fc.record({
+  step: timeStep,
+  cost: fc.integer({ min: 1, max: 3 }),
+  user: fc.constantFrom(...IDENTITIES),
+  tenant: fc.constantFrom('a', 't1', 't2', '{x}'),
+});
 
 describe('multi-limit policy: cluster = single node = model', () => {
   const redis = useRedisServer();
@@ -99,7 +107,9 @@ describe('multi-limit policy: cluster = single node = model', () => {
           for (const f of fixtures) f.clock.set(now);
           const identity = { user, tenant };
           const [model, ...others] = await Promise.all(engines.map((e) => e.allow({ policy: 'multi', identity, cost, requestId: '' })));
-          others.forEach((decision, j) => expect(decision, `step ${i} on ${fixtures[j + 1]!.name}: ${JSON.stringify({ dt, cost, user, tenant })}`).toEqual(model));
+          others.forEach((decision, j) =>
+            expect(decision, `step ${i} on ${fixtures[j + 1]!.name}: ${JSON.stringify({ dt, cost, user, tenant })}`).toEqual(model),
+          );
           const [peek, ...peeks] = await Promise.all(engines.map((e) => e.getQuota({ policy: 'multi', identity })));
           peeks.forEach((limits, j) => expect(limits, `GetQuota after step ${i} on ${fixtures[j + 1]!.name}`).toEqual(peek));
         }
@@ -149,7 +159,9 @@ describe('decisions keep flowing, and stay right, through SCRIPT FLUSH and a man
     }
     // The fallback really ran: some EVALSHA met an empty script cache.
     const noscript = await Promise.all(
-      (await cluster().topology()).shards.map(async (s) => Number(/errorstat_NOSCRIPT:count=(\d+)/.exec(await cluster().node(s.masterPort).info('errorstats'))?.[1] ?? 0)),
+      (await cluster().topology()).shards.map(async (s) =>
+        Number(/errorstat_NOSCRIPT:count=(\d+)/.exec(await cluster().node(s.masterPort).info('errorstats'))?.[1] ?? 0),
+      ),
     );
     expect(noscript.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
     // And the client was redirected: the demoted master answered MOVED for {a}'s slot.

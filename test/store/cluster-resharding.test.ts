@@ -44,7 +44,10 @@ describe('resharding a slot mid-sequence (ASK, then MOVED)', () => {
       if (i === 120) {
         // Move the slot's keys (the bucket of "a") while decisions keep coming.
         const keys = (await cluster().node(source).call('CLUSTER', 'GETKEYSINSLOT', String(SLOT_OF_A), '100')) as string[];
-        if (keys.length > 0) await cluster().node(source).call('MIGRATE', '127.0.0.1', String(target), '', '0', '5000', 'KEYS', ...keys);
+        if (keys.length > 0)
+          await cluster()
+            .node(source)
+            .call('MIGRATE', '127.0.0.1', String(target), '', '0', '5000', 'KEYS', ...keys);
       }
       if (i === 180) {
         for (const shard of shards) await cluster().node(shard.masterPort).call('CLUSTER', 'SETSLOT', String(SLOT_OF_A), 'NODE', targetId);

@@ -22,11 +22,14 @@ describe('early-eviction guard (spec 3.2 rule 3)', () => {
     expect(risk).toEqual({ status: 'safe', policies: { [node]: 'noeviction' } });
   });
 
-  it.each(['allkeys-lru', 'allkeys-random', 'volatile-lru', 'volatile-ttl'])('%s is a risk, named with the node (every quota key has a TTL)', async (policy) => {
-    const { risk, node } = await riskWith(['--maxmemory-policy', policy]);
-    expect(risk).toMatchObject({ status: 'at_risk', policies: { [node]: policy } });
-    expect(risk?.status === 'at_risk' && risk.message).toMatch(new RegExp(`^maxmemory-policy ${policy} on ${node} may evict quota state`));
-  });
+  it.each(['allkeys-lru', 'allkeys-random', 'volatile-lru', 'volatile-ttl'])(
+    '%s is a risk, named with the node (every quota key has a TTL)',
+    async (policy) => {
+      const { risk, node } = await riskWith(['--maxmemory-policy', policy]);
+      expect(risk).toMatchObject({ status: 'at_risk', policies: { [node]: policy } });
+      expect(risk?.status === 'at_risk' && risk.message).toMatch(new RegExp(`^maxmemory-policy ${policy} on ${node} may evict quota state`));
+    },
+  );
 
   it('CONFIG disabled (managed Redis): unknown, said plainly, and ready() still resolves', async () => {
     const { risk } = await riskWith(['--rename-command', 'CONFIG', '']);

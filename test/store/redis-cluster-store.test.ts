@@ -34,7 +34,11 @@ describe('RedisStore on a Redis Cluster (QUOTA_REDIS_CLUSTER)', () => {
       const outcomes = [];
       for (let i = 0; i < 11; i++) outcomes.push((await store.decide(orders, key, 1)).allowed);
       expect(outcomes).toEqual([...Array(10).fill(true), false]);
-      expect(await cluster().node(await cluster().ownerOf(key)).exists(key)).toBe(1);
+      expect(
+        await cluster()
+          .node(await cluster().ownerOf(key))
+          .exists(key),
+      ).toBe(1);
       const windowKey = identityKey(perMinute.name, perMinute.keyBy, user);
       expect((await store.decide(perMinute, windowKey, 3)).allowed).toBe(true);
       expect((await store.decide(perMinute, windowKey, 1)).allowed).toBe(false);

@@ -8,7 +8,10 @@ const failure = (code: string, message: string) => Object.assign(new Error(messa
 describe('Redis connection errors in the log (src/store/redis-connection-errors.ts)', () => {
   it('logs each distinct error of a node once, as an error before the first connection and at debug after it', () => {
     const lines: { level: number; node: string; code?: string; msg: string }[] = [];
-    const log = connectionErrorLog(createLogger('debug', new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) })), { tls: true, clientCertificate: false });
+    const log = connectionErrorLog(createLogger('debug', new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) })), {
+      tls: true,
+      clientCertificate: false,
+    });
     const reset = failure('ECONNRESET', 'write ECONNRESET');
     const alert = failure('ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', 'tlsv13 alert certificate required');
     // ioredis retries every few milliseconds; a refused handshake alternates between two errors.

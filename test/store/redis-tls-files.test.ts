@@ -25,7 +25,11 @@ describe('Redis TLS files (src/store/redis-tls.ts)', () => {
       expect(error).toBeInstanceOf(ConfigError);
       const message = (error as Error).message;
       for (const name of ['ca.crt', 'client.crt', 'client.key', 'other.key']) {
-        for (const line of certificates.pem(name).toString().split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'))) {
+        for (const line of certificates
+          .pem(name)
+          .toString()
+          .split('\n')
+          .filter((l) => l.length > 20 && !l.startsWith('-----'))) {
           expect(message).not.toContain(line);
         }
       }
@@ -49,10 +53,26 @@ describe('Redis TLS files (src/store/redis-tls.ts)', () => {
     ['a directory as CA', () => ({ ca: certificates.dir }), /^invalid configuration:\n {2}QUOTA_REDIS_TLS_CA: cannot read .*: EISDIR/],
     ['a key given as CA', () => ({ ca: file('client.key') }), /QUOTA_REDIS_TLS_CA: .*client\.key holds no PEM certificate/],
     ['a CA that does not parse', () => ({ ca: file('garbage.crt') }), /QUOTA_REDIS_TLS_CA: .*garbage\.crt: certificate 1 of 1 does not parse/],
-    ['a missing client certificate', () => ({ cert: '/nonexistent/client.crt', key: file('client.key') }), /QUOTA_REDIS_TLS_CERT: cannot read \/nonexistent\/client\.crt/],
-    ['a missing client key', () => ({ cert: file('client.crt'), key: '/nonexistent/client.key' }), /QUOTA_REDIS_TLS_KEY: cannot read \/nonexistent\/client\.key/],
-    ['a certificate given as key', () => ({ cert: file('client.crt'), key: file('client.crt') }), /QUOTA_REDIS_TLS_KEY: .*client\.crt is not a usable PEM private key/],
-    ['the key of another certificate', () => ({ cert: file('client.crt'), key: file('other.key') }), /QUOTA_REDIS_TLS_KEY: .*other\.key is not the private key of the certificate in QUOTA_REDIS_TLS_CERT/],
+    [
+      'a missing client certificate',
+      () => ({ cert: '/nonexistent/client.crt', key: file('client.key') }),
+      /QUOTA_REDIS_TLS_CERT: cannot read \/nonexistent\/client\.crt/,
+    ],
+    [
+      'a missing client key',
+      () => ({ cert: file('client.crt'), key: '/nonexistent/client.key' }),
+      /QUOTA_REDIS_TLS_KEY: cannot read \/nonexistent\/client\.key/,
+    ],
+    [
+      'a certificate given as key',
+      () => ({ cert: file('client.crt'), key: file('client.crt') }),
+      /QUOTA_REDIS_TLS_KEY: .*client\.crt is not a usable PEM private key/,
+    ],
+    [
+      'the key of another certificate',
+      () => ({ cert: file('client.crt'), key: file('other.key') }),
+      /QUOTA_REDIS_TLS_KEY: .*other\.key is not the private key of the certificate in QUOTA_REDIS_TLS_CERT/,
+    ],
     ['a certificate without its key', () => ({ cert: file('client.crt') }), /QUOTA_REDIS_TLS_KEY: QUOTA_REDIS_TLS_CERT and QUOTA_REDIS_TLS_KEY go together/],
   ])('refuses %s, naming the variable', (_case, files, expected) => {
     expect(failure(files())).toMatch(expected);

@@ -125,13 +125,17 @@ describe('one Redis node over TLS only (no plain port)', () => {
     expect(started.output().stdout).toMatch(/"tls":"verified against QUOTA_REDIS_TLS_CA","store":"redis 127\.0\.0\.1:\d+","msg":"deciding in Redis"/);
   });
 
-  it('a CA that did not sign Redis\'s certificate: not SERVING, a clear error, nothing decided in Redis', async () => {
+  it("a CA that did not sign Redis's certificate: not SERVING, a clear error, nothing decided in Redis", async () => {
     const redis = await tlsRedis();
-    await expectRefused(redis, { QUOTA_REDIS_TLS_CA: file('other-ca.crt') }, {
-      // Redis sends its CA along with its certificate: a chain ending in a CA nobody here trusts.
-      code: /"code":"SELF_SIGNED_CERT_IN_CHAIN"/,
-      hint: /not signed by a CA this service trusts: set QUOTA_REDIS_TLS_CA/,
-    });
+    await expectRefused(
+      redis,
+      { QUOTA_REDIS_TLS_CA: file('other-ca.crt') },
+      {
+        // Redis sends its CA along with its certificate: a chain ending in a CA nobody here trusts.
+        code: /"code":"SELF_SIGNED_CERT_IN_CHAIN"/,
+        hint: /not signed by a CA this service trusts: set QUOTA_REDIS_TLS_CA/,
+      },
+    );
   });
 
   it('no QUOTA_REDIS_TLS_CA: the system CAs do not know a private CA either', async () => {
@@ -141,18 +145,26 @@ describe('one Redis node over TLS only (no plain port)', () => {
 
   it('a certificate from the right CA but for another name (DNS:localhost only) is rejected for 127.0.0.1', async () => {
     const redis = await tlsRedis({ cert: 'redis-localhost-only' });
-    await expectRefused(redis, { QUOTA_REDIS_TLS_CA: file('ca.crt') }, {
-      code: /"code":"ERR_TLS_CERT_ALTNAME_INVALID"/,
-      hint: /not issued for the host or IP this service connects to/,
-    });
+    await expectRefused(
+      redis,
+      { QUOTA_REDIS_TLS_CA: file('ca.crt') },
+      {
+        code: /"code":"ERR_TLS_CERT_ALTNAME_INVALID"/,
+        hint: /not issued for the host or IP this service connects to/,
+      },
+    );
   });
 });
 
 describe('bad TLS files stop the start, naming the variable and never the contents', () => {
   it.each([
-    ['an unreadable CA', { QUOTA_REDIS_TLS_CA: '/nonexistent/redis-ca.pem' }, /^quota-service: invalid configuration:\n {2}QUOTA_REDIS_TLS_CA: cannot read \/nonexistent\/redis-ca\.pem: ENOENT/],
     [
-      'a key that is not the certificate\'s',
+      'an unreadable CA',
+      { QUOTA_REDIS_TLS_CA: '/nonexistent/redis-ca.pem' },
+      /^quota-service: invalid configuration:\n {2}QUOTA_REDIS_TLS_CA: cannot read \/nonexistent\/redis-ca\.pem: ENOENT/,
+    ],
+    [
+      "a key that is not the certificate's",
       { QUOTA_REDIS_TLS_CA: 'ca.crt', QUOTA_REDIS_TLS_CERT: 'client.crt', QUOTA_REDIS_TLS_KEY: 'stranger.key' },
       /^quota-service: invalid configuration:\n {2}QUOTA_REDIS_TLS_KEY: .*stranger\.key is not the private key of the certificate in QUOTA_REDIS_TLS_CERT/,
     ],
@@ -173,7 +185,12 @@ describe('one Redis node with tls-auth-clients yes (a client certificate require
   });
 
   it('with QUOTA_REDIS_TLS_CERT and QUOTA_REDIS_TLS_KEY: SERVING and decided in Redis', async () => {
-    const started = service({ QUOTA_REDIS_URL: redis.url, QUOTA_REDIS_TLS_CA: file('ca.crt'), QUOTA_REDIS_TLS_CERT: file('client.crt'), QUOTA_REDIS_TLS_KEY: file('client.key') });
+    const started = service({
+      QUOTA_REDIS_URL: redis.url,
+      QUOTA_REDIS_TLS_CA: file('ca.crt'),
+      QUOTA_REDIS_TLS_CERT: file('client.crt'),
+      QUOTA_REDIS_TLS_KEY: file('client.key'),
+    });
     const channel = createChannel(`127.0.0.1:${await started.port}`);
     try {
       expect(await elevenOrders(channel, 'mtls')).toEqual([...Array(10).fill(true), false]);
@@ -189,17 +206,26 @@ describe('one Redis node with tls-auth-clients yes (a client certificate require
   });
 
   it('without a client certificate: never SERVING, the error says to set one, and no secret reaches the log', async () => {
-    const log = await expectRefused(redis, { QUOTA_REDIS_TLS_CA: file('ca.crt') }, {
-      // Under TLS 1.3 the refusal comes after the handshake: as Redis's alert or, as often, a reset.
-      code: /"code":"(ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED|ECONNRESET)"/,
-      hint: /set QUOTA_REDIS_TLS_CERT and QUOTA_REDIS_TLS_KEY/,
-    });
+    const log = await expectRefused(
+      redis,
+      { QUOTA_REDIS_TLS_CA: file('ca.crt') },
+      {
+        // Under TLS 1.3 the refusal comes after the handshake: as Redis's alert or, as often, a reset.
+        code: /"code":"(ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED|ECONNRESET)"/,
+        hint: /set QUOTA_REDIS_TLS_CERT and QUOTA_REDIS_TLS_KEY/,
+      },
+    );
     for (const line of pemBody('ca.crt')) expect(log).not.toContain(line);
   });
 
   it('a renewed client certificate in a Secret volume is presented from the next connection on, without a restart', async () => {
     const volume = new ConfigMapVolume({ 'tls.crt': certificates.pem('client.crt').toString(), 'tls.key': certificates.pem('client.key').toString() });
-    const started = service({ QUOTA_REDIS_URL: redis.url, QUOTA_REDIS_TLS_CA: file('ca.crt'), QUOTA_REDIS_TLS_CERT: volume.path('tls.crt'), QUOTA_REDIS_TLS_KEY: volume.path('tls.key') });
+    const started = service({
+      QUOTA_REDIS_URL: redis.url,
+      QUOTA_REDIS_TLS_CA: file('ca.crt'),
+      QUOTA_REDIS_TLS_CERT: volume.path('tls.crt'),
+      QUOTA_REDIS_TLS_KEY: volume.path('tls.key'),
+    });
     const channel = createChannel(`127.0.0.1:${await started.port}`);
     const admin = redis.client();
     try {
@@ -244,10 +270,14 @@ describe('one Redis node with tls-auth-clients yes (a client certificate require
   });
 
   it('with a client certificate from a CA Redis does not trust: refused the same way', async () => {
-    const log = await expectRefused(redis, { QUOTA_REDIS_TLS_CA: file('ca.crt'), QUOTA_REDIS_TLS_CERT: file('stranger.crt'), QUOTA_REDIS_TLS_KEY: file('stranger.key') }, {
-      code: /"code":"(ERR_SSL_TLSV1_ALERT_UNKNOWN_CA|ECONNRESET)"/,
-      hint: /(the one in QUOTA_REDIS_TLS_CERT must be signed by a CA in Redis's tls-ca-cert-file|Redis refused this service's TLS handshake, likely its client certificate)/,
-    });
+    const log = await expectRefused(
+      redis,
+      { QUOTA_REDIS_TLS_CA: file('ca.crt'), QUOTA_REDIS_TLS_CERT: file('stranger.crt'), QUOTA_REDIS_TLS_KEY: file('stranger.key') },
+      {
+        code: /"code":"(ERR_SSL_TLSV1_ALERT_UNKNOWN_CA|ECONNRESET)"/,
+        hint: /(the one in QUOTA_REDIS_TLS_CERT must be signed by a CA in Redis's tls-ca-cert-file|Redis refused this service's TLS handshake, likely its client certificate)/,
+      },
+    );
     for (const line of [...pemBody('stranger.key'), ...pemBody('stranger.crt')]) expect(log).not.toContain(line);
   });
 });
@@ -286,7 +316,9 @@ describe('a 3+3 Redis Cluster over TLS (tls-cluster, tls-replication, tls-auth-c
     const masters = (await cluster.topology()).shards.map((shard) => shard.masterPort);
     expect((await Promise.all(masters.map((port) => cluster.node(port).dbsize()))).reduce((a, b) => a + b, 0)).toBe(3);
     await stopService(started);
-    expect(started.output().stdout).toContain(`"store":"redis cluster seeds ${seeds.map((seed) => seed.slice('rediss://'.length)).join(',')}","msg":"deciding in Redis"`);
+    expect(started.output().stdout).toContain(
+      `"store":"redis cluster seeds ${seeds.map((seed) => seed.slice('rediss://'.length)).join(',')}","msg":"deciding in Redis"`,
+    );
   });
 
   it('the cluster client verifies every node: with a wrong CA it never connects, and says why for each seed', async () => {
@@ -306,7 +338,7 @@ describe('a 3+3 Redis Cluster over TLS (tls-cluster, tls-replication, tls-auth-c
     expect(Object.fromEntries(reasons)).toEqual(Object.fromEntries(seeds.map((seed) => [seed.slice('rediss://'.length), 'SELF_SIGNED_CERT_IN_CHAIN'])));
   });
 
-  it('the TLS options RedisStore was given, changed in place (a reload), apply from each node\'s next connection', async () => {
+  it("the TLS options RedisStore was given, changed in place (a reload), apply from each node's next connection", async () => {
     const bucket = limitFrom({ name: 'bucket', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 1 });
     const live = { ca: certificates.pem('ca.crt'), cert: certificates.pem('client.crt'), key: certificates.pem('client.key') };
     const store = RedisStore.connectCluster(cluster.tlsSeeds.slice(0, 2), { tls: live });
@@ -314,7 +346,11 @@ describe('a 3+3 Redis Cluster over TLS (tls-cluster, tls-replication, tls-auth-c
     const decideOnEveryMaster = () => Promise.all(['a', 'b', 'c'].map((user) => store.decide(bucket, identityKey('bucket', 'user', user), 1)));
     const admins = cluster.nodes.map((node) => ({ node, admin: cluster.node(node.port) }));
     const useServerCertificate = (name: string, ca: string) =>
-      Promise.all(admins.map(({ admin }) => admin.call('CONFIG', 'SET', 'tls-ca-cert-file', file(ca), 'tls-cert-file', file(`${name}.crt`), 'tls-key-file', file(`${name}.key`))));
+      Promise.all(
+        admins.map(({ admin }) =>
+          admin.call('CONFIG', 'SET', 'tls-ca-cert-file', file(ca), 'tls-cert-file', file(`${name}.crt`), 'tls-key-file', file(`${name}.key`)),
+        ),
+      );
     try {
       await store.ready();
       await decideOnEveryMaster();

@@ -2,7 +2,17 @@ import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { type DecideMode, encodeRemembered, type GroupDecision, identityKey, type Limit, type LimitCall, type Memo, parsePolicies, requestKey } from '@quota-service/core';
+import {
+  type DecideMode,
+  encodeRemembered,
+  type GroupDecision,
+  identityKey,
+  type Limit,
+  type LimitCall,
+  type Memo,
+  parsePolicies,
+  requestKey,
+} from '@quota-service/core';
 import { redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { scriptCalls } from '../support/script-calls.js';
 import { useRedisServer } from '../support/use-redis.js';
@@ -60,8 +70,14 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       claim: fc.boolean(),
     }),
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('forget' as const), policy: fc.constantFrom(...policyNames), who, requestId: fc.constantFrom('r1', 'r2') }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('remember' as const), policy: fc.constantFrom(...policyNames), who, requestId: fc.constantFrom('r1', 'r2') }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('forget' as const), policy: fc.constantFrom(...policyNames), who, requestId: fc.constantFrom('r1', 'r2') }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('remember' as const), policy: fc.constantFrom(...policyNames), who, requestId: fc.constantFrom('r1', 'r2') }),
+  },
 );
 /** A step: virtual time moves on, then its calls are issued together. */
 const steps = fc.array(fc.record({ advanceMs: fc.constantFrom(0, 1_000, 2_000, 5_000), ops: fc.array(op, { minLength: 1, maxLength: 30 }) }), {
@@ -85,7 +101,10 @@ async function issue(store: StoreFixture['store'], o: Op, now: number): Promise<
     if (o.kind === 'forget') return await store.remember(memoOf(o.policy, o.who, o.requestId, 0), '');
     if (o.kind === 'remember') {
       const count = callsOf(o.policy, o.who, 0).length;
-      const decision: GroupDecision = { outcomes: Array.from({ length: count }, () => ({ allowed: true, retryAfterMs: 0, remaining: 1, resetAfterMs: 5 })), nowMs: now - 1 };
+      const decision: GroupDecision = {
+        outcomes: Array.from({ length: count }, () => ({ allowed: true, retryAfterMs: 0, remaining: 1, resetAfterMs: 5 })),
+        nowMs: now - 1,
+      };
       return await store.remember(memoOf(o.policy, o.who, o.requestId, count), encodeRemembered(decision));
     }
     const calls = callsOf(o.policy, o.who, o.cost);
@@ -102,9 +121,7 @@ async function issue(store: StoreFixture['store'], o: Op, now: number): Promise<
 /** Every key's DUMP and TTL; TTLs rounded away by the tolerance at the caller. */
 async function state(redis: Redis): Promise<{ key: string; dump: string; ttl: number }[]> {
   const keys = (await redis.keys('*')).sort();
-  return Promise.all(
-    keys.map(async (key) => ({ key, dump: ((await redis.dumpBuffer(key)) as Buffer).toString('hex'), ttl: await redis.pttl(key) })),
-  );
+  return Promise.all(keys.map(async (key) => ({ key, dump: ((await redis.dumpBuffer(key)) as Buffer).toString('hex'), ttl: await redis.pttl(key) })));
 }
 
 const together = useRedisServer();

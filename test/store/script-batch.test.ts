@@ -40,7 +40,9 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
 
   it('the 250 allow calls of one turn through the engine (as one AllowBatch issues them) reach Redis as 3 script calls', async () => {
     const engine = new QuotaEngine(policies, f.store);
-    const decisions = await Promise.all(Array.from({ length: 250 }, (_, i) => engine.allow({ policy: 'orders', identity: { user: `u${i % 125}` }, cost: 1, requestId: '' })));
+    const decisions = await Promise.all(
+      Array.from({ length: 250 }, (_, i) => engine.allow({ policy: 'orders', identity: { user: `u${i % 125}` }, cost: 1, requestId: '' })),
+    );
     expect(decisions.every((d) => d.allowed && d.source === 'store')).toBe(true);
     // 100 calls per script call at most (BATCH_LIMITS): 100 + 100 + 50.
     expect(await scriptCalls(redis)).toBe(3);
@@ -52,13 +54,18 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
   it('a script call carries at most 256 keys: 100 calls of 3 limits each go as 85 + 15 calls', async () => {
     const three = ['x', 'y', 'z'].map((name) => limitFrom({ name, key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 1 }));
     const outcomes = await Promise.all(
-      Array.from({ length: 100 }, (_, i) => f.store.decideAll(three.map((limit) => ({ limit, identityKey: identityKey(limit.name, 'user', `k${i}`), cost: 1 })), 'spend')),
+      Array.from({ length: 100 }, (_, i) =>
+        f.store.decideAll(
+          three.map((limit) => ({ limit, identityKey: identityKey(limit.name, 'user', `k${i}`), cost: 1 })),
+          'spend',
+        ),
+      ),
     );
     expect(outcomes.flat().every((o) => o.allowed && o.remaining === 9)).toBe(true);
     expect(await scriptCalls(redis)).toBe(2);
   });
 
-  it('one AllowBatch of 100 requests over gRPC (the quota client\'s batch) reaches Redis as one script call', async () => {
+  it("one AllowBatch of 100 requests over gRPC (the quota client's batch) reaches Redis as one script call", async () => {
     const service = await startTestService(f.store, policies);
     try {
       await redis.config('RESETSTAT');
@@ -73,10 +80,11 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
 
   it('an item hitting WRONGTYPE fails alone, with the script-error class a lone call gets; the others are decided and written', async () => {
     await redis.set(keyOf('bad'), 'not a hash');
-    const call = (user: string) => f.store.decide(bucket, keyOf(user), 1).then(
-      (outcome) => ({ outcome }),
-      (error: unknown) => ({ error }),
-    );
+    const call = (user: string) =>
+      f.store.decide(bucket, keyOf(user), 1).then(
+        (outcome) => ({ outcome }),
+        (error: unknown) => ({ error }),
+      );
     const [first, bad, last] = await Promise.all([call('a'), call('bad'), call('b')]);
     expect(await scriptCalls(redis)).toBe(1);
     expect(first).toEqual({ outcome: { allowed: true, retryAfterMs: 0, remaining: 9, resetAfterMs: 1_000 } });

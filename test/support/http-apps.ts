@@ -43,10 +43,15 @@ export async function startHttpApp(framework: Framework, client: QuotaClient, tr
       req.principal = principalOf(req.headers.authorization);
       next();
     });
-    app.get('/orders', (req: Req, res, next) => (req.principal ? next() : res.status(401).json({ error: 'unauthenticated' })), expressRateLimit<Req>({ client, policy: 'orders', identify: (req) => ({ user: req.principal!.user }) }), (_req, res) => {
-      handled++;
-      res.json({ ok: true });
-    });
+    app.get(
+      '/orders',
+      (req: Req, res, next) => (req.principal ? next() : res.status(401).json({ error: 'unauthenticated' })),
+      expressRateLimit<Req>({ client, policy: 'orders', identify: (req) => ({ user: req.principal!.user }) }),
+      (_req, res) => {
+        handled++;
+        res.json({ ok: true });
+      },
+    );
     app.get('/ip', expressRateLimit({ client, policy: 'ip', identify: (req) => ({ ip: clientIp(req) }) }), (req, res) => {
       handled++;
       res.json({ ip: clientIp(req) });

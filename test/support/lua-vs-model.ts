@@ -10,12 +10,7 @@ import type { StoreFixture } from './store-fixtures.js';
  * must give identical outcomes (decision, retry, remaining to the last bit,
  * reset, delay), for a spend and for a peek before it.
  */
-export const timeStep = fc.oneof(
-  fc.constant(0),
-  fc.integer({ min: 0, max: 50 }),
-  fc.integer({ min: 0, max: 5_000 }),
-  fc.integer({ min: 0, max: 7_200_000 }),
-);
+export const timeStep = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 5_000 }), fc.integer({ min: 0, max: 7_200_000 }));
 export const identity = fc.constantFrom('42', '43', 'a:b', '{x}');
 /** Any unix ms up to 2100. */
 export const startTime = fc.integer({ min: 0, max: 4_102_444_800_000 });
@@ -42,7 +37,14 @@ export function clearOfRealExpiry(now: number): number {
  * both stores: the same request (peeked, so nothing changes) passes at
  * now + retry_after_ms and still fails 1 ms earlier.
  */
-export async function runBoth(lua: StoreFixture, model: StoreFixture, limit: Limit, start: number, steps: Step[], options: { retryHolds?: boolean } = {}): Promise<void> {
+export async function runBoth(
+  lua: StoreFixture,
+  model: StoreFixture,
+  limit: Limit,
+  start: number,
+  steps: Step[],
+  options: { retryHolds?: boolean } = {},
+): Promise<void> {
   await Promise.all([lua.reset(), model.reset()]);
   let now = clearOfRealExpiry(start);
   for (const [i, { step, cost, who }] of steps.entries()) {

@@ -31,7 +31,11 @@ describe('test harness: Redis Cluster', () => {
   it('a key lands on the master that serves its slot, and its replica receives it', async () => {
     const client = cluster().client();
     // {a} hashes to slot 15495, {b} to 3300, {c} to 7365 (CRC16 of the tag): one per master.
-    for (const [key, slot, shardIndex] of [['{a}k', 15495, 2], ['{b}k', 3300, 0], ['{c}k', 7365, 1]] as const) {
+    for (const [key, slot, shardIndex] of [
+      ['{a}k', 15495, 2],
+      ['{b}k', 3300, 0],
+      ['{c}k', 7365, 1],
+    ] as const) {
       await client.set(key, 'v');
       const shard = (await cluster().topology()).shards[shardIndex]!;
       expect(Number(await cluster().node(shard.masterPort).call('CLUSTER', 'KEYSLOT', key))).toBe(slot);

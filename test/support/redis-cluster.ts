@@ -164,17 +164,23 @@ async function startClusterNode(nodeTimeout: number, options: RedisClusterOption
         ...(password === undefined ? {} : { password }),
         ...(tls === undefined ? {} : { tls: { ...tls, plainPort: true } }),
         args: [
-          '--cluster-enabled', 'yes',
-          '--cluster-port', String(busPort),
-          '--cluster-node-timeout', String(nodeTimeout),
+          '--cluster-enabled',
+          'yes',
+          '--cluster-port',
+          String(busPort),
+          '--cluster-node-timeout',
+          String(nodeTimeout),
           // Why failover can take "forever" (docs/redis-cluster.md): a replica that never
           // finished its first sync counts its data as ancient and, under the default
           // validity factor 10, refuses to take over. Tests kill masters on purpose, so
           // replicas sync at once (no 5 s diskless delay), waitHealthy waits for every
           // replica link to be up, and a replica may always take over.
-          '--cluster-replica-validity-factor', '0',
-          '--repl-diskless-sync', 'yes',
-          '--repl-diskless-sync-delay', '0',
+          '--cluster-replica-validity-factor',
+          '0',
+          '--repl-diskless-sync',
+          'yes',
+          '--repl-diskless-sync-delay',
+          '0',
           ...(tls === undefined ? [] : ['--tls-cluster', 'yes', '--tls-replication', 'yes']),
           ...(options.args ?? []),
         ],
@@ -224,27 +230,35 @@ async function build(nodes: readonly ClusterNode[], node: (port: number) => Redi
 
 async function liveAdmins(nodes: readonly ClusterNode[], node: (port: number) => Redis): Promise<Redis[]> {
   const alive = await Promise.all(
-    nodes.filter((n) => n.alive()).map(async (n) => {
-      const admin = node(n.server.port);
-      try {
-        return (await admin.ping()) === 'PONG' ? admin : undefined;
-      } catch {
-        return undefined;
-      }
-    }),
+    nodes
+      .filter((n) => n.alive())
+      .map(async (n) => {
+        const admin = node(n.server.port);
+        try {
+          return (await admin.ping()) === 'PONG' ? admin : undefined;
+        } catch {
+          return undefined;
+        }
+      }),
   );
   return alive.filter((a): a is Redis => a !== undefined);
 }
 
 /** Parses CLUSTER NODES of one node into shards; also returns lines flagged as failing. */
 function parseNodes(text: string): { shards: Shard[]; unhealthy: string[] } {
-  const lines = text.trim().split('\n').map((line) => line.split(' '));
+  const lines = text
+    .trim()
+    .split('\n')
+    .map((line) => line.split(' '));
   const unhealthy = lines.filter((f) => /fail|handshake|noaddr/.test(f[2] ?? '')).map((f) => f.join(' '));
   const port = (f: string[]) => Number(/:(\d+)@/.exec(f[1] ?? '')?.[1]);
   const masters = lines.filter((f) => (f[2] ?? '').includes('master') && f.length > 8);
   const shards = masters.map((m) => ({
     masterPort: port(m),
-    replicaPorts: lines.filter((f) => (f[2] ?? '').includes('slave') && f[3] === m[0]).map(port).sort((a, b) => a - b),
+    replicaPorts: lines
+      .filter((f) => (f[2] ?? '').includes('slave') && f[3] === m[0])
+      .map(port)
+      .sort((a, b) => a - b),
     slots: m.slice(8).map((range) => {
       const [first, last] = range.split('-').map(Number);
       return [first!, last ?? first!] as const;

@@ -95,7 +95,13 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   throw new Error(`could not start redis-server: ${String(lastError)}`);
 }
 
-async function launch(binary: string, port: number, extraArgs: string[], password: string | undefined, tls: (RedisServerTls & { port: number }) | undefined): Promise<RedisServer> {
+async function launch(
+  binary: string,
+  port: number,
+  extraArgs: string[],
+  password: string | undefined,
+  tls: (RedisServerTls & { port: number }) | undefined,
+): Promise<RedisServer> {
   const plain = tls?.plainPort ?? true;
   // The port the harness itself talks to, and how (TLS options for ioredis when it is the TLS one).
   const via = plain ? { port, tls: undefined } : { port: tls!.port, tls: clientTls(tls!) };
@@ -104,7 +110,18 @@ async function launch(binary: string, port: number, extraArgs: string[], passwor
   const tlsArgs =
     tls === undefined
       ? []
-      : ['--tls-port', String(tls.port), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-ca-cert-file', tls.ca, '--tls-auth-clients', tls.authClients ? 'yes' : 'no'];
+      : [
+          '--tls-port',
+          String(tls.port),
+          '--tls-cert-file',
+          tls.cert,
+          '--tls-key-file',
+          tls.key,
+          '--tls-ca-cert-file',
+          tls.ca,
+          '--tls-auth-clients',
+          tls.authClients ? 'yes' : 'no',
+        ];
   const child = spawn(
     binary,
     ['--port', plain ? String(port) : '0', '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...tlsArgs, ...extraArgs],

@@ -39,7 +39,23 @@ export function createTestCertificates(): TestCertificates {
     issue(name, ca, extensions) {
       openssl('req', ...newKey, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
       writeFileSync(file(`${name}.ext`), extensions);
-      openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.crt`, '-days', '1', '-extfile', `${name}.ext`);
+      openssl(
+        'x509',
+        '-req',
+        '-in',
+        `${name}.csr`,
+        '-CA',
+        `${ca}.crt`,
+        '-CAkey',
+        `${ca}.key`,
+        '-CAcreateserial',
+        '-out',
+        `${name}.crt`,
+        '-days',
+        '1',
+        '-extfile',
+        `${name}.ext`,
+      );
     },
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };

@@ -25,6 +25,7 @@ export const MAX_ID_BYTES = 256;
  * BMP, so this plain class is the same test as /\p{Cc}/u without a Unicode-mode
  * regex on every identity value of every request (profiled, docs/benchmarks.md).
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this pattern finds.
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
 
 /**

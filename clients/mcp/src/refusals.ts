@@ -55,18 +55,20 @@ export const refusals = {
       unsupported: 'no way to ask a human for approval is available',
       failed: 'the approval request failed',
     }[outcome];
-    const reason: RefusalReason =
-      outcome === 'declined' ? 'approval_declined' : outcome === 'cancelled' ? 'approval_cancelled' : 'approval_unavailable';
+    const reason: RefusalReason = outcome === 'declined' ? 'approval_declined' : outcome === 'cancelled' ? 'approval_cancelled' : 'approval_unavailable';
     return refusalResult(`Tool ${tool} needs human approval and ${why}. Nothing was executed.`, {
       reason,
       retryable: outcome !== 'declined' && outcome !== 'unsupported',
     });
   },
   rateLimited: (tool: string, policy: string, limit: string, retryAfterMs: number) =>
-    refusalResult(
-      `Rate limit reached for tool ${tool} (policy ${policy}). Nothing was executed. Retry after ${retryAfterSeconds(retryAfterMs)} s.`,
-      { reason: 'rate_limited', retryable: true, retryAfterMs, policy, limit },
-    ),
+    refusalResult(`Rate limit reached for tool ${tool} (policy ${policy}). Nothing was executed. Retry after ${retryAfterSeconds(retryAfterMs)} s.`, {
+      reason: 'rate_limited',
+      retryable: true,
+      retryAfterMs,
+      policy,
+      limit,
+    }),
   quotaUnavailable: (tool: string, policy: string) =>
     refusalResult(
       `The quota service could not be reached for tool ${tool} (policy ${policy}), and this tool fails closed. Nothing was executed. Retry later.`,

@@ -5,7 +5,7 @@ import { pino, type Logger } from 'pino';
 import { askApproval, type Approver } from './approval.js';
 import { JsonLinesAuditSink, redactArgumentValues, type AuditRecord, type AuditSink, type ResultStatus } from './audit.js';
 import { principalFromAuthInfo, quotaIdentity, type Principal } from './principal.js';
-import type { QuotaDecider } from './quota-decider.js';
+import type { QuotaDecider, QuotaDecision } from './quota-decider.js';
 import { refusals } from './refusals.js';
 import type { ToolArgs, ToolPolicy } from './tool-policy.js';
 
@@ -58,16 +58,12 @@ export class ToolGuard {
     readonly server: McpServer,
     private readonly options: ToolGuardOptions,
   ) {
-    this.audit =
-      typeof options.audit === 'object' ? options.audit : new JsonLinesAuditSink(options.audit ?? 'mcp-audit.jsonl');
+    this.audit = typeof options.audit === 'object' ? options.audit : new JsonLinesAuditSink(options.audit ?? 'mcp-audit.jsonl');
     this.logger = (options.logger ?? pino({ name: 'mcp-tool-guard' }, pino.destination(2))).child({ component: 'mcp-tool-guard' });
   }
 
   /** McpServer.registerTool with a policy between the config and the callback. */
-  registerTool<
-    OutputArgs extends ZodRawShapeCompat | AnySchema,
-    InputArgs extends undefined | ZodRawShapeCompat | AnySchema = undefined,
-  >(
+  registerTool<OutputArgs extends ZodRawShapeCompat | AnySchema, InputArgs extends undefined | ZodRawShapeCompat | AnySchema = undefined>(
     name: string,
     config: ToolConfig<InputArgs, OutputArgs>,
     policy: ToolPolicy<ToolArgs<InputArgs>>,
@@ -140,8 +136,7 @@ export class ToolGuard {
     if (policy.approval === undefined) {
       steps.approval = 'not_required';
     } else {
-      const message =
-        policy.approval === true ? `Allow the tool "${tool}" to run with ${JSON.stringify(args ?? {})}?` : policy.approval.message(args);
+      const message = policy.approval === true ? `Allow the tool "${tool}" to run with ${JSON.stringify(args ?? {})}?` : policy.approval.message(args);
       const outcome = await askApproval(
         this.server,
         { tool, principal, message, signal: extra.signal, relatedRequestId: extra.requestId },
@@ -156,7 +151,7 @@ export class ToolGuard {
     if (policy.quota !== undefined) {
       const { policy: policyName, failureMode } = policy.quota;
       let cost: number;
-      let decision;
+      let decision: QuotaDecision;
       try {
         cost = typeof policy.quota.cost === 'function' ? policy.quota.cost(args) : (policy.quota.cost ?? 1);
         steps.quota = { outcome: 'error', policy: policyName, cost };
@@ -175,11 +170,7 @@ export class ToolGuard {
         this.logger.warn({ tool, policy: policyName }, 'quota service unavailable, failing open');
       } else if (!decision.allowed) {
         steps.quota = { ...steps.quota, outcome: 'denied', deniedBy: decision.deniedBy, retryAfterMs: decision.retryAfterMs };
-        return finish(
-          refusals.rateLimited(tool, policyName, decision.deniedBy, decision.retryAfterMs),
-          'refused',
-          `rate limited by ${decision.deniedBy}`,
-        );
+        return finish(refusals.rateLimited(tool, policyName, decision.deniedBy, decision.retryAfterMs), 'refused', `rate limited by ${decision.deniedBy}`);
       }
       // A shaping limit admits the call after a wait.
       if (decision.delayMs > 0) await delay(decision.delayMs, extra.signal);
@@ -209,10 +200,14 @@ export class ToolGuard {
 function delay(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 

@@ -210,7 +210,7 @@ export class Batcher {
     rideIn(items, () => controller.abort());
     const requests = new Array<AllowRequest>(items.length);
     for (let i = 0; i < items.length; i++) requests[i] = (items[i] as Pending).request;
-    let results;
+    let results: AllowBatchResult[];
     try {
       ({ results } = await this.client.allowBatch({ requests }, { signal: controller.signal }));
     } catch (error) {

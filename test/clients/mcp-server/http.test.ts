@@ -81,18 +81,31 @@ const audit = async () =>
     .map((l) => JSON.parse(l) as { tool: string; principal: { subject: string; tenant?: string }; result: string; steps: { approval: string } });
 
 /** A raw HTTP request, so the Host header can be anything. */
-function rawPost(path: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+function rawPost(
+  path: string,
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } }, (res) => {
-      let text = '';
-      res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
+    const req = request(
+      `${base}${path}`,
+      { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
 }
-const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+const initialize = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
 
 describe('reference MCP server over Streamable HTTP', () => {
   it('a good token: tools, the customer resource and the incident prompt work, with the token holder as principal', async () => {
@@ -120,7 +133,10 @@ describe('reference MCP server over Streamable HTTP', () => {
     for (let i = 0; i < 4; i++) expect(((await client.callTool({ name: 'create_ticket', arguments: { title: 'x' } })) as CallToolResult).isError).toBeFalsy();
     const denied = (await client.callTool({ name: 'create_ticket', arguments: { title: 'x' } })) as CallToolResult;
     expect(denied.isError).toBe(true);
-    expect(denied.content[0]).toEqual({ type: 'text', text: 'Rate limit reached for tool create_ticket (policy mcp-create-ticket). Nothing was executed. Retry after 2 s.' });
+    expect(denied.content[0]).toEqual({
+      type: 'text',
+      text: 'Rate limit reached for tool create_ticket (policy mcp-create-ticket). Nothing was executed. Retry after 2 s.',
+    });
     expect(denied._meta?.[REFUSAL_META_KEY]).toMatchObject({ reason: 'rate_limited', retryAfterMs: 2000 });
   });
 
@@ -172,10 +188,14 @@ describe('reference MCP server over Streamable HTTP', () => {
     });
   });
 
-  it("another principal cannot use a session it did not open", async () => {
+  it('another principal cannot use a session it did not open', async () => {
     const { transport } = await connect(ALICE);
     const sessionId = transport.sessionId!;
-    const hijack = await rawPost('/mcp', { authorization: `Bearer ${BOB}`, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' }, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    const hijack = await rawPost(
+      '/mcp',
+      { authorization: `Bearer ${BOB}`, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    );
     expect(hijack.status).toBe(403);
   });
 

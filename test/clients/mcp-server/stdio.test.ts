@@ -61,7 +61,10 @@ describe('reference MCP server over stdio', () => {
     const probe = await service.client.allow({ policy: 'mcp-bulk-tickets', identity: { user: 'local-operator' }, cost: 1 });
     expect(probe.limits[0]?.remaining).toBe(47);
 
-    const records = (await readFile(join(dir, 'audit.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    const records = (await readFile(join(dir, 'audit.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(records.map((r: { principal: { subject: string } }) => r.principal.subject)).toEqual(['local-operator', 'local-operator']);
   });
 

@@ -30,8 +30,7 @@ afterEach(async () => {
   harness = undefined;
 });
 
-const call = (h: Harness, name: string, args: Record<string, unknown>) =>
-  h.client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+const call = (h: Harness, name: string, args: Record<string, unknown>) => h.client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
 const text = (result: CallToolResult) => (result.content[0]?.type === 'text' ? result.content[0].text : '');
 /** A principal of its own per test, so tests never share a bucket. */
 const principal = (subject: string, over: Partial<Principal> = {}): Principal => ({ ...alice, subject, ...over });
@@ -144,18 +143,30 @@ describe('permission step', () => {
     expect(denied._meta?.[REFUSAL_META_KEY]).toEqual({ reason: 'not_permitted', retryable: false });
     expect(harness.runs['create_ticket']).toBe(0);
     expect(await harness.auditRecords()).toMatchObject([
-      { tool: 'create_ticket', steps: { permission: 'denied', approval: 'not_checked', quota: { outcome: 'not_checked' } }, result: 'refused', reason: 'missing scope tickets:write' },
+      {
+        tool: 'create_ticket',
+        steps: { permission: 'denied', approval: 'not_checked', quota: { outcome: 'not_checked' } },
+        result: 'refused',
+        reason: 'missing scope tickets:write',
+      },
     ]);
     const probe = await service.client.allow({ policy: 'mcp-create-ticket', identity: { user: 'p-reader' }, cost: 1 });
     expect(probe.limits[0]?.remaining).toBe(4);
   });
 
   it('a principal without any of the roles is not permitted', async () => {
-    harness = await startHarness({ quota, principal: principal('p-norole', { roles: ['viewer'] }), elicitation: () => ({ action: 'accept', content: { approve: true } }) });
+    harness = await startHarness({
+      quota,
+      principal: principal('p-norole', { roles: ['viewer'] }),
+      elicitation: () => ({ action: 'accept', content: { approve: true } }),
+    });
     const denied = await call(harness, 'delete_customer', { customerId: 'c-1' });
     expect(denied.isError).toBe(true);
     expect(harness.runs['delete_customer']).toBe(0);
-    expect((await harness.auditRecords())[0]).toMatchObject({ steps: { permission: 'denied', approval: 'not_checked' }, reason: 'needs one of roles agent, admin' });
+    expect((await harness.auditRecords())[0]).toMatchObject({
+      steps: { permission: 'denied', approval: 'not_checked' },
+      reason: 'needs one of roles agent, admin',
+    });
   });
 
   it('no verified principal: refused as not authenticated', async () => {
@@ -182,7 +193,10 @@ describe('approval step', () => {
     expect(ok.isError).toBeFalsy();
     expect(asked).toBe('Delete customer c-7?');
     expect(harness.runs['delete_customer']).toBe(1);
-    expect((await harness.auditRecords())[0]).toMatchObject({ steps: { approval: 'approved', quota: { outcome: 'allowed', policy: 'mcp-sensitive' } }, result: 'ok' });
+    expect((await harness.auditRecords())[0]).toMatchObject({
+      steps: { approval: 'approved', quota: { outcome: 'allowed', policy: 'mcp-sensitive' } },
+      result: 'ok',
+    });
   });
 
   it.each([

@@ -15,6 +15,7 @@ export const algorithms = {
   leaky_bucket: leakyBucket,
   gcra,
   // `any`: each entry has its own parameter type, used both as input and output (scaleParams).
+  // biome-ignore lint/suspicious/noExplicitAny: see above.
 } as const satisfies Record<string, Algorithm<any>>;
 
 export type AlgorithmName = keyof typeof algorithms;

@@ -90,9 +90,7 @@ function toLimit(definition: LimitDefinition): Limit {
 function formatIssues(error: z.ZodError): string {
   return error.issues
     .map((issue) => {
-      const path = issue.path
-        .map((segment, i) => (typeof segment === 'number' ? `[${segment}]` : `${i === 0 ? '' : '.'}${String(segment)}`))
-        .join('');
+      const path = issue.path.map((segment, i) => (typeof segment === 'number' ? `[${segment}]` : `${i === 0 ? '' : '.'}${String(segment)}`)).join('');
       return `  ${path || '(file)'}: ${issue.message}`;
     })
     .join('\n');

@@ -7,9 +7,7 @@ import { KEY_SEGMENT_PATTERN } from '../keys.js';
 /** A bucket whose idle state outlives a year is a typo, and its TTL would not fit a PEXPIRE. */
 const MAX_STATE_TTL_MS = 366 * 24 * 3600 * 1000;
 
-const keySegment = z
-  .string()
-  .regex(KEY_SEGMENT_PATTERN, 'use 1-64 lowercase letters, digits, "_", "." or "-", starting with a letter or digit');
+const keySegment = z.string().regex(KEY_SEGMENT_PATTERN, 'use 1-64 lowercase letters, digits, "_", "." or "-", starting with a letter or digit');
 
 const limitCommon = {
   /** Names the limit in responses (denied_by) and in its state keys. */
@@ -42,9 +40,9 @@ const gcraLimit = z
     refill_per_second: z.number().positive().max(GCRA_MAX_RATE),
   })
   .refine((l) => l.capacity / l.refill_per_second <= MAX_STATE_TTL_MS / 1000, {
-  message: 'capacity / refill_per_second is too large: an idle limit would have to be kept for over a year',
-  path: ['refill_per_second'],
-});
+    message: 'capacity / refill_per_second is too large: an idle limit would have to be kept for over a year',
+    path: ['refill_per_second'],
+  });
 
 const windowName = z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]);
 
@@ -61,7 +59,11 @@ export const SLIDING_LOG_MAX_LIMIT = 10_000;
 const slidingWindowLogLimit = z.strictObject({
   ...limitCommon,
   algorithm: z.literal('sliding_window_log'),
-  limit: z.number().int().positive().max(SLIDING_LOG_MAX_LIMIT, `at most ${SLIDING_LOG_MAX_LIMIT}: the log keeps one entry per unit (use sliding_window_counter for more)`),
+  limit: z
+    .number()
+    .int()
+    .positive()
+    .max(SLIDING_LOG_MAX_LIMIT, `at most ${SLIDING_LOG_MAX_LIMIT}: the log keeps one entry per unit (use sliding_window_counter for more)`),
   window: windowName,
 });
 
@@ -88,66 +90,72 @@ const leakyBucketLimit = z
     path: ['leak_per_second'],
   });
 
-const ALGORITHM_NAMES_MESSAGE =
-  'must be one of "token_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter", "leaky_bucket", "gcra"';
+const ALGORITHM_NAMES_MESSAGE = 'must be one of "token_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter", "leaky_bucket", "gcra"';
 
-export const limitSchema = z.discriminatedUnion('algorithm', [tokenBucketLimit, fixedWindowLimit, slidingWindowLogLimit, slidingWindowCounterLimit, leakyBucketLimit, gcraLimit], {
-  error: (issue) =>
-    issue.code === 'invalid_union' ? ALGORITHM_NAMES_MESSAGE : undefined,
-});
+export const limitSchema = z.discriminatedUnion(
+  'algorithm',
+  [tokenBucketLimit, fixedWindowLimit, slidingWindowLogLimit, slidingWindowCounterLimit, leakyBucketLimit, gcraLimit],
+  {
+    error: (issue) => (issue.code === 'invalid_union' ? ALGORITHM_NAMES_MESSAGE : undefined),
+  },
+);
 
 /** What a policy does when the store cannot be asked in time (spec 7.2; docs/operations.md). */
 export const FAILURE_MODES = ['fail_open', 'fail_closed', 'local'] as const;
 export type FailureModeName = (typeof FAILURE_MODES)[number];
 
-const policySchema = z.strictObject({
-  description: z.string().default(''),
-  // fail_open by default: the limiter is one control among several (spec 1.2) and
-  // must not turn a store outage into an outage of every endpoint; policies that
-  // guard costly or strictly metered work say fail_closed or local.
-  failure_mode: z.enum(FAILURE_MODES, { error: 'must be one of "fail_open", "fail_closed", "local"' }).default('fail_open'),
-  /** For failure_mode local: the share of each limit one instance grants on its own. */
-  local_share: z.number().gt(0, 'must be above 0').lte(1, 'must be at most 1').optional(),
-  /**
-   * Idempotent Allow: how long a decision made with a request_id is remembered;
-   * a retry with the same id within it gets that decision again and spends nothing.
-   */
-  request_id_ttl_ms: z.number().int().min(1_000).max(86_400_000).default(60_000),
-  limits: z
-    .array(limitSchema)
-    .min(1, 'a policy needs at least one limit')
-    // Several limits are decided all-or-nothing (src/engine/slot-groups.ts); a
-    // request carries one key per limit, and a script call one group of them.
-    .max(16, 'at most 16 limits per policy'),
-}).superRefine((policy, ctx) => {
-  if (policy.failure_mode === 'local' && policy.local_share === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['local_share'], message: 'required with failure_mode local: the share of each limit one instance grants on its own, e.g. 0.25 for 4 replicas' });
-  }
-  if (policy.failure_mode !== 'local' && policy.local_share !== undefined) {
-    ctx.addIssue({ code: 'custom', path: ['local_share'], message: `only meaningful with failure_mode local (this policy is ${policy.failure_mode})` });
-  }
-});
-
-export const policyFileSchema = z
-  .strictObject({ policies: z.record(keySegment, policySchema) })
-  .superRefine((file, ctx) => {
-    // Limits that share a name share state keys, so they must be the same limit.
-    const seen = new Map<string, { policy: string; json: string }>();
-    for (const [policyName, policy] of Object.entries(file.policies)) {
-      policy.limits.forEach((limit, index) => {
-        const json = JSON.stringify({ ...limit, description: '' });
-        const first = seen.get(limit.name);
-        if (first === undefined) seen.set(limit.name, { policy: policyName, json });
-        else if (first.json !== json) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['policies', policyName, 'limits', index, 'name'],
-            message: `limit "${limit.name}" is also defined in policy "${first.policy}" with other settings; limits that share a name share state, so give this one another name`,
-          });
-        }
+const policySchema = z
+  .strictObject({
+    description: z.string().default(''),
+    // fail_open by default: the limiter is one control among several (spec 1.2) and
+    // must not turn a store outage into an outage of every endpoint; policies that
+    // guard costly or strictly metered work say fail_closed or local.
+    failure_mode: z.enum(FAILURE_MODES, { error: 'must be one of "fail_open", "fail_closed", "local"' }).default('fail_open'),
+    /** For failure_mode local: the share of each limit one instance grants on its own. */
+    local_share: z.number().gt(0, 'must be above 0').lte(1, 'must be at most 1').optional(),
+    /**
+     * Idempotent Allow: how long a decision made with a request_id is remembered;
+     * a retry with the same id within it gets that decision again and spends nothing.
+     */
+    request_id_ttl_ms: z.number().int().min(1_000).max(86_400_000).default(60_000),
+    limits: z
+      .array(limitSchema)
+      .min(1, 'a policy needs at least one limit')
+      // Several limits are decided all-or-nothing (src/engine/slot-groups.ts); a
+      // request carries one key per limit, and a script call one group of them.
+      .max(16, 'at most 16 limits per policy'),
+  })
+  .superRefine((policy, ctx) => {
+    if (policy.failure_mode === 'local' && policy.local_share === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['local_share'],
+        message: 'required with failure_mode local: the share of each limit one instance grants on its own, e.g. 0.25 for 4 replicas',
       });
     }
+    if (policy.failure_mode !== 'local' && policy.local_share !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['local_share'], message: `only meaningful with failure_mode local (this policy is ${policy.failure_mode})` });
+    }
   });
+
+export const policyFileSchema = z.strictObject({ policies: z.record(keySegment, policySchema) }).superRefine((file, ctx) => {
+  // Limits that share a name share state keys, so they must be the same limit.
+  const seen = new Map<string, { policy: string; json: string }>();
+  for (const [policyName, policy] of Object.entries(file.policies)) {
+    policy.limits.forEach((limit, index) => {
+      const json = JSON.stringify({ ...limit, description: '' });
+      const first = seen.get(limit.name);
+      if (first === undefined) seen.set(limit.name, { policy: policyName, json });
+      else if (first.json !== json) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['policies', policyName, 'limits', index, 'name'],
+          message: `limit "${limit.name}" is also defined in policy "${first.policy}" with other settings; limits that share a name share state, so give this one another name`,
+        });
+      }
+    });
+  }
+});
 
 export type PolicyFile = z.infer<typeof policyFileSchema>;
 export type LimitDefinition = z.infer<typeof limitSchema>;

@@ -27,6 +27,5 @@ export const gcra: Algorithm<GcraParams> = {
   // Both the burst and the pace shrink, as for the token bucket.
   scaleParams: (params, share) => ({ capacity: params.capacity * share, refillPerSecond: params.refillPerSecond * share }),
 
-  rejectCost: (params, cost) =>
-    cost > params.capacity ? `${cost} exceeds the burst capacity of ${params.capacity}, so it could never be granted` : undefined,
+  rejectCost: (params, cost) => (cost > params.capacity ? `${cost} exceeds the burst capacity of ${params.capacity}, so it could never be granted` : undefined),
 };

@@ -54,7 +54,12 @@ export function decideLeakyBucket(state: LeakyBucketState | undefined, params: L
  * Drains to now, then takes `cost` back out, never below empty. Returns the
  * state to write, 'delete' for an empty bucket, undefined when there is none.
  */
-export function refundLeakyBucket(state: LeakyBucketState | undefined, params: LeakyBucketParams, cost: number, nowMs: number): LeakyBucketStep['write'] | 'delete' | undefined {
+export function refundLeakyBucket(
+  state: LeakyBucketState | undefined,
+  params: LeakyBucketParams,
+  cost: number,
+  nowMs: number,
+): LeakyBucketStep['write'] | 'delete' | undefined {
   if (state === undefined) return undefined;
   const rate = params.leakPerSecond;
   let level = Math.max(0, state.level - (Math.max(0, nowMs - state.ts) * rate) / 1000);

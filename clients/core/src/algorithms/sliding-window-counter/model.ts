@@ -51,7 +51,14 @@ export function decideSlidingWindowCounter(
   const scaled = current * windowMs + fading;
 
   if (scaled + cost * windowMs > limit * windowMs) {
-    return { outcome: outcomeOf(false, retryAfter(limit, cost, current, previous, start, windowMs, nowMs), remainingOf(limit, scaled, windowMs), resetAfter(current, previous, start, windowMs, nowMs)) };
+    return {
+      outcome: outcomeOf(
+        false,
+        retryAfter(limit, cost, current, previous, start, windowMs, nowMs),
+        remainingOf(limit, scaled, windowMs),
+        resetAfter(current, previous, start, windowMs, nowMs),
+      ),
+    };
   }
   current = current + cost;
   const outcome = outcomeOf(true, 0, remainingOf(limit, current * windowMs + fading, windowMs), resetAfter(current, previous, start, windowMs, nowMs));
@@ -86,7 +93,12 @@ function retryAfter(limit: number, cost: number, current: number, previous: numb
  * Takes `cost` back off the window the spend fell in: `current` while that
  * window is current, `previous` after one rollover, nothing later. Never below 0.
  */
-export function refundSlidingWindowCounter(state: SlidingWindowCounterState, params: SlidingWindowCounterParams, cost: number, spentAtMs: number): SlidingWindowCounterState | undefined {
+export function refundSlidingWindowCounter(
+  state: SlidingWindowCounterState,
+  params: SlidingWindowCounterParams,
+  cost: number,
+  spentAtMs: number,
+): SlidingWindowCounterState | undefined {
   const windowMs = WINDOWS[params.window].ms;
   const spentStart = spentAtMs - (spentAtMs % windowMs);
   if (state.start === spentStart) return { ...state, current: Math.max(0, state.current - cost) };

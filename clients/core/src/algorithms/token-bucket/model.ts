@@ -29,12 +29,7 @@ export function tokenBucketTtlMs(params: TokenBucketParams): number {
  * the same computation in the same order of floating-point operations, so the
  * two agree to the last bit.
  */
-export function decideTokenBucket(
-  state: TokenBucketState | undefined,
-  params: TokenBucketParams,
-  cost: number,
-  nowMs: number,
-): TokenBucketStep {
+export function decideTokenBucket(state: TokenBucketState | undefined, params: TokenBucketParams, cost: number, nowMs: number): TokenBucketStep {
   const { capacity, refillPerSecond: rate } = params;
   const prior = state ?? { tokens: capacity, ts: nowMs };
   const elapsed = Math.max(0, nowMs - prior.ts);
