@@ -1,7 +1,7 @@
 // `make bench`: decisions/s through the quota service with the batching quota
 // client vs rate-limiter-flexible (RateLimiterRedis, in this process) on the
 // same Redis, kinds alternating round by round (same-run baseline, as
-// bench/run.ts and bench/batch-run.ts). Issue 6's target: batched >= 1.0x flexible.
+// bench/run.ts and bench/batch-run.ts). The target: batched >= 1.0x flexible.
 //
 //   npx tsx bench/flexible-run.ts [--seconds 4] [--concurrency 256] [--rounds 3] [--warmup 2] [--calls]
 //
@@ -24,7 +24,7 @@ import { median } from './stats.js';
 const BATCH = { maxDelayMs: 0, maxSize: 100 };
 /** The same distinct identities the quota client cycles over (bench/quota-client-caller.ts). */
 const USERS = 10_000;
-/** The target of issue 6. */
+/** The target: the batching client at least as fast as rate-limiter-flexible. */
 const TARGET_RATIO = 1.0;
 
 /**

@@ -95,7 +95,7 @@ const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 const row = (label: string, s: Sample) => `| ${label} | ${s.atSeconds.toFixed(1)} | ${s.keys} | ${mib(s.usedMemory)} | ${mib(s.rss)} |`;
 
 async function main(): Promise<void> {
-  // A token bucket of 10 whose idle key lives TTL_SECONDS (2 x the time to refill from empty, spec 3.2 step 6).
+  // A token bucket of 10 whose idle key lives TTL_SECONDS (2 x the time to refill from empty).
   const refillPerSecond = (2 * CAPACITY) / TTL_SECONDS;
   const definition = { name: 'many', key_by: 'user', algorithm: 'token_bucket', capacity: CAPACITY, refill_per_second: refillPerSecond };
   const limit = parsePolicies(stringify({ policies: { many: { limits: [definition] } } })).get('many')!.limits[0]! as Limit;

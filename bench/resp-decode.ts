@@ -1,5 +1,5 @@
 // What reading one batch reply of 100 token bucket decisions costs the service
-// (docs/benchmarks.md, "Fifth pass"): ioredis 6's RESP decoder fed the reply's
+// (docs/benchmarks.md): ioredis 6's RESP decoder fed the reply's
 // bytes directly, in a loop, for
 //   binary  the reply decide.lua sends now: one bulk string, taken from a real
 //           batch run on a real Redis, then splitBatchReply reading it;

@@ -4,7 +4,7 @@ export type { Logger };
 
 /**
  * The one logger factory: JSON lines on stdout, child loggers per component.
- * Credentials never reach a log line (spec 5.5): request fields that could
+ * Credentials never reach a log line: request fields that could
  * carry them are redacted here, once, whatever the caller passes.
  */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {

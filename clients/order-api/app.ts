@@ -62,7 +62,7 @@ export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
       stateOf(request).principal = auth.principal;
       return;
     }
-    // The kind of failure, never the credential (spec 5.5).
+    // The kind of failure, never the credential.
     request.log.info({ auth: auth.kind, scheme: auth.kind === 'invalid' ? auth.scheme : undefined }, 'unauthenticated request');
     return reply
       .code(401)

@@ -1,5 +1,5 @@
 /**
- * Bounded work in progress (spec 8: a concurrency limit, unlike a rate limit,
+ * Bounded work in progress (a concurrency limit, unlike a rate limit,
  * bounds work in flight). No queue: when full, the caller answers 503 at once
  * instead of letting a backlog grow.
  */

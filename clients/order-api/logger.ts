@@ -3,7 +3,7 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 /**
  * The order API's logger. Fastify's request serializer logs no headers, and
  * the app logs only the kind of an authentication failure; the redaction is
- * the second lock in case someone logs a request's headers later (spec 5.5).
+ * the second lock in case someone logs a request's headers later.
  */
 export function createOrderApiLogger(level: string, destination?: DestinationStream): Logger {
   return pino(

@@ -12,7 +12,7 @@ export interface Order {
 /**
  * The demo business layer's storage: stock per SKU and the orders. It counts
  * every stock read and every write so that tests can prove a rejected request
- * never reached it (spec 4.1: when the limiter rejects, no business logic runs).
+ * never reached it (when the limiter rejects, no business logic runs).
  */
 export class OrderStore {
   stockReads = 0;

@@ -1,6 +1,6 @@
 --[[
   Driver: decides every limit of a request in one atomic step, then writes all
-  or none (spec 3.3). decide-script.ts assembles the script as
+  or none. decide-script.ts assembles the script as
   `local A, R = {}, {}`, then `local function define(name)` holding each
   algorithm's .lua in a branch of its own (each defines A.<name>, its
   decision, and R.<name>, its refund), then this. A limit's algorithm is

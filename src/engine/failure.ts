@@ -56,7 +56,7 @@ export interface TogetherRequests<R> {
 }
 
 /**
- * Spec 7.2: a store decision within a time budget, behind a circuit breaker,
+ * A store decision within a time budget, behind a circuit breaker,
  * and the policy's failure mode when the store cannot decide.
  *
  * It wraps "a promise of a store decision" and knows nothing of how the

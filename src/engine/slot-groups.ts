@@ -30,7 +30,7 @@ export function slotGroups(store: QuotaStore, calls: readonly LimitCall[]): Slot
 }
 
 /**
- * Spends on every limit or on none (spec 3.3). Keys in one slot: one script
+ * Spends on every limit or on none. Keys in one slot: one script
  * call checks all and writes all or none. Keys across slots (a cluster): each
  * slot group is decided in turn, in slot order, and spends when its own
  * limits all allow (a reservation); when a group rejects, the groups before

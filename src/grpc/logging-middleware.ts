@@ -9,7 +9,7 @@ export interface CallLogContext {
 /**
  * One debug line when a call starts and one when it ends, with the fields an
  * operator can search by: method, policy id, request id, status. Identity
- * values and credentials are never logged (spec 5.5): only the names of the
+ * values and credentials are never logged: only the names of the
  * identity parts.
  */
 export function loggingMiddleware(logger: Logger) {

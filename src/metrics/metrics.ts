@@ -10,7 +10,7 @@ export interface KeyCounter {
   keyCount(): Promise<number>;
 }
 
-/** A store that can say whether its maxmemory-policy may evict quota state early (spec 3.2 rule 3). */
+/** A store that can say whether its maxmemory-policy may evict quota state early. */
 type EvictionRiskSource = Pick<QuotaStore, 'evictionRisk'>;
 
 /** How long a scrape waits for a key count before reporting the last one it got. */

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 
 /**
- * Could Redis drop quota state before it expires (spec 3.2 rule 3)? An evicted
+ * Could Redis drop quota state before it expires? An evicted
  * bucket comes back full and grants extra tokens, silently. Only `noeviction`
  * rules that out: allkeys-* may evict any key, and volatile-* picks among keys
  * with a TTL, which every quota key has.

@@ -38,7 +38,7 @@ export interface QuotaStore {
   /** Resolves once the store has answered; the service reports SERVING only after that. */
   ready(): Promise<void>;
   /**
-   * Whether the store could drop quota state early (spec 3.2 rule 3), as checked
+   * Whether the store could drop quota state early, as checked
    * by ready(); for the health and metrics endpoints. Stores that cannot evict omit it.
    */
   evictionRisk?(): EvictionRisk | undefined;

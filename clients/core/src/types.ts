@@ -146,7 +146,7 @@ export type SourcelessDecision = Omit<Decision, 'source'>;
 
 /**
  * One limit decided but not yet written: the store checks every limit of a
- * request first, then commits all of them or none (spec 3.3). `commit` is
+ * request first, then commits all of them or none. `commit` is
  * absent when the decision changes nothing. A rejecting limit's commit never
  * spends (at most it stores the refill it computed), so a store may run it
  * even when the request as a whole is rejected.

@@ -1,6 +1,6 @@
 import type { Decision as QuotaDecision } from '@quota-service/core';
 
-/** Whole seconds for Retry-After (spec 7.1): max(1, ceil(retry_ms / 1000)). */
+/** Whole seconds for Retry-After: max(1, ceil(retry_ms / 1000)). */
 export function retryAfterSeconds(retryAfterMs: number): number {
   return Math.max(1, Math.ceil(retryAfterMs / 1000));
 }

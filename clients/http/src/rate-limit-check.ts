@@ -37,7 +37,7 @@ export interface RateLimitCheckOptions<Req> {
 
 /**
  * The framework-neutral check the Express and Fastify adapters share: ask the
- * quota service, then map the decision to HTTP (spec 7.1, 7.2). A QuotaRequestError
+ * quota service, then map the decision to HTTP. A QuotaRequestError
  * (bad input, unknown policy: a bug in the app) is thrown for the framework's
  * error handler; it never becomes a 429 or a pass.
  */

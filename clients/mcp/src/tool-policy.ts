@@ -9,7 +9,7 @@ export type ToolArgs<InputArgs extends undefined | ZodRawShapeCompat | AnySchema
 
 /**
  * What the quota service does when it cannot be asked: 'open' runs the tool,
- * 'closed' refuses it (spec 7.2). A public read tool may fail open; a costly or
+ * 'closed' refuses it. A public read tool may fail open; a costly or
  * strictly metered one should fail closed.
  */
 export type FailureMode = 'open' | 'closed';

@@ -1,5 +1,5 @@
 --[[
-  Fixed window counter (spec 3.1): one counter per identity and limit, in
+  Fixed window counter: one counter per identity and limit, in
   one declared key that carries the start of the window it counts, the
   window taken from the store's clock. A counter of an earlier window counts
   as 0 and is replaced; the key expires at the end of its window. Mirrors

@@ -1,5 +1,5 @@
 --[[
-  Sliding window counter (spec 2.2): estimated = current + previous *
+  Sliding window counter: estimated = current + previous *
   (1 - elapsed_fraction); passes when estimated + cost <= limit. Mirrors
   model.ts line for line; tests hold the two equal. Called by the driver
   (../decide.lua).

@@ -1,5 +1,5 @@
 --[[
-  Token bucket: read, refill, decide (spec 3.2). Mirrors model.ts line for
+  Token bucket: read, refill, decide. Mirrors model.ts line for
   line; tests hold the two equal. Called by the driver (../decide.lua), which
   supplies `now` and runs the returned write only when the request is spent.
 
@@ -11,7 +11,7 @@
 
   Returns: { allowed (1|0), retry_after_ms, tokens, reset_after_ms, 0 }, write
     tokens is the balance after the decision. The write stores tokens and
-    ts = now, also on a denial (the refill, never a spend; spec 3.2 step 5).
+    ts = now, also on a denial (the refill, never a spend).
 ]]
 -- The write: the balance after the decision (the outcome's tokens) and
 -- ts = now. One function for every decision, given what it needs by the

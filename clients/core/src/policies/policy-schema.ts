@@ -100,14 +100,14 @@ export const limitSchema = z.discriminatedUnion(
   },
 );
 
-/** What a policy does when the store cannot be asked in time (spec 7.2; docs/operations.md). */
+/** What a policy does when the store cannot be asked in time. */
 export const FAILURE_MODES = ['fail_open', 'fail_closed', 'local'] as const;
 export type FailureModeName = (typeof FAILURE_MODES)[number];
 
 const policySchema = z
   .strictObject({
     description: z.string().default(''),
-    // fail_open by default: the limiter is one control among several (spec 1.2) and
+    // fail_open by default: the limiter is one control among several and
     // must not turn a store outage into an outage of every endpoint; policies that
     // guard costly or strictly metered work say fail_closed or local.
     failure_mode: z.enum(FAILURE_MODES, { error: 'must be one of "fail_open", "fail_closed", "local"' }).default('fail_open'),

@@ -1,7 +1,7 @@
 import type { Algorithm } from '../../types.js';
 import { decideFixedWindow, fixedWindowCount, fixedWindowKey, WINDOWS, type FixedWindowParams, type FixedWindowState } from './model.js';
 
-/** Fixed window counter (spec 3.1): N units per calendar window; allows a burst across a boundary. */
+/** Fixed window counter: N units per calendar window; allows a burst across a boundary. */
 export const fixedWindow: Algorithm<FixedWindowParams> = {
   name: 'fixed_window',
 

@@ -42,7 +42,7 @@ export function fixedWindowCount(state: FixedWindowState | undefined, window: Wi
 }
 
 /**
- * The fixed window decision of spec 3.1 as a pure function: `count` is the
+ * The fixed window decision as a pure function: `count` is the
  * counter of the window `nowMs` falls in (0 when absent). Same steps as the
  * Lua function.
  */

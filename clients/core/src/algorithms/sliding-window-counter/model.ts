@@ -21,7 +21,7 @@ export interface SlidingWindowCounterStep {
 }
 
 /**
- * Spec 2.2: estimated = current + previous * (1 - elapsed_fraction); a request
+ * The estimate: estimated = current + previous * (1 - elapsed_fraction); a request
  * passes when estimated + cost <= limit. Windows are aligned to the unix epoch
  * (so to UTC). Computed scaled by the window length in ms, where every term
  * is a whole number (exact below 2^53, hence the schema's cap on `limit`), so

@@ -2,7 +2,7 @@ import type { Algorithm } from '../../types.js';
 import { WINDOWS } from '../fixed-window/model.js';
 import { decideSlidingWindowCounter, refundSlidingWindowCounter, type SlidingWindowCounterParams, type SlidingWindowCounterState } from './model.js';
 
-/** Sliding window counter (spec 2.2): two counters, an estimate of the rolling window. */
+/** Sliding window counter: two counters, an estimate of the rolling window. */
 export const slidingWindowCounter: Algorithm<SlidingWindowCounterParams> = {
   name: 'sliding_window_counter',
 

@@ -19,13 +19,13 @@ export interface TokenBucketStep {
   ttlMs: number;
 }
 
-/** How long an untouched bucket lives (spec 3.2 step 6): twice the time to refill from empty. */
+/** How long an untouched bucket lives: twice the time to refill from empty. */
 export function tokenBucketTtlMs(params: TokenBucketParams): number {
   return Math.ceil((params.capacity * 2000) / params.refillPerSecond);
 }
 
 /**
- * The token bucket decision of spec 3.2 as a pure function; the Lua script is
+ * The token bucket decision as a pure function; the Lua script is
  * the same computation in the same order of floating-point operations, so the
  * two agree to the last bit.
  */

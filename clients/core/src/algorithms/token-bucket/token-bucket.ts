@@ -1,7 +1,7 @@
 import type { Algorithm } from '../../types.js';
 import { decideTokenBucket, refundTokenBucket, tokenBucketTtlMs, type TokenBucketParams, type TokenBucketState } from './model.js';
 
-/** Token bucket (spec 3.2): bursts up to capacity, refills at a steady rate. */
+/** Token bucket: bursts up to capacity, refills at a steady rate. */
 export const tokenBucket: Algorithm<TokenBucketParams> = {
   name: 'token_bucket',
 
