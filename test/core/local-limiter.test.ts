@@ -59,7 +59,7 @@ describe('LocalLimiter', () => {
         for (const { advanceMs, policy, user, tenant, cost, requestId } of steps) {
           engineClock.advance(advanceMs);
           limiterClock.advance(advanceMs);
-          const identity = tenant === undefined ? { user } : { user, tenant };
+          const identity: Record<string, string> = tenant === undefined ? { user } : { user, tenant };
           let expected: Answer;
           try {
             const { source: _source, ...decision } = await engine.allow({ policy, identity, cost, requestId: requestId ?? '' });
