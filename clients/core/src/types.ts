@@ -3,8 +3,12 @@
  * and what a request's decision says. The service, its embedded store and the
  * client's local limiter all speak these.
  */
-import type { MemorySpace } from './algorithms/memory-space.js';
+import type { Algorithm } from './algorithms/algorithm.js';
+import type { LimitOutcome } from './algorithms/outcome.js';
 import type { FailureModeName, LimitDefinition } from './policies/policy-schema.js';
+
+export type { Algorithm, Decided } from './algorithms/algorithm.js';
+export type { LimitOutcome } from './algorithms/outcome.js';
 
 /** A limit ready for a decision: its algorithm with parsed parameters. */
 export interface Limit<P = unknown> {
@@ -34,23 +38,6 @@ export interface Policy {
 }
 
 export type PolicySet = ReadonlyMap<string, Policy>;
-
-/** The outcome of one limit for one request. */
-export interface LimitOutcome {
-  allowed: boolean;
-  /** Milliseconds until a retry of the same cost could pass; 0 when allowed. */
-  retryAfterMs: number;
-  /** Units still available after this decision (may be fractional for a token bucket). */
-  remaining: number;
-  /** Milliseconds until the limit is fully replenished. */
-  resetAfterMs: number;
-  /**
-   * Shaping only (leaky bucket in shaping mode): how long the caller should wait
-   * before doing the allowed work. Left out when 0, so outcomes of the other
-   * algorithms keep their four fields.
-   */
-  delayMs?: number;
-}
 
 /** One limit of a request: which limit, whose key, how many units. */
 export interface LimitCall {
@@ -143,47 +130,3 @@ export interface QuotaDecider {
 
 /** A decision before anybody said where it came from. */
 export type SourcelessDecision = Omit<Decision, 'source'>;
-
-/**
- * One limit decided but not yet written: the store checks every limit of a
- * request first, then commits all of them or none. `commit` is
- * absent when the decision changes nothing. A rejecting limit's commit never
- * spends (at most it stores the refill it computed), so a store may run it
- * even when the request as a whole is rejected.
- */
-export interface Decided {
-  outcome: LimitOutcome;
-  commit?: () => void;
-}
-
-/**
- * One algorithm, two bodies: a Lua function the shared driver script runs in
- * Redis (src/algorithms/decide.lua) and a pure TypeScript model the embedded
- * store runs. Both take the same inputs and give the same outcome; property
- * tests hold them to that.
- */
-export interface Algorithm<P> {
-  /** Policy-file name, also the key of the Lua function in the driver's table. */
-  readonly name: string;
-  /** The function's `keys`, from the identity's key (src/engine/keys.ts). */
-  scriptKeys(identityKey: string, params: P): string[];
-  /** The function's `args` (the driver passes `now` separately; in Lua, args that read as numbers arrive as numbers: read them with tonumber). */
-  scriptArgs(params: P, cost: number): string[];
-  /** The same decision on the embedded store; writes nothing until `commit`. */
-  decideInMemory(space: MemorySpace, identityKey: string, params: P, cost: number, nowMs: number): Decided;
-  /**
-   * Gives back what a spend of `cost` at `spentAtMs` took (driver mode
-   * 'refund'), capped as the algorithm requires; the same as the Lua
-   * function R.<name>. Writes at once.
-   */
-  refundInMemory(space: MemorySpace, identityKey: string, params: P, cost: number, nowMs: number, spentAtMs: number): void;
-  /** The most units the limit grants at once (AllowResponse LimitStatus.limit). */
-  capacity(params: P): number;
-  /** Why this limit can never grant `cost` (it is bad input), or undefined when it can. */
-  rejectCost(params: P, cost: number): string | undefined;
-  /**
-   * The same limit with its numbers scaled by `share` (0 < share <= 1): what
-   * one instance grants on its own under the `local` failure mode.
-   */
-  scaleParams(params: P, share: number): P;
-}

@@ -1,4 +1,19 @@
-import type { LimitOutcome } from '../types.js';
+/** The outcome of one limit for one request. */
+export interface LimitOutcome {
+  allowed: boolean;
+  /** Milliseconds until a retry of the same cost could pass; 0 when allowed. */
+  retryAfterMs: number;
+  /** Units still available after this decision (may be fractional for a token bucket). */
+  remaining: number;
+  /** Milliseconds until the limit is fully replenished. */
+  resetAfterMs: number;
+  /**
+   * Shaping only (leaky bucket in shaping mode): how long the caller should wait
+   * before doing the allowed work. Left out when 0, so outcomes of the other
+   * algorithms keep their four fields.
+   */
+  delayMs?: number;
+}
 
 /** Outcome with `delayMs` only when there is a delay (see LimitOutcome.delayMs). */
 export function outcomeOf(allowed: boolean, retryAfterMs: number, remaining: number, resetAfterMs: number, delayMs = 0): LimitOutcome {

@@ -1,4 +1,4 @@
-import type { Algorithm } from '../types.js';
+import type { Algorithm } from './algorithm.js';
 import { fixedWindow } from './fixed-window/fixed-window.js';
 import { gcra } from './gcra/gcra.js';
 import { leakyBucket } from './leaky-bucket/leaky-bucket.js';

@@ -1,4 +1,4 @@
-import type { Algorithm } from '../../types.js';
+import type { Algorithm } from '../algorithm.js';
 import { decideFixedWindow, fixedWindowCount, fixedWindowKey, WINDOWS, type FixedWindowParams, type FixedWindowState } from './model.js';
 
 /** Fixed window counter: N units per calendar window; allows a burst across a boundary. */

@@ -1,4 +1,4 @@
-import type { LimitOutcome } from '../../types.js';
+import type { LimitOutcome } from '../outcome.js';
 
 /** Fixed windows are aligned to UTC calendar units, like Envoy's rate limit service. */
 export const WINDOWS = {

@@ -1,4 +1,4 @@
-import type { Algorithm } from '../../types.js';
+import type { Algorithm } from '../algorithm.js';
 import { decideGcra, refundGcra, type GcraParams } from './model.js';
 
 /** GCRA: a token bucket's guarantees in one timestamp per identity. */

@@ -1,4 +1,4 @@
-import type { LimitOutcome } from '../../types.js';
+import type { LimitOutcome } from '../outcome.js';
 import { outcomeOf } from '../outcome.js';
 
 /** The same parameters as a token bucket, and the same guarantees. */

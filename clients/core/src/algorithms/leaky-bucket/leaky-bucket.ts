@@ -1,4 +1,4 @@
-import type { Algorithm } from '../../types.js';
+import type { Algorithm } from '../algorithm.js';
 import { decideLeakyBucket, refundLeakyBucket, type LeakyBucketParams, type LeakyBucketState } from './model.js';
 
 /** Leaky bucket: a steady outflow; policing rejects over the rate, shaping delays within a bounded queue. */

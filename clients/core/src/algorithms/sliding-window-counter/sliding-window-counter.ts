@@ -1,4 +1,4 @@
-import type { Algorithm } from '../../types.js';
+import type { Algorithm } from '../algorithm.js';
 import { WINDOWS } from '../fixed-window/model.js';
 import { decideSlidingWindowCounter, refundSlidingWindowCounter, type SlidingWindowCounterParams, type SlidingWindowCounterState } from './model.js';
 

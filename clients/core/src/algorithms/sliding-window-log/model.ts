@@ -1,4 +1,4 @@
-import type { LimitOutcome } from '../../types.js';
+import type { LimitOutcome } from '../outcome.js';
 import { outcomeOf } from '../outcome.js';
 import { WINDOWS, type WindowName } from '../fixed-window/model.js';
 

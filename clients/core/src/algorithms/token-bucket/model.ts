@@ -1,4 +1,4 @@
-import type { LimitOutcome } from '../../types.js';
+import type { LimitOutcome } from '../outcome.js';
 
 export interface TokenBucketParams {
   /** Maximum tokens: the largest burst. */

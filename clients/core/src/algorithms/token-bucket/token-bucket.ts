@@ -1,4 +1,4 @@
-import type { Algorithm } from '../../types.js';
+import type { Algorithm } from '../algorithm.js';
 import { decideTokenBucket, refundTokenBucket, tokenBucketTtlMs, type TokenBucketParams, type TokenBucketState } from './model.js';
 
 /** Token bucket: bursts up to capacity, refills at a steady rate. */
