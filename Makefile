@@ -7,12 +7,12 @@ NPM_INSTALL_STAMP := node_modules/.install-stamp
 # TypeScript run without a build: the workspace packages resolve to their sources.
 TS_NODE := node --conditions=@quota-service/source --import tsx
 
-.PHONY: help deps redis gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-cluster helm-check helm-bin clean
+.PHONY: help deps redis gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-cluster helm-check helm-bin node22 clean
 
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER is set)"
 	@echo "make run-demo  the quota service (embedded store) and the reference order API on http://127.0.0.1:8080"
-	@echo "make test   install what is missing (node packages, redis-server), then lint, typecheck and run the whole suite"
+	@echo "make test   install what is missing (node packages, redis-server, helm, Node 22), then lint, typecheck and run the whole suite"
 	@echo "make build  the packages in clients/ and the service (the same as npm run build)"
 	@echo "make bench  run the benchmarks in bench/ (not part of make test)"
 	@echo "make bench-cluster  the service on a 3-master Redis Cluster vs one node, same run"
@@ -68,7 +68,12 @@ helm-bin: deps
 lint: deps
 	npx biome check .
 
-test: deps redis helm-bin lint typecheck
+# The packaging test (test/packaging) runs the packed clients on this Node and on Node 22;
+# install Node 22 into .tmp/node22 if missing (from the npm package node@22).
+node22:
+	@node scripts/ensure-node22.mjs
+
+test: deps redis helm-bin node22 lint typecheck
 	npx vitest run
 
 bench: build redis

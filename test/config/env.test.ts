@@ -164,7 +164,7 @@ describe('environment configuration', () => {
         // A password with an unescaped '/' and '#' breaks the URL.
         const load = () => loadConfig({ QUOTA_REDIS_URL: 'rediss://:pa/ss#word@127.0.0.1:6380', ...extra });
         expect(load).toThrow(ConfigError);
-        expect(load).toThrow(/^invalid configuration:\n  QUOTA_REDIS_URL: expected redis:\/\/host:port or rediss:\/\/host:port$/);
+        expect(load).toThrow(/^invalid configuration:\n {2}QUOTA_REDIS_URL: expected redis:\/\/host:port or rediss:\/\/host:port$/);
       }
     });
 

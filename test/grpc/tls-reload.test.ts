@@ -17,7 +17,7 @@ const { pem } = certificates;
 const text = (name: string) => pem(name).toString('utf8');
 const secret = (name: string) => ({ 'tls.crt': text(`${name}.crt`), 'tls.key': text(`${name}.key`) });
 
-let volumes: ConfigMapVolume[] = [];
+const volumes: ConfigMapVolume[] = [];
 let service: ServiceProcess | undefined;
 beforeAll(() => {
   for (const ca of ['ca', 'next-ca']) certificates.authority(ca);

@@ -1,0 +1,221 @@
+import { existsSync } from 'node:fs';
+import { lstat, mkdtemp, readdir, readFile, readlink, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve, sep } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServiceProcess, type ServiceProcess } from '../support/service-process.js';
+import { createConsumerProject } from './consumer-project.js';
+import { importSpecifiers, isBuiltin, isRelative, packageName } from './imports.js';
+import { node22Binary } from './node22.js';
+import { CLIENT_PACKAGES, packClients, REPO_ROOT, type PackedPackage } from './pack-clients.js';
+import { runChild } from './run-child.js';
+
+// The published packages as a user gets them: npm pack, installed from the tarballs
+// into a project outside the repository, run with plain node (no tsx, no source
+// condition, no workspace links) against a real quota service, on the machine's
+// Node and on Node 22. Catches what in-repo tests cannot: a file missing from
+// `files`, an export pointing at nothing, an undeclared dependency, an import of
+// a server file.
+
+/** Packing (five tsc builds) and installing take ~20 s here; generous for a loaded machine. */
+const SETUP_TIMEOUT_MS = 240_000;
+/** Each test is well under a few seconds; the ceilings only turn a hang into a failure with its output. */
+const TEST_TIMEOUT_MS = 120_000;
+const RUN_TIMEOUT_MS = 60_000;
+
+let work: string | undefined;
+let consumerDir: string;
+let packed: PackedPackage[];
+let service: ServiceProcess | undefined;
+let address: string;
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'quota-packaging-'));
+  consumerDir = join(work, 'consumer');
+  // The service starts (through tsx) while the packages build.
+  service = startServiceProcess({});
+  packed = await packClients(join(work, 'tarballs'));
+  console.log(`packaging: tarball sizes (bytes, gzipped): ${packed.map((p) => `${p.name} ${p.size}`).join(', ')}`);
+  await createConsumerProject(consumerDir, packed);
+  address = `127.0.0.1:${await service.port}`;
+}, SETUP_TIMEOUT_MS);
+
+afterAll(async () => {
+  if (service !== undefined) {
+    service.signal('SIGTERM');
+    const timer = setTimeout(() => service?.signal('SIGKILL'), 5_000);
+    await service.exit;
+    clearTimeout(timer);
+  }
+  if (work !== undefined) await rm(work, { recursive: true, force: true });
+}, 30_000);
+
+/** The consumer's environment: nothing inherited beyond PATH and HOME (no NODE_OPTIONS, no conditions). */
+const consumerEnv = (): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, HOME: process.env.HOME, QUOTA_SERVICE_ADDRESS: address });
+
+const within = (path: string, dir: string) => path === dir || path.startsWith(dir + sep);
+
+describe('the packed client packages', () => {
+  it('each tarball holds package.json and dist, and no sources or tests', () => {
+    for (const p of packed) {
+      expect(p.files, p.name).toContain('package.json');
+      expect(p.files, p.name).toContain('dist/index.js');
+      expect(p.files, p.name).toContain('dist/index.d.ts');
+      const stray = p.files.filter((f) => f !== 'package.json' && f !== 'README.md' && !f.startsWith('dist/'));
+      expect(stray, `${p.name}: files outside dist`).toEqual([]);
+      expect(
+        p.files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')),
+        `${p.name}: TypeScript sources`,
+      ).toEqual([]);
+    }
+  });
+
+  it('installs into a project outside the repository: copies from the tarballs, no link into the repository', async () => {
+    expect(within(consumerDir, REPO_ROOT)).toBe(false);
+    // Node would also resolve from a node_modules in any ancestor directory.
+    for (let dir = dirname(consumerDir); dir !== dirname(dir); dir = dirname(dir)) {
+      expect(existsSync(join(dir, 'node_modules')), `${dir}/node_modules exists: the consumer would not be isolated`).toBe(false);
+    }
+    const lock = JSON.parse(await readFile(join(consumerDir, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { resolved?: string; link?: boolean }>;
+    };
+    const installed = Object.entries(lock.packages).filter(([path]) => path.includes('node_modules/@quota-service/'));
+    // One copy of each, the top-level one, resolved from its tarball (not the registry, not a link).
+    expect(installed.map(([path]) => path).sort()).toEqual(CLIENT_PACKAGES.map((name) => `node_modules/${name}`).sort());
+    for (const [path, entry] of installed) {
+      const name = path.slice('node_modules/'.length);
+      const tarball = packed.find((p) => p.name === name)!.tarball;
+      expect(entry.link, path).toBeUndefined();
+      expect(resolve(consumerDir, (entry.resolved ?? '').replace(/^file:/, '')), `${path} resolved from`).toBe(tarball);
+    }
+    const scope = join(consumerDir, 'node_modules', '@quota-service');
+    for (const entry of await readdir(scope, { recursive: true })) {
+      const path = join(scope, entry);
+      expect((await lstat(path)).isSymbolicLink(), `${path} is a symlink`).toBe(false);
+    }
+    // Nowhere in node_modules (.bin included) does a link lead into the repository.
+    const links = [];
+    for (const entry of await readdir(join(consumerDir, 'node_modules'), { recursive: true, withFileTypes: true })) {
+      if (entry.isSymbolicLink()) links.push(join(entry.parentPath, entry.name));
+    }
+    const intoRepo = [];
+    for (const link of links) {
+      const target = await realpath(link).catch(async () => resolve(dirname(link), await readlink(link)));
+      if (within(target, REPO_ROOT)) intoRepo.push(`${link} -> ${target}`);
+    }
+    expect(intoRepo).toEqual([]);
+  });
+
+  it("every export's types and default point at a file the installed package has", async () => {
+    for (const name of CLIENT_PACKAGES) {
+      const dir = join(consumerDir, 'node_modules', name);
+      const manifest = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as {
+        exports: Record<string, string | Record<string, string>>;
+      };
+      for (const [subpath, target] of Object.entries(manifest.exports)) {
+        if (subpath === './package.json') continue;
+        const targets = typeof target === 'string' ? { default: target } : target;
+        for (const condition of ['types', 'default'] as const) {
+          const file = targets[condition];
+          expect(file, `${name} exports["${subpath}"].${condition}`).toBeDefined();
+          expect(existsSync(join(dir, file!)), `${name} exports["${subpath}"].${condition} -> ${file} is missing`).toBe(true);
+        }
+      }
+    }
+  });
+
+  it("each package's dist imports only its own files, Node builtins and its declared dependencies and peers", async () => {
+    // Hoisting in node_modules hides an undeclared dependency that a peer also brings
+    // (express brings proxy-addr); the manifest must name it anyway.
+    const problems = new Set<string>();
+    for (const name of CLIENT_PACKAGES) {
+      const dir = join(consumerDir, 'node_modules', name);
+      const manifest = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as {
+        dependencies?: Record<string, string>;
+        peerDependencies?: Record<string, string>;
+      };
+      const declared = new Set([name, ...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]);
+      const files = (await readdir(join(dir, 'dist'), { recursive: true })).filter((f) => /\.(js|d\.ts)$/.test(f));
+      for (const file of files) {
+        const path = join(dir, 'dist', file);
+        for (const specifier of importSpecifiers(await readFile(path, 'utf8'))) {
+          if (isBuiltin(specifier)) continue;
+          if (isRelative(specifier) ? !within(resolve(dirname(path), specifier), dir) : !declared.has(packageName(specifier))) {
+            problems.add(`${name}/dist/${file} imports ${specifier}`);
+          }
+        }
+      }
+    }
+    expect([...problems]).toEqual([]);
+  });
+
+  it('the consumer program imports packages by name only', async () => {
+    const manifest = JSON.parse(await readFile(join(consumerDir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const sources = join(import.meta.dirname, 'consumer');
+    for (const file of (await readdir(sources)).filter((f) => f.endsWith('.mjs'))) {
+      for (const specifier of importSpecifiers(await readFile(join(sources, file), 'utf8'))) {
+        if (isBuiltin(specifier) || (specifier.startsWith('./') && !specifier.includes('..'))) continue;
+        expect(Object.keys(manifest.dependencies), `${file} imports ${specifier}`).toContain(packageName(specifier));
+      }
+    }
+  });
+});
+
+/** What each entry point must export: proof it loaded, not just resolved. */
+const ENTRY_POINTS: readonly [string, string][] = [
+  ['@quota-service/contract', 'QuotaServiceDefinition'],
+  ['@quota-service/core', 'parsePolicies'],
+  ['@quota-service/client', 'createQuotaClient'],
+  ['@quota-service/http', 'rateLimitCheck'],
+  ['@quota-service/http/express', 'expressRateLimit'],
+  ['@quota-service/http/fastify', 'fastifyRateLimit'],
+  ['@quota-service/mcp', 'guardTools'],
+];
+
+const RUNTIMES = [
+  { runtime: `the local Node ${process.version}`, binary: () => process.execPath, major: process.versions.node.split('.')[0]! },
+  // Resolved inside the tests: without it they fail (with how to install it); they never skip.
+  { runtime: 'Node 22', binary: node22Binary, major: '22' },
+];
+
+for (const { runtime, binary, major } of RUNTIMES) {
+  describe(`on ${runtime}`, () => {
+    it(
+      'each package and subpath imports by name in the consumer project (no server file needed)',
+      async () => {
+        const node = binary();
+        const results = await Promise.all(
+          ENTRY_POINTS.map(([specifier]) =>
+            runChild(node, ['-e', 'import(process.argv[1]).then((m) => console.log(Object.keys(m).join(" ")))', specifier], {
+              cwd: consumerDir,
+              env: consumerEnv(),
+              timeoutMs: RUN_TIMEOUT_MS,
+            }),
+          ),
+        );
+        ENTRY_POINTS.forEach(([specifier, expected], i) => {
+          const { code, stdout, stderr } = results[i]!;
+          expect(code, `import('${specifier}') failed:\n${stderr}`).toBe(0);
+          expect(stdout.trim().split(' '), `exports of ${specifier}`).toContain(expected);
+        });
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    it(
+      'runs the consumer: quota client, Express and Fastify 429s, a guarded MCP tool, against a real service',
+      async () => {
+        const { code, stdout, stderr } = await runChild(binary(), ['main.mjs'], {
+          cwd: consumerDir,
+          env: consumerEnv(),
+          timeoutMs: RUN_TIMEOUT_MS,
+        });
+        const shown = `exit ${code}\nstdout:\n${stdout}\nstderr:\n${stderr}`;
+        expect(stdout, shown).toMatch(new RegExp(`^consumer: node v${major}\\.`, 'm'));
+        expect(stdout.trim().split('\n').at(-1), shown).toBe('consumer: all checks passed');
+        expect(code, shown).toBe(0);
+      },
+      TEST_TIMEOUT_MS,
+    );
+  });
+}
