@@ -50,7 +50,7 @@ export const envSchema = z
     QUOTA_HEALTH_ADDR: hostPort.optional(),
     QUOTA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     QUOTA_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
-    // Store failure handling (src/store/failure.ts, docs/operations.md).
+    // Store failure handling (src/engine/failure.ts, docs/operations.md).
     QUOTA_STORE_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(50),
     QUOTA_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1_000).default(5),
     QUOTA_BREAKER_HALF_OPEN_MS: z.coerce.number().int().min(10).max(600_000).default(1_000),

@@ -65,7 +65,7 @@ export interface TogetherRequests<R> {
  * deciding the same request on a given store with scaled limits (the local
  * limiter: the same TS models on an in-process MemoryStore).
  *
- * The breaker (src/store/circuit-breaker.ts: a consecutive-failure breaker
+ * The breaker (src/engine/circuit-breaker.ts: a consecutive-failure breaker
  * with one probe call when half-open) is one per store partition, since a dead
  * store is dead for every policy, while a dead cluster shard is dead only for
  * its own slots. A timeout counts as a failure; a script error (a bug) does

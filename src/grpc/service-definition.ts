@@ -12,7 +12,7 @@ const { allow, allowBatch, allowStream } = QuotaServiceDefinition.methods;
  * bench profiled per decision. Without it the handlers must build complete
  * messages, which the types now demand (no DeepPartial) and a test checks
  * byte for byte (test/grpc/service-definition.test.ts). The client does the
- * same for its requests (clients/quota-client/service-definition.ts).
+ * same for its requests (clients/quota-client/src/service-definition.ts).
  */
 export const quotaServiceDefinition = {
   ...QuotaServiceDefinition,

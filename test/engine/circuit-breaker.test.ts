@@ -1,4 +1,4 @@
-// The circuit breaker on its own (src/store/circuit-breaker.ts): the calls are plain
+// The circuit breaker on its own (src/engine/circuit-breaker.ts): the calls are plain
 // functions whose promises the test controls, the clock is the breaker's own
 // (Date.now), so the half-open delay is waited out for real (a few ms).
 import { describe, expect, it } from 'vitest';
@@ -62,7 +62,7 @@ async function openIt(run: ReturnType<typeof setup>['run']) {
   for (let i = 0; i < 3; i++) await settle(run(down()));
 }
 
-describe.each<Way>(['execute', 'run'])('CircuitBreaker (src/store/circuit-breaker.ts), %s', (way) => {
+describe.each<Way>(['execute', 'run'])('CircuitBreaker (src/engine/circuit-breaker.ts), %s', (way) => {
   it('passes answers and errors through; counted failures in a row open it, and only then', async () => {
     const { breaker, events, run, calls } = setup(way);
     expect(await run(up)).toBe('ok');

@@ -22,7 +22,7 @@ export interface Decided {
 export interface Algorithm<P> {
   /** Policy-file name, also the key of the Lua function in the driver's table. */
   readonly name: string;
-  /** The function's `keys`, from the identity's key (src/engine/keys.ts). */
+  /** The function's `keys`, from the identity's key (../keys.ts). */
   scriptKeys(identityKey: string, params: P): string[];
   /** The function's `args` (the driver passes `now` separately; in Lua, args that read as numbers arrive as numbers: read them with tonumber). */
   scriptArgs(params: P, cost: number): string[];

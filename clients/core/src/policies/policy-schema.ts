@@ -29,7 +29,7 @@ const tokenBucketLimit = z
     path: ['refill_per_second'],
   });
 
-/** Above 10,000/s GCRA's 10 µs slack would exceed a tenth of a unit (src/algorithms/gcra/model.ts). */
+/** Above 10,000/s GCRA's 10 µs slack would exceed a tenth of a unit (../algorithms/gcra/model.ts). */
 const GCRA_MAX_RATE = 10_000;
 
 const gcraLimit = z
