@@ -1,5 +1,6 @@
 import type { Limit, Policy, PolicySet } from './types.js';
 import { InvalidArgumentError, PolicyNotFoundError } from './errors.js';
+import { KEY_SEGMENT_PATTERN } from './keys.js';
 
 export interface AllowInput {
   policy: string;
@@ -17,6 +18,9 @@ export interface ValidRequest {
   /** '' when the caller sent none. */
   requestId: string;
 }
+
+/** Policy names and identity part names follow the policy file's rule for names: at most this long. */
+export const MAX_NAME_CHARS = 64;
 
 /** Identity values and request ids are key material and log fields: bounded and printable. */
 export const MAX_ID_BYTES = 256;
@@ -41,6 +45,7 @@ export function validateRequest(policies: PolicySet, input: AllowInput): ValidRe
 
   if (input.requestId !== '') checkId('request_id', input.requestId);
 
+  checkIdentity(input.identity);
   const limits = policy.limits;
   const identityValues: string[] = new Array(limits.length);
   for (let i = 0; i < limits.length; i++) {
@@ -62,11 +67,14 @@ export interface PeekInput {
 /** GetQuota's input: the policy and identity checks of Allow, without a cost. */
 export function validatePeek(policies: PolicySet, input: PeekInput): ValidRequest {
   const policy = findPolicy(policies, input.policy);
+  checkIdentity(input.identity);
   return { policy, cost: 0, identityValues: policy.limits.map((limit) => identityValue(policy, limit, input.identity)), requestId: '' };
 }
 
 function findPolicy(policies: PolicySet, name: string): Policy {
   if (name === '') throw new InvalidArgumentError('policy', 'must not be empty');
+  // Checked before the name is looked up or echoed: an error message carries at most this much of it.
+  if (name.length > MAX_NAME_CHARS) throw new InvalidArgumentError('policy', `must be at most ${MAX_NAME_CHARS} characters, got ${name.length}`);
   const policy = policies.get(name);
   if (policy === undefined) throw new PolicyNotFoundError(name);
   return policy;
@@ -77,10 +85,26 @@ function identityValue(policy: Policy, limit: Limit, identity: Readonly<Record<s
   if (value === undefined) {
     throw new InvalidArgumentError(`identity.${limit.keyBy}`, `required by limit "${limit.name}" of policy "${policy.name}"`);
   }
-  // The field name is built only for an error: a valid request (the usual case) never needs it.
-  const problem = idProblem(value);
-  if (problem !== undefined) throw new InvalidArgumentError(`identity.${limit.keyBy}`, problem);
   return value;
+}
+
+/**
+ * Every identity part, used by a limit or not: its name follows the rule for
+ * names (so an error may print it), its value the rule for ids. A part no
+ * limit uses is still key material for the next policy and a log field.
+ */
+function checkIdentity(identity: Readonly<Record<string, string>>): void {
+  for (const name of Object.keys(identity)) {
+    if (!KEY_SEGMENT_PATTERN.test(name)) {
+      throw new InvalidArgumentError(
+        'identity',
+        `a part name must be 1-${MAX_NAME_CHARS} lowercase letters, digits, "_", "." or "-", starting with a letter or digit (got ${name.length} characters)`,
+      );
+    }
+    // The field name is built only for an error: a valid request (the usual case) never needs it.
+    const problem = idProblem(identity[name]!);
+    if (problem !== undefined) throw new InvalidArgumentError(`identity.${name}`, problem);
+  }
 }
 
 /**
