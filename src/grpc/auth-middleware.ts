@@ -1,4 +1,5 @@
 import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc';
+import { quoteCapped } from '@quota-service/core';
 import type { Caller, CallerRegistry } from '../config/callers.js';
 import type { Logger } from '../logger.js';
 import type { CallLogContext } from './logging-middleware.js';
@@ -41,7 +42,7 @@ export function authMiddleware(callers: CallerRegistry, logger: Logger) {
       for (const policy of policiesNamedIn(call.request)) {
         if (!caller.policies.has(policy)) {
           logger.debug({ method: call.method.path, caller: caller.name, policy }, 'policy not allowed for caller');
-          throw new ServerError(Status.PERMISSION_DENIED, `caller "${caller.name}" may not use policy "${policy}"`);
+          throw new ServerError(Status.PERMISSION_DENIED, `caller "${caller.name}" may not use policy ${quoteCapped(policy)}`);
         }
       }
     }

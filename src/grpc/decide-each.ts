@@ -1,7 +1,7 @@
 import { Status } from 'nice-grpc';
 import type { Caller } from '../config/callers.js';
 import type { QuotaEngine } from '../engine/engine.js';
-import { type Decision, type DecisionSource as EngineDecisionSource, InvalidArgumentError } from '@quota-service/core';
+import { type Decision, type DecisionSource as EngineDecisionSource, InvalidArgumentError, quoteCapped } from '@quota-service/core';
 import { DecisionSource, type AllowBatchResult, type AllowRequest, type AllowResponse } from '@quota-service/contract';
 import type { Logger } from '../logger.js';
 import { batchItemError } from './error-middleware.js';
@@ -42,7 +42,10 @@ export function decideEach(
     for (let index = 0; index < requests.length; index++) {
       if (refused?.[index]) {
         results[index] = {
-          error: { code: Status.PERMISSION_DENIED, message: `requests[${index}]: caller "${caller!.name}" may not use policy "${requests[index]!.policy}"` },
+          error: {
+            code: Status.PERMISSION_DENIED,
+            message: `requests[${index}]: caller "${caller!.name}" may not use policy ${quoteCapped(requests[index]!.policy)}`,
+          },
         };
         continue;
       }

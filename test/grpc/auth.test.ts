@@ -82,6 +82,17 @@ describe('bearer tokens per calling service', () => {
     expect((denied as ClientError).details).toBe('caller "order-api" may not use policy "tenant"');
   });
 
+  it("a policy name of 1 MiB outside the caller's set: PERMISSION_DENIED quoting 64 characters of it, and the connection keeps serving", async () => {
+    const client = createClient(QuotaServiceDefinition, channel);
+    const huge = 'p'.repeat(2 ** 20);
+    const denied = await client
+      .allow({ policy: huge, identity: { user: 'auth' } }, { ...bearer(ORDER_API_TOKEN), signal: AbortSignal.timeout(5_000) })
+      .catch((e: ClientError) => e);
+    expect((denied as ClientError).code).toBe(Status.PERMISSION_DENIED);
+    expect((denied as ClientError).details).toBe(`caller "order-api" may not use policy "${'p'.repeat(64)}…" (1048576 characters)`);
+    expect((await client.allow({ policy: 'orders', identity: { user: 'after-huge' } }, bearer(ORDER_API_TOKEN))).allowed).toBe(true);
+  });
+
   it('health and reflection stay reachable without a token (probes, grpcurl)', async () => {
     expect((await createClient(HealthDefinition, channel).check({ service: '' })).status).toBe(1);
   });

@@ -50,10 +50,30 @@ const cases: [string, Partial<AllowRequest>, Status, RegExp][] = [
   ['request_id with control characters', { ...ok, requestId: 'r\t1' }, INVALID_ARGUMENT, /^request_id: must not contain control characters$/],
   ['policy name of 1 MiB', { ...ok, policy: 'p'.repeat(2 ** 20) }, INVALID_ARGUMENT, /^policy: must be at most 64 characters, got 1048576$/],
   ['policy name of 65 characters', { ...ok, policy: 'p'.repeat(65) }, INVALID_ARGUMENT, /^policy: must be at most 64 characters, got 65$/],
-  ['unused identity part of 1 MiB', { ...ok, identity: { user: '42', note: 'x'.repeat(2 ** 20) } }, INVALID_ARGUMENT, /^identity\.note: must be at most 256 bytes, got 1048576$/],
-  ['unused identity part with NUL', { ...ok, identity: { user: '42', note: 'a\u0000' } }, INVALID_ARGUMENT, /^identity\.note: must not contain control characters$/],
-  ['identity part name of 1 MiB', { ...ok, identity: { user: '42', ['k'.repeat(2 ** 20)]: 'v' } }, INVALID_ARGUMENT, /^identity: a part name must be 1-64 lowercase letters, digits, "_", "\." or "-", starting with a letter or digit \(got 1048576 characters\)$/],
-  ['identity part name with NUL', { ...ok, identity: { user: '42', 'u\u0000': 'v' } }, INVALID_ARGUMENT, /^identity: a part name must be 1-64 lowercase letters/],
+  [
+    'unused identity part of 1 MiB',
+    { ...ok, identity: { user: '42', note: 'x'.repeat(2 ** 20) } },
+    INVALID_ARGUMENT,
+    /^identity\.note: must be at most 256 bytes, got 1048576$/,
+  ],
+  [
+    'unused identity part with NUL',
+    { ...ok, identity: { user: '42', note: 'a\u0000' } },
+    INVALID_ARGUMENT,
+    /^identity\.note: must not contain control characters$/,
+  ],
+  [
+    'identity part name of 1 MiB',
+    { ...ok, identity: { user: '42', ['k'.repeat(2 ** 20)]: 'v' } },
+    INVALID_ARGUMENT,
+    /^identity: a part name must be 1-64 lowercase letters, digits, "_", "\." or "-", starting with a letter or digit \(got 1048576 characters\)$/,
+  ],
+  [
+    'identity part name with NUL',
+    { ...ok, identity: { user: '42', 'u\u0000': 'v' } },
+    INVALID_ARGUMENT,
+    /^identity: a part name must be 1-64 lowercase letters/,
+  ],
   ['request_id over 256 bytes', { ...ok, requestId: 'r'.repeat(300) }, INVALID_ARGUMENT, /^request_id: must be at most 256 bytes, got 300$/],
 ];
 

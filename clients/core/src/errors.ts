@@ -18,10 +18,23 @@ export class InvalidArgumentError extends QuotaError {
   }
 }
 
+/** How much of a caller's value an error message repeats. */
+const ECHO_CHARS = 64;
+
+/**
+ * `value` quoted for an error message, at most ECHO_CHARS characters of it:
+ * a message travels back in gRPC trailers, and repeating a caller's megabyte
+ * there stalls the caller's whole connection.
+ */
+export function quoteCapped(value: string): string {
+  if (value.length <= ECHO_CHARS) return JSON.stringify(value);
+  return `${JSON.stringify(value.slice(0, ECHO_CHARS)).slice(0, -1)}…" (${value.length} characters)`;
+}
+
 export class PolicyNotFoundError extends QuotaError {
   override name = 'PolicyNotFoundError';
   constructor(readonly policy: string) {
-    super(`policy: no policy named ${JSON.stringify(policy)}`);
+    super(`policy: no policy named ${quoteCapped(policy)}`);
   }
 }
 
