@@ -1,7 +1,7 @@
 import {
   decisionOf,
   limitCalls,
-  requestKey,
+  requestMemo,
   statuses,
   validatePeek,
   validateRequest,
@@ -200,7 +200,7 @@ export class QuotaEngine {
     groups: SlotGroups,
   ): Promise<SourcelessDecision> {
     // All or nothing: one store call when the keys share a slot (or the store has none), else reserve and refund.
-    return spendAcrossSlots(store, calls, memoOf(request, groups), groups, (outcomes) => decisionOf(limits, outcomes));
+    return spendAcrossSlots(store, calls, requestMemo(request, groups[0]?.[0]), groups, (outcomes) => decisionOf(limits, outcomes));
   }
 
   /** GetQuota: every limit's status now, spending nothing and writing nothing. */
@@ -221,16 +221,6 @@ export class QuotaEngine {
   listPolicies(): Policy[] {
     return [...this.policies.values()];
   }
-}
-
-/** With a request id: where its decision is remembered, beside the first group's identity (src/engine/slot-groups.ts). */
-function memoOf(request: ValidRequest, groups: SlotGroups): { key: string; ttlMs: number } | undefined {
-  if (request.requestId === '') return undefined;
-  const first = groups[0]?.[0] ?? 0;
-  const limit = request.policy.limits[first];
-  const value = request.identityValues[first];
-  if (limit === undefined || value === undefined) return undefined;
-  return { key: requestKey(request.policy.name, limit.keyBy, value, request.requestId), ttlMs: request.policy.requestIdTtlMs };
 }
 
 /** A request ready for the store (QuotaEngine.prepare). */

@@ -1,4 +1,4 @@
-import { identityKey } from './keys.js';
+import { identityKey, requestKey } from './keys.js';
 import type { LimitCall, Limit, LimitOutcome, LimitStatus, SourcelessDecision } from './types.js';
 import type { ValidRequest } from './validate-request.js';
 
@@ -52,4 +52,17 @@ export function statuses(limits: readonly Limit[], outcomes: readonly LimitOutco
     };
   }
   return out;
+}
+
+/**
+ * With a request id: where its decision is remembered, beside the identity of
+ * the limit at `firstIndex` (the first one the store decides: on a cluster, the
+ * first slot group's). Undefined without a request id.
+ */
+export function requestMemo(request: ValidRequest, firstIndex = 0): { key: string; ttlMs: number } | undefined {
+  if (request.requestId === '') return undefined;
+  const limit = request.policy.limits[firstIndex];
+  const value = request.identityValues[firstIndex];
+  if (limit === undefined || value === undefined) return undefined;
+  return { key: requestKey(request.policy.name, limit.keyBy, value, request.requestId), ttlMs: request.policy.requestIdTtlMs };
 }

@@ -1,8 +1,7 @@
 import { MemorySpace } from './algorithms/memory-space.js';
 import { systemClock, type Clock } from './clock.js';
 import { decideInMemory } from './decide-in-memory.js';
-import { decisionOf, limitCalls } from './decision.js';
-import { requestKey } from './keys.js';
+import { decisionOf, limitCalls, requestMemo } from './decision.js';
 import type { AllowParams, Decision, PolicySet } from './types.js';
 import { validateRequest } from './validate-request.js';
 
@@ -42,15 +41,8 @@ export class LocalLimiter {
     });
     const { policy } = request;
     const calls = limitCalls(policy.limits, request);
-    const first = policy.limits[0];
-    const memo =
-      request.requestId === '' || first === undefined
-        ? undefined
-        : {
-            key: requestKey(policy.name, first.keyBy, request.identityValues[0]!, request.requestId),
-            ttlMs: policy.requestIdTtlMs,
-            count: calls.length,
-          };
+    const remembered = requestMemo(request);
+    const memo = remembered === undefined ? undefined : { ...remembered, count: calls.length };
     const now = this.clock.now();
     // Expired state goes as time passes (no timer: importing or building a limiter starts nothing).
     if (now - this.sweptAt >= SWEEP_INTERVAL_MS) {

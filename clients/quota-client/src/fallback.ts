@@ -26,8 +26,8 @@ export function createFallback(onUnavailable: OnUnavailable, failClosedRetryAfte
   const otherwise = local.otherwise === 'fail_open' ? failOpen : failClosed;
   return async (params) => {
     try {
-      const { allowed, retryAfterMs, deniedBy, limits, delayMs } = limiter.allow(params);
-      return { allowed, retryAfterMs, deniedBy, limits, delayMs, source: 'local' };
+      // source 'local': the limiter stamps its own decisions.
+      return limiter.allow(params);
     } catch (error) {
       if (error instanceof PolicyNotFoundError) return otherwise(params);
       if (error instanceof InvalidArgumentError) throw new QuotaInvalidArgumentError(Status.INVALID_ARGUMENT, error.message);
