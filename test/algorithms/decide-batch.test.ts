@@ -24,7 +24,7 @@ const two = (user: string, now: number): ScriptCall =>
     'spend',
     now,
   );
-const memo = { key: requestKey('orders', 'user', 'm', 'r1'), ttlMs: 60_000, count: 1 };
+const memo = { key: requestKey('orders', 'user', 'm', 'user=m', 'r1'), ttlMs: 60_000, count: 1 };
 
 const server = useRedisServer();
 

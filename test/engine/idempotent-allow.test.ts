@@ -44,7 +44,7 @@ function scenarios(fixture: () => StoreFixture, expire: (key: string) => Promise
     expect(decisions[0]).toMatchObject({ allowed: true, limits: [{ name: 'orders', remaining: 9 }] });
     expect((await f.tokenBucket(bucketKey('42')))?.tokens).toBe(9);
     // The remembered decision sits beside the identity's keys (same slot) and expires.
-    const memo = requestKey('orders', 'user', '42', 'req-1');
+    const memo = requestKey('orders', 'user', '42', 'user=42', 'req-1');
     expect(calculateSlot(memo)).toBe(calculateSlot(bucketKey('42')));
     expect(await f.ttl(memo)).toBeGreaterThan(0);
     expect(await f.ttl(memo)).toBeLessThanOrEqual(5_000);
@@ -72,7 +72,7 @@ function scenarios(fixture: () => StoreFixture, expire: (key: string) => Promise
     const f = fixture();
     const engine = new QuotaEngine(policies, f.store);
     await allow(engine, 'orders', 'r');
-    const memo = requestKey('orders', 'user', '42', 'r');
+    const memo = requestKey('orders', 'user', '42', 'user=42', 'r');
     await expire(memo);
     expect((await allow(engine, 'orders', 'r')).limits[0]?.remaining).toBeLessThan(9.5);
     expect((await f.tokenBucket(bucketKey('42')))?.tokens).toBeLessThan(9.5);
@@ -87,6 +87,21 @@ function scenarios(fixture: () => StoreFixture, expire: (key: string) => Promise
     expect((await f.tokenBucket(bucketKey('42')))?.tokens).toBe(9);
     expect(await f.counter(tenantCounterKey('acme'))).toBe(1);
     expect((await allow(engine, 'orders.create', 'po-1002')).limits.map((l) => l.remaining)).toEqual([8, 118, 1998]);
+  });
+
+  it('a request id belongs to the whole identity: the same id for the same user under another tenant is a new request', async () => {
+    const f = fixture();
+    const engine = new QuotaEngine(policies, f.store);
+    const first = await allow(engine, 'orders.create', 'po-7', 'u', 'tenant-a');
+    expect(first.limits.map((l) => l.remaining)).toEqual([9, 119, 1999]);
+    // Same user, same id, another tenant: decided and charged anew, to tenant b's limit too.
+    const other = await allow(engine, 'orders.create', 'po-7', 'u', 'tenant-b');
+    expect(other.limits.map((l) => l.remaining)).toEqual([8, 118, 1999]);
+    expect(await f.counter(tenantCounterKey('tenant-b'))).toBe(1);
+    expect(await f.counter(tenantCounterKey('tenant-a'))).toBe(1);
+    // A retry with the first identity still replays the first decision.
+    expect(await allow(engine, 'orders.create', 'po-7', 'u', 'tenant-a')).toEqual(first);
+    expect((await f.tokenBucket(bucketKey('u')))?.tokens).toBe(8);
   });
 }
 

@@ -92,7 +92,7 @@ function callsOf(policy: string, user: string, cost: number): LimitCall[] {
 
 function memoOf(policy: string, user: string, id: string, count: number, claim = false): Memo {
   const first = policies.get(policy)?.limits[0] as Limit;
-  return { key: requestKey(policy, first.keyBy, user, id), ttlMs: 60_000, count, ...(claim ? { claim } : {}) };
+  return { key: requestKey(policy, first.keyBy, user, `${first.keyBy}=${user}`, id), ttlMs: 60_000, count, ...(claim ? { claim } : {}) };
 }
 
 /** What one op answered: its decision, or its error's class and message (the same on both paths). */

@@ -1,4 +1,4 @@
-import { identityKey, requestKey } from './keys.js';
+import { identityKey, identityPartsSegment, requestKey } from './keys.js';
 import type { LimitCall, Limit, LimitOutcome, LimitStatus, SourcelessDecision } from './types.js';
 import type { ValidRequest } from './validate-request.js';
 
@@ -57,12 +57,16 @@ export function statuses(limits: readonly Limit[], outcomes: readonly LimitOutco
 /**
  * With a request id: where its decision is remembered, beside the identity of
  * the limit at `firstIndex` (the first one the store decides: on a cluster, the
- * first slot group's). Undefined without a request id.
+ * first slot group's), for the policy and the whole identity it keys by. Undefined without a request id.
  */
 export function requestMemo(request: ValidRequest, firstIndex = 0): { key: string; ttlMs: number } | undefined {
   if (request.requestId === '') return undefined;
-  const limit = request.policy.limits[firstIndex];
+  const limits = request.policy.limits;
+  const limit = limits[firstIndex];
   const value = request.identityValues[firstIndex];
   if (limit === undefined || value === undefined) return undefined;
-  return { key: requestKey(request.policy.name, limit.keyBy, value, request.requestId), ttlMs: request.policy.requestIdTtlMs };
+  const parts = new Map<string, string>();
+  for (let i = 0; i < limits.length; i++) parts.set(limits[i]!.keyBy, request.identityValues[i]!);
+  const key = requestKey(request.policy.name, limit.keyBy, value, identityPartsSegment(parts), request.requestId);
+  return { key, ttlMs: request.policy.requestIdTtlMs };
 }

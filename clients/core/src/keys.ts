@@ -4,7 +4,7 @@
  *
  *   rl:v1:<limit>:<key_by>:{<encoded identity>}        token bucket, GCRA, leaky bucket, sliding windows
  *   rl:v1:<limit>:<key_by>:{<encoded identity>}:minute:<yyyymmddHHMM>   fixed window
- *   rl:v1:req:<policy>:<key_by>:{<encoded identity>}:<encoded request id>  remembered decision (idempotent Allow)
+ *   rl:v1:req:<policy>:<key_by>:{<encoded identity>}:<identity parts>:<encoded request id>  remembered decision (idempotent Allow)
  *
  * The identity value sits inside a hash tag so that all keys of one identity
  * share a Redis Cluster slot while different identities spread over shards.
@@ -34,8 +34,22 @@ export function identityKey(limitName: string, keyBy: string, identityValue: str
 /**
  * Where a decision made with a request id is remembered: beside the keys of
  * the identity the request's first script call touches (same hash tag, so the
- * same slot and the same script call), per policy and request id.
+ * same slot and the same script call), per policy, whole identity
+ * (identityParts) and request id: the same id sent for another identity is
+ * another request.
  */
-export function requestKey(policyName: string, keyBy: string, identityValue: string, requestId: string): string {
-  return `${KEY_PREFIX}:req:${policyName}:${keyBy}:{${encodeIdentityValue(identityValue)}}:${encodeURIComponent(requestId)}`;
+export function requestKey(policyName: string, keyBy: string, identityValue: string, identityParts: string, requestId: string): string {
+  return `${KEY_PREFIX}:req:${policyName}:${keyBy}:{${encodeIdentityValue(identityValue)}}:${identityParts}:${encodeURIComponent(requestId)}`;
+}
+
+/**
+ * Every identity part a policy keys by, with its value, as one key segment:
+ * `name=value` pairs sorted by name and joined by `,`, values percent-encoded
+ * (which escapes `,`, `=` and `:`, so two identities never share a segment).
+ */
+export function identityPartsSegment(parts: ReadonlyMap<string, string>): string {
+  const names = [...parts.keys()].sort();
+  let segment = '';
+  for (const name of names) segment += `${segment === '' ? '' : ','}${name}=${encodeIdentityValue(parts.get(name)!)}`;
+  return segment;
 }
