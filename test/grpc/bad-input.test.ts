@@ -34,6 +34,8 @@ const cases: [string, Partial<AllowRequest>, Status, RegExp][] = [
   ['NaN cost', { ...ok, cost: Number.NaN }, INVALID_ARGUMENT, /^cost: must be a finite number, got NaN$/],
   ['infinite cost', { ...ok, cost: Number.POSITIVE_INFINITY }, INVALID_ARGUMENT, /^cost: must be a finite number, got Infinity$/],
   ['-infinite cost', { ...ok, cost: Number.NEGATIVE_INFINITY }, INVALID_ARGUMENT, /^cost: must be a finite number/],
+  ['cost below the smallest unit', { ...ok, cost: 5e-324 }, INVALID_ARGUMENT, /^cost: must be 0 \(one unit\) or at least 0\.000001, got 5e-324$/],
+  ['cost just below the smallest unit', { ...ok, cost: 0.0000009 }, INVALID_ARGUMENT, /^cost: must be 0 \(one unit\) or at least 0\.000001, got 9e-7$/],
   [
     'cost above capacity',
     { ...ok, cost: 10.5 },

@@ -22,6 +22,13 @@ export interface ValidRequest {
 /** Policy names and identity part names follow the policy file's rule for names: at most this long. */
 export const MAX_NAME_CHARS = 64;
 
+/**
+ * The smallest cost a request may spend, other than 0 (which means 1): a
+ * smaller one would change no balance (5e-324 subtracted from 10 is 10) and
+ * so spend nothing while being allowed.
+ */
+export const MIN_COST = 0.000001;
+
 /** Identity values and request ids are key material and log fields: bounded and printable. */
 export const MAX_ID_BYTES = 256;
 /**
@@ -41,6 +48,7 @@ export function validateRequest(policies: PolicySet, input: AllowInput): ValidRe
 
   if (!Number.isFinite(input.cost)) throw new InvalidArgumentError('cost', `must be a finite number, got ${input.cost}`);
   if (input.cost < 0) throw new InvalidArgumentError('cost', `must not be negative, got ${input.cost}`);
+  if (input.cost > 0 && input.cost < MIN_COST) throw new InvalidArgumentError('cost', `must be 0 (one unit) or at least ${MIN_COST}, got ${input.cost}`);
   const cost = input.cost === 0 ? 1 : input.cost;
 
   if (input.requestId !== '') checkId('request_id', input.requestId);
