@@ -3,17 +3,21 @@ import type { Caller } from '../config/callers.js';
 import type { AllowBatchResult, AllowRequest, AllowStreamRequest, AllowStreamResponse } from '@quota-service/contract';
 import type { CallerContext } from './auth-middleware.js';
 import { checkBatchSize } from './decide-each.js';
+import { Slots, SlotsPerConnection } from './slots.js';
 
 /** Decides one batch (decide-each.ts, bound to the engine); never rejects. */
 export type DecideBatch = (requests: readonly AllowRequest[], caller: Caller | undefined) => Promise<AllowBatchResult[]>;
 
 /**
- * Batches of one stream being decided at once. Past it the handler stops
- * reading, so HTTP/2 flow control pushes back on a caller that sends faster
- * than its batches are decided (or never reads its answers): a stream's
- * memory stays bounded.
+ * How many batches AllowStream holds at once, read but not yet written back
+ * (being decided, or decided and waiting for the caller to read the answer):
+ * per stream, and per connection over all its streams. Past either bound the
+ * handler stops reading, so HTTP/2 flow control pushes back on a caller that
+ * sends faster than its batches are decided or never reads its answers: a
+ * stream's and a connection's memory stay bounded.
  */
-export const MAX_BATCHES_IN_FLIGHT = 64;
+export const STREAM_BOUNDS = { batchesPerStream: 64, batchesPerConnection: 256 } as const;
+export const MAX_BATCHES_IN_FLIGHT = STREAM_BOUNDS.batchesPerStream;
 
 /**
  * rpc AllowStream: each message is a batch, decided as AllowBatch decides
@@ -27,23 +31,71 @@ export const MAX_BATCHES_IN_FLIGHT = 64;
  *   reloaded without it), and INVALID_ARGUMENT for a batch over the bound:
  *   also only after answering the batches already being decided.
  */
-export function allowStreamHandler(decide: DecideBatch, draining: AbortSignal) {
+export function allowStreamHandler(decide: DecideBatch, draining: AbortSignal, connections = new SlotsPerConnection(STREAM_BOUNDS.batchesPerConnection)) {
   return async function* allowStream(requests: AsyncIterable<AllowStreamRequest>, context: CallContext & CallerContext): AsyncGenerator<AllowStreamResponse> {
+    const held = new HeldBatches(new Slots(STREAM_BOUNDS.batchesPerStream), connections, context.peer);
     const answers = new AnswerQueue();
-    const reading = readBatches(requests[Symbol.asyncIterator](), context, decide, draining, answers);
+    const reading = readBatches(requests[Symbol.asyncIterator](), context, decide, draining, answers, held);
     // Whatever ends the reading (the caller's end, a drain, a refusal, a read
     // error): answer what is in flight, then end as the reading ended.
     reading.then(
       () => answers.close(undefined),
       (error: unknown) => answers.close(error),
     );
-    for (;;) {
-      const ready = await answers.take();
-      if (ready === undefined) break;
-      for (const answer of ready) yield answer;
+    try {
+      for (;;) {
+        const ready = await answers.take();
+        if (ready === undefined) break;
+        for (const answer of ready) {
+          // Resumed once the answer is written (and the transport drained):
+          // only then is its batch's slot free for the next read.
+          yield answer;
+          held.giveOne();
+        }
+      }
+      await reading;
+    } finally {
+      held.giveAll();
     }
-    await reading;
   };
+}
+
+/** The slots one stream holds, one per batch read and not yet written, on its own bound and its connection's. */
+class HeldBatches {
+  private count = 0;
+  private readonly connection: Slots;
+
+  constructor(
+    private readonly stream: Slots,
+    private readonly connections: SlotsPerConnection,
+    private readonly peer: string,
+  ) {
+    this.connection = connections.of(peer);
+  }
+
+  /** A slot on both bounds, or false if `signal` aborted first (then none is held). */
+  async take(signal: AbortSignal): Promise<boolean> {
+    if (!(await this.stream.take(signal))) return false;
+    if (!(await this.connection.take(signal))) {
+      this.stream.give();
+      return false;
+    }
+    this.count++;
+    return true;
+  }
+
+  giveOne(): void {
+    this.count--;
+    this.stream.give();
+    this.connection.give();
+  }
+
+  /** The stream is over: whatever it still holds goes back to its connection. */
+  giveAll(): void {
+    this.connection.give(this.count);
+    this.count = 0;
+    this.connections.release(this.peer);
+  }
 }
 
 async function readBatches(
@@ -52,6 +104,7 @@ async function readBatches(
   decide: DecideBatch,
   draining: AbortSignal,
   answers: AnswerQueue,
+  held: HeldBatches,
 ): Promise<void> {
   // The read in progress, if any: a drain stops waiting for it. (Not a
   // Promise.race against one long-lived drain promise: every race would leave
@@ -61,15 +114,22 @@ async function readBatches(
   draining.addEventListener('abort', onDrain, { once: true });
   try {
     for (;;) {
-      if (answers.inFlight >= MAX_BATCHES_IN_FLIGHT) await answers.slotFree();
-      if (draining.aborted) return;
+      // A slot before the read: past the bounds the next batch stays unread.
+      if (!(await held.take(context.signal))) return;
+      if (draining.aborted) {
+        held.giveOne();
+        return;
+      }
       const next = await new Promise<IteratorResult<AllowStreamRequest> | typeof DRAINED>((resolve, reject) => {
         stopWaiting = () => resolve(DRAINED);
         batches.next().then(resolve, reject);
       });
       stopWaiting = undefined;
       // Drained while waiting: a batch that arrives now is left unread, hence unanswered and undecided.
-      if (next === DRAINED || next.done === true) return;
+      if (next === DRAINED || next.done === true) {
+        held.giveOne();
+        return;
+      }
       const batch = next.value;
       // Authorization per batch: a token revoked since the stream opened stops the stream here.
       let caller: Caller | undefined;
@@ -101,7 +161,6 @@ class AnswerQueue {
   private ended = false;
   private failure: unknown;
   private wake: (() => void) | undefined;
-  private slotWaiter: (() => void) | undefined;
 
   started(): void {
     this.inFlight++;
@@ -111,19 +170,12 @@ class AnswerQueue {
     this.inFlight--;
     this.ready.push(answer);
     this.notify();
-    const waiter = this.slotWaiter;
-    this.slotWaiter = undefined;
-    waiter?.();
   }
 
   close(failure: unknown): void {
     this.ended = true;
     this.failure = failure;
     this.notify();
-  }
-
-  slotFree(): Promise<void> {
-    return new Promise((resolve) => (this.slotWaiter = resolve));
   }
 
   async take(): Promise<AllowStreamResponse[] | undefined> {

@@ -103,14 +103,18 @@ describe('AllowStream handler', () => {
     expect(read).toBe(MAX_BATCHES_IN_FLIGHT);
     finish[0]!();
     expect(await firstAnswer).toEqual({ done: false, value: { id: 1, results: [] } });
+    // Decided is not enough: the slot frees once the answer is written, when the writer asks for the next one.
+    expect(read).toBe(MAX_BATCHES_IN_FLIGHT);
+    finish[1]!();
+    let next = stream.next();
     await vi.waitFor(() => expect(read).toBe(MAX_BATCHES_IN_FLIGHT + 1));
     // The rest: every batch answered once, then the stream ends.
-    const ids = [1];
-    for (let i = 1; i < MAX_BATCHES_IN_FLIGHT + 6; i++) {
+    const ids = [1, ((await next).value as { id: number }).id];
+    for (let i = 2; i < MAX_BATCHES_IN_FLIGHT + 6; i++) {
       await vi.waitFor(() => expect(finish.length).toBeGreaterThan(i));
       finish[i]!();
-      const next = await stream.next();
-      ids.push((next.value as { id: number }).id);
+      next = stream.next();
+      ids.push(((await next).value as { id: number }).id);
     }
     expect(ids).toEqual(Array.from({ length: MAX_BATCHES_IN_FLIGHT + 6 }, (_, i) => i + 1));
     expect(await stream.next()).toEqual({ done: true, value: undefined });

@@ -1,0 +1,80 @@
+/**
+ * A counted bound: at most `capacity` slots held at once, waiters served in
+ * arrival order. AllowStream holds one slot per batch it has read and not yet
+ * written back, per stream and per connection.
+ */
+export class Slots {
+  private held = 0;
+  private readonly waiters: Array<() => void> = [];
+
+  constructor(readonly capacity: number) {}
+
+  get inUse(): number {
+    return this.held;
+  }
+
+  /** Whether nothing is held and nobody waits: the owner may forget these slots. */
+  get idle(): boolean {
+    return this.held === 0 && this.waiters.length === 0;
+  }
+
+  /**
+   * Takes a slot: at once when one is free, else when one is given back.
+   * Resolves false, holding nothing, if `signal` aborts first.
+   */
+  take(signal?: AbortSignal): Promise<boolean> {
+    if (signal?.aborted) return Promise.resolve(false);
+    if (this.held < this.capacity && this.waiters.length === 0) {
+      this.held++;
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      const onAbort = () => {
+        const at = this.waiters.indexOf(waiter);
+        if (at !== -1) this.waiters.splice(at, 1);
+        resolve(false);
+      };
+      // The slot passes straight from the giver to the waiter: held stays counted.
+      const waiter = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(true);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push(waiter);
+    });
+  }
+
+  give(count = 1): void {
+    for (let i = 0; i < count; i++) {
+      const next = this.waiters.shift();
+      if (next === undefined) this.held--;
+      else next();
+    }
+  }
+}
+
+/** Slots per connection (by the peer address, unique per connection), forgotten when idle. */
+export class SlotsPerConnection {
+  private readonly byPeer = new Map<string, Slots>();
+
+  constructor(private readonly capacity: number) {}
+
+  of(peer: string): Slots {
+    let slots = this.byPeer.get(peer);
+    if (slots === undefined) {
+      slots = new Slots(this.capacity);
+      this.byPeer.set(peer, slots);
+    }
+    return slots;
+  }
+
+  /** Forgets the peer's slots once nothing is held or awaited on them. */
+  release(peer: string): void {
+    if (this.byPeer.get(peer)?.idle) this.byPeer.delete(peer);
+  }
+
+  /** Connections with batches held (for tests and metrics). */
+  get size(): number {
+    return this.byPeer.size;
+  }
+}
