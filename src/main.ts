@@ -93,6 +93,7 @@ async function main(): Promise<void> {
     credentials: tls.credentials,
     callers,
     ...(config.QUOTA_HEALTH_ADDR === undefined ? {} : { healthAddress: config.QUOTA_HEALTH_ADDR }),
+    admission: { total: config.QUOTA_MAX_PENDING_DECISIONS, perCaller: config.QUOTA_MAX_PENDING_DECISIONS_PER_CALLER },
   });
   if (config.QUOTA_HEALTH_ADDR !== undefined) {
     logger.info({ addr: config.QUOTA_HEALTH_ADDR, port: server.healthPort }, 'grpc.health.v1 also on a plaintext health-only port');

@@ -40,6 +40,8 @@ export class CircuitBreaker {
   private current: CircuitStateName = 'closed';
   private consecutive = 0;
   private openedAt = 0;
+  /** The failure counted last: the same error again (another call it failed) is not counted again. */
+  private lastCounted: unknown;
   /** The half-open probe, settled (never rejected) once it and its effect on the circuit are over. */
   private probe: Promise<unknown> = Promise.resolve();
 
@@ -89,10 +91,17 @@ export class CircuitBreaker {
     this.consecutive = 0;
   }
 
-  /** A call made while closed failed: what execute() records for it (see succeeded). */
+  /**
+   * A call made while closed failed: what execute() records for it (see
+   * succeeded). One failure counts once, however many calls it failed: the
+   * calls of one timed-out store call or deadline share their error, so a
+   * single large batch is one failure, not a thousand.
+   */
   failed(error: unknown): void {
+    if (error === this.lastCounted || !this.options.counts(error)) return;
+    this.lastCounted = error;
     // A call started while closed may end after the circuit opened: it counts, and opens nothing twice.
-    if (this.options.counts(error) && ++this.consecutive >= this.options.failures) this.open(error);
+    if (++this.consecutive >= this.options.failures) this.open(error);
   }
 
   private readonly wentThrough = <T>(value: T): T => {

@@ -1,35 +1,54 @@
-/** The store did not answer within the budget. */
+/** The store answered nothing for the whole budget while the call waited. */
 export class StoreTimeoutError extends Error {
   override name = 'StoreTimeoutError';
 }
 
 /** A deadline some store calls race against; release() once the call is over, win or lose. */
 export interface Deadline {
-  /** Settles as `promise` does, or rejects with StoreTimeoutError when the deadline passes first. */
-  race<T>(promise: Promise<T>): Promise<T>;
+  /**
+   * Settles as `promise` does, or rejects with StoreTimeoutError once the
+   * store's `partition` has been silent (calls outstanding, none answered) for
+   * the whole budget.
+   */
+  race<T>(promise: Promise<T>, partition: string): Promise<T>;
   release(): void;
 }
+
+/**
+ * How long (ms) a partition of the store has had calls outstanding without
+ * answering any (QuotaStore.silentForMs). Undefined: silence is not measured,
+ * and a call counts as unanswered from the moment it is made.
+ */
+export type SilenceProbe = ((partition: string) => number) | undefined;
 
 /**
  * Deadlines of `ms`, one timer per turn of the event loop rather than one per
  * call. An AllowBatch starts the store calls of all its requests in one
  * synchronous run; a timer, a timeout promise and two Promise.race per request
  * were a measurable share of the service's CPU per decision (docs/benchmarks.md).
- * The calls of one turn share one deadline, armed by the first of them: each
- * call's wait is bounded by its own budget (the later ones of a turn by a
- * little less, the time the turn took to reach them), and on expiry each call
- * still gets its own timeout, hence its own failure-mode answer.
+ *
+ * The budget bounds the store's silence, not the wait: when the timer fires,
+ * a call fails only if its partition of the store has answered nothing for
+ * `ms` while calls were outstanding. A store that keeps answering (busy with
+ * a large batch, or with calls queued before this one) keeps its calls; so
+ * does time spent in this process, because the check runs after the event
+ * loop has read whatever answers arrived while it was busy (setImmediate
+ * after the timer: the poll phase comes between). Otherwise the timer is set
+ * again for the rest of the budget.
  */
 export class TurnDeadlines {
   private current: SharedDeadline | undefined;
 
-  constructor(private readonly ms: number) {}
+  constructor(
+    private readonly ms: number,
+    private readonly silentFor: () => SilenceProbe = () => undefined,
+  ) {}
 
   start(): Deadline {
     let deadline = this.current;
     // A released or expired deadline is never joined: a call always gets at least the time left of a live one.
     if (deadline === undefined || !deadline.joinable()) {
-      deadline = new SharedDeadline(this.ms);
+      deadline = new SharedDeadline(this.ms, this.silentFor());
       this.current = deadline;
       const started = deadline;
       // Microtasks run once the current synchronous run is over: the next turn's calls get a deadline of their own.
@@ -52,25 +71,29 @@ function takeSettlers(resolve: (value: never) => void, reject: (error: Error) =>
 
 class SharedDeadline implements Deadline {
   refs = 0;
-  private rejects: Array<(error: Error) => void> = [];
+  /** Per call raced: its reject, and the partition it waits on. Undefined once rejected. */
+  private rejects: Array<((error: Error) => void) | undefined> = [];
+  private partitions: string[] = [];
   private expired: StoreTimeoutError | undefined;
-  private readonly timer: NodeJS.Timeout;
+  private fired = false;
+  private armed = true;
+  private timer: NodeJS.Timeout;
 
-  constructor(private readonly ms: number) {
-    this.timer = setTimeout(() => this.expire(), ms);
+  constructor(
+    private readonly ms: number,
+    private readonly silentFor: SilenceProbe,
+  ) {
+    this.timer = setTimeout(this.onTimer, ms);
   }
 
   joinable(): boolean {
-    return this.refs > 0 && this.expired === undefined;
+    return this.refs > 0 && !this.fired;
   }
 
-  race<T>(promise: Promise<T>): Promise<T> {
-    const expired = this.expired;
-    if (expired !== undefined) {
-      // As Promise.race would: the loser's rejection is handled, never reported as unhandled.
-      promise.catch(() => {});
-      return Promise.reject(expired);
-    }
+  race<T>(promise: Promise<T>, partition: string): Promise<T> {
+    // Raced after the timer found nothing left to wait for (a call waiting for a
+    // breaker probe, say): the timer goes again, for what is left of the budget.
+    if (!this.armed) this.arm(this.ms - this.silence(partition));
     // The settle functions are taken by one shared executor, not a closure per call.
     const raced = new Promise<T>(takeSettlers);
     const resolve = takenResolve as (value: T) => void;
@@ -78,6 +101,7 @@ class SharedDeadline implements Deadline {
     // Not kept past this call: they would hold its promise.
     takenResolve = takenReject = undefined;
     this.rejects.push(reject);
+    this.partitions.push(partition);
     promise.then(resolve, reject);
     return raced;
   }
@@ -87,12 +111,42 @@ class SharedDeadline implements Deadline {
     clearTimeout(this.timer);
     // The calls are over; their settled promises need not be kept.
     this.rejects = [];
+    this.partitions = [];
   }
 
-  private expire(): void {
-    this.expired = new StoreTimeoutError(`store did not answer within ${this.ms} ms`);
-    const rejects = this.rejects;
-    this.rejects = [];
-    for (const reject of rejects) reject(this.expired);
+  private arm(ms: number): void {
+    this.armed = true;
+    this.timer = setTimeout(this.onTimer, Math.max(1, Math.ceil(ms)));
   }
+
+  /** The partition's silence; without a probe, as if silent since the call was made. */
+  private silence(partition: string): number {
+    return this.silentFor === undefined ? this.ms : this.silentFor(partition);
+  }
+
+  private readonly onTimer = (): void => {
+    this.fired = true;
+    this.armed = false;
+    // After the poll phase: answers that arrived while the event loop was busy are read first.
+    setImmediate(this.check);
+  };
+
+  private readonly check = (): void => {
+    if (this.refs <= 0) return;
+    let wait = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < this.rejects.length; i++) {
+      const reject = this.rejects[i];
+      if (reject === undefined) continue;
+      const silent = this.silence(this.partitions[i]!);
+      if (silent >= this.ms) {
+        this.expired ??= new StoreTimeoutError(`store answered nothing for ${this.ms} ms`);
+        this.rejects[i] = undefined;
+        // A call that settled meanwhile ignores this.
+        reject(this.expired);
+      } else {
+        wait = Math.min(wait, this.ms - silent);
+      }
+    }
+    if (wait !== Number.POSITIVE_INFINITY) this.arm(wait);
+  };
 }

@@ -43,6 +43,7 @@ export class QuotaEngine {
     // busy machine does not turn a slow answer into a failure-mode decision.
     this.failure = options.failure ?? new StoreFailurePolicy({ timeoutMs: 1_000, breakerFailures: 5, halfOpenAfterMs: 1_000, logger: createLogger('silent') });
     this.onDecision = options.onDecision;
+    this.failure.timeCallsOf(store);
   }
 
   /**

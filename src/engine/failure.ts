@@ -11,7 +11,7 @@ import {
 } from '@quota-service/core';
 import type { Logger } from '../logger.js';
 import { CircuitBreaker, CircuitOpenError, type CircuitStateName } from './circuit-breaker.js';
-import { StoreTimeoutError, TurnDeadlines } from './deadline.js';
+import { StoreTimeoutError, TurnDeadlines, type SilenceProbe } from './deadline.js';
 import { MemoryStore } from '../store/memory.js';
 import type { QuotaStore } from '../store/store.js';
 
@@ -77,10 +77,20 @@ export class StoreFailurePolicy {
   /** One breaker per store partition (a cluster shard's master; the whole store on one node). */
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly deadlines: TurnDeadlines;
+  private silence: SilenceProbe;
 
   constructor(private readonly options: StoreFailureOptions) {
-    this.deadlines = new TurnDeadlines(options.timeoutMs);
+    this.deadlines = new TurnDeadlines(options.timeoutMs, () => this.silence);
     this.localStore = new MemoryStore(options.clock);
+  }
+
+  /**
+   * The store whose calls this policy times: its silence (QuotaStore.silentForMs),
+   * not the time a call waited, is what the budget bounds. A store that does
+   * not measure it is timed from the moment each call is made.
+   */
+  timeCallsOf(store: QuotaStore): void {
+    this.silence = store.silentForMs === undefined ? undefined : (partition) => store.silentForMs!(partition);
   }
 
   /** Partitions (shards) seen so far, counted by the state of their breaker. */
@@ -142,7 +152,7 @@ export class StoreFailurePolicy {
     after: (decision: Decision) => R = identity as (decision: Decision) => R,
   ): Promise<R> {
     const deadline = this.deadlines.start();
-    const fromStoreInTime = () => deadline.race(fromStore());
+    const fromStoreInTime = () => deadline.race(fromStore(), partition);
     const decided = (decision: SourcelessDecision): R => {
       deadline.release();
       return after(stamped(decision, 'store'));
@@ -158,7 +168,7 @@ export class StoreFailurePolicy {
       // half-open probe made by another call. The inner race lets the breaker
       // count a timeout as a failure.
       if (breaker.state === 'closed') return breaker.run(fromStoreInTime, decided, failed);
-      return deadline.race(breaker.execute(fromStoreInTime)).then(decided, failed);
+      return deadline.race(breaker.execute(fromStoreInTime), partition).then(decided, failed);
     } catch (error) {
       deadline.release();
       return Promise.reject(error);
@@ -186,7 +196,7 @@ export class StoreFailurePolicy {
     const deadline = this.deadlines.start();
     let answers: Promise<ReadonlyArray<SourcelessDecision | Error>>;
     try {
-      answers = deadline.race(fromStore());
+      answers = deadline.race(fromStore(), partition);
     } catch (error) {
       answers = Promise.reject(error);
     }

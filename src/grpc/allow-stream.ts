@@ -6,7 +6,7 @@ import { checkBatchSize } from './decide-each.js';
 import { Slots, SlotsPerConnection } from './slots.js';
 
 /** Decides one batch (decide-each.ts, bound to the engine); never rejects. */
-export type DecideBatch = (requests: readonly AllowRequest[], caller: Caller | undefined) => Promise<AllowBatchResult[]>;
+export type DecideBatch = (requests: readonly AllowRequest[], caller: Caller | undefined, context: CallContext & CallerContext) => Promise<AllowBatchResult[]>;
 
 /**
  * How many batches AllowStream holds at once, read but not yet written back
@@ -140,7 +140,7 @@ async function readBatches(
       checkBatchSize(batch.requests);
       answers.started();
       const id = batch.id;
-      void decide(batch.requests, caller).then((results) => answers.push({ id, results }));
+      void decide(batch.requests, caller, context).then((results) => answers.push({ id, results }));
     }
   } finally {
     // The signal is the server's and outlives this stream.

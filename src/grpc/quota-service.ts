@@ -1,9 +1,10 @@
-import type { CallContext } from 'nice-grpc';
+import { Status, type CallContext } from 'nice-grpc';
 import type { LimitDefinition as LimitFileDefinition, Policy } from '@quota-service/core';
 import type { QuotaEngine } from '../engine/engine.js';
 import type { Logger } from '../logger.js';
 import type {
   AllowBatchRequest,
+  AllowBatchResult,
   AllowBatchResponse,
   AllowRequest,
   AllowResponse,
@@ -12,6 +13,7 @@ import type {
   LimitDefinition,
   ListPoliciesResponse,
 } from '@quota-service/contract';
+import { Admission, DEFAULT_ADMISSION } from './admission.js';
 import { allowStreamHandler } from './allow-stream.js';
 import type { CallerContext } from './auth-middleware.js';
 import { checkBatchSize, decideEach, toAllowResponse } from './decide-each.js';
@@ -25,22 +27,41 @@ const ALLOW_STREAM_PATH = '/quota.v1.QuotaService/AllowStream';
 /**
  * quota.v1.QuotaService: maps proto messages to the engine and back, nothing
  * more. `draining` aborts when the server starts shutting down: open
- * AllowStream streams then answer what they have read and end.
+ * AllowStream streams then answer what they have read and end. `admission`
+ * sheds what exceeds the bounds on pending decisions (src/grpc/admission.ts).
  */
-export function quotaService(engine: QuotaEngine, logger: Logger, draining: AbortSignal): QuotaServiceHandlers {
+export function quotaService(engine: QuotaEngine, logger: Logger, draining: AbortSignal, admission = new Admission(DEFAULT_ADMISSION)): QuotaServiceHandlers {
   return {
     // An AllowRequest has exactly the engine's AllowInput fields: passed as it is, not copied.
-    allow: (request: AllowRequest): Promise<AllowResponse> => engine.allow(request, toAllowResponse),
-
-    async allowBatch(request: AllowBatchRequest): Promise<AllowBatchResponse> {
-      checkBatchSize(request.requests);
-      return { results: await decideEach(engine, request.requests, ALLOW_BATCH_PATH, logger) };
+    allow(request: AllowRequest, context: CallContext & CallerContext): Promise<AllowResponse> {
+      const release = admission.admit(context, 1);
+      return engine.allow(request, toAllowResponse).then(...released<AllowResponse>(release));
     },
 
-    allowStream: allowStreamHandler((requests, caller) => decideEach(engine, requests, ALLOW_STREAM_PATH, logger, caller), draining),
+    async allowBatch(request: AllowBatchRequest, context: CallContext & CallerContext): Promise<AllowBatchResponse> {
+      checkBatchSize(request.requests);
+      const release = admission.admit(context, request.requests.length);
+      try {
+        return { results: await decideEach(engine, request.requests, ALLOW_BATCH_PATH, logger) };
+      } finally {
+        release();
+      }
+    },
 
-    async getQuota(request: GetQuotaRequest): Promise<GetQuotaResponse> {
-      return { limits: await engine.getQuota({ policy: request.policy, identity: request.identity }) };
+    allowStream: allowStreamHandler((requests, caller, context) => {
+      const release = admission.tryAdmit(context, requests.length);
+      // Shed: every item says so, and the stream goes on.
+      if (typeof release === 'string') return Promise.resolve(requests.map(() => ({ error: { code: Status.RESOURCE_EXHAUSTED, message: release } })));
+      return decideEach(engine, requests, ALLOW_STREAM_PATH, logger, caller).then(...released<AllowBatchResult[]>(release));
+    }, draining),
+
+    async getQuota(request: GetQuotaRequest, context: CallContext & CallerContext): Promise<GetQuotaResponse> {
+      const release = admission.admit(context, 1);
+      try {
+        return { limits: await engine.getQuota({ policy: request.policy, identity: request.identity }) };
+      } finally {
+        release();
+      }
     },
 
     // An authenticated caller sees the policies it may use, nothing more (least privilege:
@@ -51,6 +72,20 @@ export function quotaService(engine: QuotaEngine, logger: Logger, draining: Abor
       return { policies: policies.map(toProtoPolicy) };
     },
   };
+}
+
+/** The handlers of a `then` that give the admitted places back, whatever the outcome: one promise, not finally's two. */
+function released<T>(release: () => void): [(value: T) => T, (error: unknown) => never] {
+  return [
+    (value) => {
+      release();
+      return value;
+    },
+    (error) => {
+      release();
+      throw error;
+    },
+  ];
 }
 
 function toProtoPolicy(policy: Policy) {

@@ -11,6 +11,7 @@ import { loggingMiddleware } from './logging-middleware.js';
 import { quotaService } from './quota-service.js';
 import { quotaServiceDefinition } from './service-definition.js';
 import { addReflection } from './reflection.js';
+import { Admission, DEFAULT_ADMISSION, type AdmissionLimits } from './admission.js';
 
 export interface QuotaServer {
   /** The bound port (useful with an address ending in :0). */
@@ -41,6 +42,8 @@ export async function startQuotaServer(options: {
    * gRPC probe cannot speak TLS, and the main port may require it.
    */
   healthAddress?: string;
+  /** Bounds on pending decisions, past which calls are shed (src/grpc/admission.ts). */
+  admission?: AdmissionLimits;
 }): Promise<QuotaServer> {
   // Logging outermost, so it sees the status the error middleware chose.
   let chain = createServer().use(loggingMiddleware(options.logger)).use(errorMiddleware(options.logger));
@@ -48,7 +51,7 @@ export async function startQuotaServer(options: {
   const server: Server = chain;
   // Aborted when shutdown starts: open AllowStream streams answer what they have read and end.
   const draining = new AbortController();
-  server.add(quotaServiceDefinition, quotaService(options.engine, options.logger, draining.signal));
+  server.add(quotaServiceDefinition, quotaService(options.engine, options.logger, draining.signal, new Admission(options.admission ?? DEFAULT_ADMISSION)));
 
   const health = HealthState();
   server.add(HealthDefinition, HealthServiceImpl(health));

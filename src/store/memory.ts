@@ -33,6 +33,11 @@ export class MemoryStore implements QuotaStore {
     this.sweeper.unref();
   }
 
+  /** Answers in this process, as soon as the event loop gets to it: never silent, however busy. */
+  silentForMs(): number {
+    return 0;
+  }
+
   async decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome> {
     const [outcome] = await this.decideAll([{ limit, identityKey, cost }], 'spend');
     return outcome as LimitOutcome;

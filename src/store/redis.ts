@@ -24,6 +24,7 @@ import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { parseClusterSeed } from './cluster-seeds.js';
 import { probeConnection } from './connection-probe.js';
 import { ScriptBatcher } from './script-batcher.js';
+import { PartitionTraffic } from './partition-traffic.js';
 import type { QuotaStore } from './store.js';
 
 export interface RedisStoreOptions {
@@ -58,6 +59,16 @@ type ScriptRunner = (...args: (string | number)[]) => Promise<unknown>;
 /** One node (Redis) or a Redis Cluster: both run the same scripts, keys route by hash slot. */
 export type RedisClient = Redis | Cluster;
 
+/**
+ * Decisions sent to one partition and not yet answered; more wait in this
+ * process (PartitionTraffic). A thousand token bucket decisions take Redis a
+ * few milliseconds, so what it was sent never keeps it silent for long.
+ */
+const MAX_OUTSTANDING_DECISIONS = 1000;
+
+/** The one partition of a single node. */
+const SINGLE_NODE = 'redis';
+
 /** Fail fast on the decision path: a request waits at most about a second, never in a queue. */
 const COMMAND_TIMEOUT_MS = 1_000;
 
@@ -78,6 +89,8 @@ export class RedisStore implements QuotaStore {
   readonly description: string;
   private eviction: EvictionRisk | undefined;
   private readonly batcher: ScriptBatcher | undefined;
+  /** One per partition: the node, or each master of a cluster. */
+  private readonly traffic = new Map<string, PartitionTraffic>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -86,7 +99,10 @@ export class RedisStore implements QuotaStore {
     this.description = redis instanceof Cluster ? `redis cluster seeds ${describeSeeds(redis)}` : `redis ${redis.options.host}:${redis.options.port}`;
     // No numberOfKeys: the key count varies with the limits, so each call passes it first.
     redis.defineCommand(DECIDE_SCRIPT_NAME, { lua: decideLua });
-    this.batcher = redis instanceof Cluster || options.batch === false ? undefined : new ScriptBatcher((call, binary) => this.send(call, binary), storeError);
+    this.batcher =
+      redis instanceof Cluster || options.batch === false
+        ? undefined
+        : new ScriptBatcher((call, binary, weight) => this.send(call, binary, weight), storeError);
   }
 
   /** A client tuned for a decision path: fail fast instead of queueing while Redis is away. */
@@ -237,15 +253,28 @@ export class RedisStore implements QuotaStore {
    * One script call; its error as the caller should see it (storeError).
    * `binary`: bulk strings come back as Buffers (ioredis's <name>Buffer variant).
    */
-  private async send({ keys, args }: ScriptCall, binary: boolean): Promise<unknown> {
+  private send({ keys, args }: ScriptCall, binary: boolean, weight = 1): Promise<unknown> {
     const name = binary ? `${DECIDE_SCRIPT_NAME}Buffer` : DECIDE_SCRIPT_NAME;
     const run = (this.redis as unknown as Record<string, ScriptRunner>)[name];
-    if (run === undefined) throw new Error(`script ${name} is not registered`);
-    try {
-      return await run.call(this.redis, keys.length, ...keys, ...args);
-    } catch (error) {
-      throw storeError(error);
+    if (run === undefined) return Promise.reject(new Error(`script ${name} is not registered`));
+    return this.trafficOf(this.partitionOf(keys[0] ?? '')).send(weight, () =>
+      (run.call(this.redis, keys.length, ...keys, ...args) as Promise<unknown>).catch((error: unknown) => {
+        throw storeError(error);
+      }),
+    );
+  }
+
+  silentForMs(partition: string): number {
+    return this.traffic.get(this.redis instanceof Cluster ? partition : SINGLE_NODE)?.silentForMs() ?? 0;
+  }
+
+  private trafficOf(partition: string): PartitionTraffic {
+    let traffic = this.traffic.get(partition);
+    if (traffic === undefined) {
+      traffic = new PartitionTraffic(MAX_OUTSTANDING_DECISIONS);
+      this.traffic.set(partition, traffic);
     }
+    return traffic;
   }
 
   /**
@@ -258,7 +287,7 @@ export class RedisStore implements QuotaStore {
   }
 
   partitionOf(key: string): string {
-    if (!(this.redis instanceof Cluster)) return 'redis';
+    if (!(this.redis instanceof Cluster)) return SINGLE_NODE;
     const slot = calculateSlot(key);
     return this.redis.slots[slot]?.[0] ?? `slot ${slot}`;
   }

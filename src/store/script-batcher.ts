@@ -6,9 +6,10 @@ import { asError } from '@quota-service/core';
  * Sends one driver call to Redis and answers its reply, or rejects with the
  * error the caller should see (RedisStore maps a transient one to
  * StoreUnavailableError, keeps a script error as it is). A batch's reply is
- * one binary string, so `binary` asks for its bulk strings as Buffers.
+ * one binary string, so `binary` asks for its bulk strings as Buffers;
+ * `weight` is the number of calls it carries.
  */
-export type ScriptSender = (call: ScriptCall, binary: boolean) => Promise<unknown>;
+export type ScriptSender = (call: ScriptCall, binary: boolean, weight: number) => Promise<unknown>;
 
 /**
  * How many calls and keys one batched script call may carry: Redis serves
@@ -104,14 +105,14 @@ export class ScriptBatcher {
   private dispatch(waiting: Waiting[]): void {
     if (waiting.length === 1) {
       const [only] = waiting as [Waiting];
-      this.send(only.call, false).then(
+      this.send(only.call, false, 1).then(
         (reply) => only.settle(true, reply, only.index),
         (error: unknown) => only.settle(false, error, only.index),
       );
       return;
     }
     const batch = batchArguments(waiting.map((w) => w.call));
-    this.send(batch, true).then(
+    this.send(batch, true, waiting.length).then(
       (reply) => {
         const replies = splitBatchReply(reply, batch);
         if (replies instanceof Error) {

@@ -47,5 +47,13 @@ export interface QuotaStore {
    * master that owns the key's slot on a Redis Cluster. Stores of one part omit it.
    */
   partitionOf?(key: string): string;
+  /**
+   * How long (ms) the part of the store `partition` names (partitionOf; one
+   * part: ignored) has had calls outstanding without answering any of them; 0
+   * when nothing is outstanding. The failure policy's budget counts this
+   * silence, not the time a call waited: a store that answers is busy, not
+   * down. A store that omits it is taken as silent from the moment a call is made.
+   */
+  silentForMs?(partition: string): number;
   close(): Promise<void>;
 }

@@ -120,13 +120,28 @@ describe('allowEach answers what allow() per request answers, issued in the same
 });
 
 /** A store that answers every question with StoreUnavailableError, as Redis does when unreachable. */
+/**
+ * A store whose calls of one turn fail with one error, as the calls Redis
+ * gets in one script call per turn do: one failure for the breaker, however
+ * many requests it failed.
+ */
 class DownStore extends MemoryStore {
+  private failure: StoreUnavailableError | undefined;
+
   override decideGroup(): Promise<never> {
-    return Promise.reject(new StoreUnavailableError(new Error('down')));
+    return Promise.reject(this.turnFailure());
   }
 
   override decideGroups(): Promise<never> {
-    return Promise.reject(new StoreUnavailableError(new Error('down')));
+    return Promise.reject(this.turnFailure());
+  }
+
+  private turnFailure(): StoreUnavailableError {
+    if (this.failure === undefined) {
+      this.failure = new StoreUnavailableError(new Error('down'));
+      queueMicrotask(() => (this.failure = undefined));
+    }
+    return this.failure;
   }
 }
 
@@ -163,8 +178,8 @@ describe('allowEach with a store that cannot answer: what allow() per request do
   it.each(stores)('%s: the same decisions, failures counted and breaker state, batch after batch', async (_name, makeStore, timeoutMs) => {
     const a = failingEngine(makeStore(), timeoutMs);
     const b = failingEngine(makeStore(), timeoutMs);
-    // Two batches: the first opens the breaker (3 failures in a row), the second meets it open.
-    for (let round = 0; round < 2; round++) {
+    // One failure per batch (one store call, one deadline): the third batch opens the breaker (3 in a row), the fourth meets it open.
+    for (let round = 0; round < 4; round++) {
       const [got, expected] = await Promise.all([together(a.engine, batch), oneByOne(b.engine, batch)]);
       expect(got.map(comparable)).toEqual(expected.map(comparable));
       expect(a.failures).toEqual(b.failures);

@@ -79,6 +79,16 @@ describe.each<Way>(['execute', 'run'])('CircuitBreaker (src/engine/circuit-break
     expect(calls()).toBe(7);
   });
 
+  it('one failure counts once, however many calls it failed (a batch, a shared deadline): it opens nothing on its own', async () => {
+    const { breaker, run } = setup(way);
+    const shared = new Outage('one store call');
+    for (let i = 0; i < 10; i++) await settle(run(() => Promise.reject(shared)));
+    expect(breaker.state).toBe('closed');
+    await settle(run(down()));
+    await settle(run(down()));
+    expect(breaker.state).toBe('open');
+  });
+
   it('errors that do not count propagate and neither open it nor reset the count', async () => {
     const { breaker, run } = setup(way);
     await settle(run(down()));

@@ -17,6 +17,11 @@ afterEach(() => {
 });
 
 const hung = () => new Promise<never>(() => {});
+/** Advances virtual time, then lets the deadline's check run: it waits for the event loop's I/O (setImmediate, real). */
+async function advance(ms: number): Promise<void> {
+  await vi.advanceTimersByTimeAsync(ms);
+  await new Promise((resolve) => setImmediate(resolve));
+}
 /** Where a promise stands, read at any time without waiting for it (handled from the start). */
 function track(promise: Promise<unknown>): { state: 'pending' | 'resolved' | 'timeout' | 'other' } {
   const tracked: { state: 'pending' | 'resolved' | 'timeout' | 'other' } = { state: 'pending' };
@@ -30,34 +35,60 @@ function track(promise: Promise<unknown>): { state: 'pending' | 'resolved' | 'ti
 describe('turn deadlines', () => {
   it('a call started in a later turn gets its own full budget, not the rest of an earlier one', async () => {
     const deadlines = new TurnDeadlines(20);
-    const first = track(deadlines.start().race(hung()));
-    await vi.advanceTimersByTimeAsync(15);
-    const second = track(deadlines.start().race(hung()));
-    await vi.advanceTimersByTimeAsync(5);
+    const first = track(deadlines.start().race(hung(), 'p'));
+    await advance(15);
+    const second = track(deadlines.start().race(hung(), 'p'));
+    await advance(5);
     expect(first.state).toBe('timeout');
     expect(second.state).toBe('pending');
-    await vi.advanceTimersByTimeAsync(15);
+    await advance(15);
     expect(second.state).toBe('timeout');
   });
 
   it('the calls of one turn share a deadline: all time out together, an answered one is not touched', async () => {
     const deadlines = new TurnDeadlines(20);
     let answer: (value: string) => void = () => {};
-    const answered = deadlines.start().race(new Promise<string>((resolve) => (answer = resolve)));
-    const hanging = Array.from({ length: 3 }, () => track(deadlines.start().race(hung())));
+    const answered = deadlines.start().race(new Promise<string>((resolve) => (answer = resolve)), 'p');
+    const hanging = Array.from({ length: 3 }, () => track(deadlines.start().race(hung(), 'p')));
     answer('store');
     expect(await answered).toBe('store');
-    await vi.advanceTimersByTimeAsync(19);
+    await advance(19);
     expect(hanging.map((h) => h.state)).toEqual(['pending', 'pending', 'pending']);
-    await vi.advanceTimersByTimeAsync(1);
+    await advance(1);
     expect(hanging.map((h) => h.state)).toEqual(['timeout', 'timeout', 'timeout']);
+  });
+
+  it('the budget bounds silence, not the wait: a call on a store that keeps answering waits on, and fails once the store has said nothing for the whole budget', async () => {
+    let silentMs = 0;
+    const deadlines = new TurnDeadlines(20, () => () => silentMs);
+    const busy = track(deadlines.start().race(hung(), 'p'));
+    // The store answered other calls 5 ms ago: busy, not down.
+    silentMs = 5;
+    await advance(20);
+    expect(busy.state).toBe('pending');
+    // It went quiet: the rest of the budget (15 ms) after the last answer, and the call fails.
+    silentMs = 19;
+    await advance(14);
+    expect(busy.state).toBe('pending');
+    silentMs = 20;
+    await advance(1);
+    expect(busy.state).toBe('timeout');
+  });
+
+  it('silence is per partition: a quiet shard fails its own calls, a busy one keeps its own', async () => {
+    const silent: Record<string, number> = { quiet: 25, busy: 3 };
+    const deadlines = new TurnDeadlines(20, () => (partition) => silent[partition]!);
+    const onQuiet = track(deadlines.start().race(hung(), 'quiet'));
+    const onBusy = track(deadlines.start().race(hung(), 'busy'));
+    await advance(20);
+    expect([onQuiet.state, onBusy.state]).toEqual(['timeout', 'pending']);
   });
 
   it('a deadline released by all its calls is not joined again: a new call in the same turn gets a fresh one', async () => {
     const deadlines = new TurnDeadlines(20);
     deadlines.start().release();
-    const late = track(deadlines.start().race(hung()));
-    await vi.advanceTimersByTimeAsync(20);
+    const late = track(deadlines.start().race(hung(), 'p'));
+    await advance(20);
     // Released means its timer was cleared: joining it would have left this call unbounded.
     expect(late.state).toBe('timeout');
   });
@@ -88,9 +119,9 @@ policies:
         return { allowed: outcome.allowed, retryAfterMs: outcome.retryAfterMs, deniedBy: '', limits: [], delayMs: 0 };
       }),
     );
-    await vi.advanceTimersByTimeAsync(19);
+    await advance(19);
     expect(kinds).toEqual([]);
-    await vi.advanceTimersByTimeAsync(1);
+    await advance(1);
     expect((await Promise.all(decisions)).map((d) => [d.source, d.allowed])).toEqual([
       ['fail_open', true],
       ['fail_closed', false],

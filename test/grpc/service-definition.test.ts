@@ -3,6 +3,7 @@
 // handlers build complete messages: every answer they give here, from the store,
 // from each failure mode, and as batch item errors, must encode to the same bytes
 // as fromPartial + encode, what the generated definition would have sent.
+import { Metadata } from 'nice-grpc';
 import { describe, expect, it } from 'vitest';
 import { parsePolicies, StoreUnavailableError } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
@@ -70,6 +71,9 @@ const fromStore: AllowRequest[] = [
 ];
 const fromFailureModes = [request('open'), request('closed'), request('local')];
 
+/** A handler's call context: who calls (for load shedding) and where trailers go. */
+const context = { peer: 'ipv4:127.0.0.1:50000', trailer: Metadata() } as never;
+
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
 
 function handlers(store: MemoryStore) {
@@ -93,10 +97,10 @@ describe('answers encoded without fromPartial are the bytes fromPartial + encode
     const service = handlers(store());
     for (const one of requests) {
       if (one.policy === 'nope' || one.cost < 0) continue; // Allow fails these with a status instead
-      const answer = await service.allow(one, {} as never);
+      const answer = await service.allow(one, context);
       expect(hex(AllowResponse.encode(answer).finish())).toBe(hex(AllowResponse.encode(AllowResponse.fromPartial(answer)).finish()));
     }
-    const batch = await service.allowBatch({ requests: [...requests] }, {} as never);
+    const batch = await service.allowBatch({ requests: [...requests] }, context);
     expect(batch.results.length).toBe(requests.length);
     expect(hex(AllowBatchResponse.encode(batch).finish())).toBe(hex(AllowBatchResponse.encode(AllowBatchResponse.fromPartial(batch)).finish()));
     const message = { id: 7, results: batch.results };
@@ -104,12 +108,12 @@ describe('answers encoded without fromPartial are the bytes fromPartial + encode
   });
 
   it('the answers cover what they should: denials, delays, several limits, failure sources and item errors', async () => {
-    const stored = (await handlers(new MemoryStore()).allowBatch({ requests: fromStore }, {} as never)).results;
+    const stored = (await handlers(new MemoryStore()).allowBatch({ requests: fromStore }, context)).results;
     expect(stored.some((r) => r.response?.allowed === false)).toBe(true);
     expect(stored.some((r) => (r.response?.delayMs ?? 0) > 0)).toBe(true);
     expect(stored.some((r) => r.response?.limits.length === 2)).toBe(true);
     expect(stored.filter((r) => r.error !== undefined)).toHaveLength(2);
-    const failed = (await handlers(new UnreachableStore()).allowBatch({ requests: fromFailureModes }, {} as never)).results;
+    const failed = (await handlers(new UnreachableStore()).allowBatch({ requests: fromFailureModes }, context)).results;
     expect(failed.map((r) => r.response?.source)).toEqual([
       DecisionSource.DECISION_SOURCE_FAIL_OPEN,
       DecisionSource.DECISION_SOURCE_FAIL_CLOSED,

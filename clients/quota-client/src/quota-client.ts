@@ -17,7 +17,9 @@ const MAX_BATCH_SIZE = 1000;
  * logic. Every call has a deadline; when the service cannot answer in time
  * (unreachable, deadline passed, its store down) the `onUnavailable` policy
  * answers and `source` says so. Caller bugs (bad input, unknown policy) reject
- * with a QuotaRequestError instead and never fail open.
+ * with a QuotaRequestError instead and never fail open. A service that sheds
+ * load (RESOURCE_EXHAUSTED) is answered as a denial with its retry hint
+ * (source 'fail_closed'), whatever `onUnavailable` says: overload never grants.
  */
 export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
   const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
@@ -59,6 +61,8 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
       if (error instanceof ClientError) {
         const typed = requestError(error.code, error.details);
         if (typed !== undefined) throw typed;
+        // The service is up and shedding load: "not now", never the failure policy's grant.
+        if (error.code === Status.RESOURCE_EXHAUSTED) return overloaded(error.details);
       }
       if (!degraded) {
         degraded = true;
@@ -81,6 +85,16 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
       channel.close();
     },
   };
+}
+
+/** How long to wait when the service sheds load without saying (its message names the time: "retry in 100 ms"). */
+const OVERLOAD_RETRY_AFTER_MS = 100;
+
+/** The service shed the request (RESOURCE_EXHAUSTED): a denial with its retry hint, from no limit in particular. */
+function overloaded(details: string): QuotaDecision {
+  const hint = /retry in (\d+) ms/.exec(details);
+  const retryAfterMs = hint === null ? OVERLOAD_RETRY_AFTER_MS : Number(hint[1]);
+  return { allowed: false, retryAfterMs, deniedBy: '', limits: [], delayMs: 0, source: 'fail_closed' };
 }
 
 function describe(error: unknown): string {
