@@ -6,7 +6,7 @@ import { fastifyRateLimit } from '@quota-service/http/fastify';
 import type { QuotaClient } from '@quota-service/client';
 import { ConcurrencyLimit } from './concurrency-limit.js';
 import type { Authentication, Credentials, Principal } from './credentials.js';
-import { notFound } from './error-replies.js';
+import { errorReply, notFound } from './error-replies.js';
 import { IdempotencyStore } from './idempotency.js';
 import type { OrderStore } from './order-store.js';
 
@@ -43,6 +43,7 @@ export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
   // pino's Logger is a FastifyBaseLogger; the cast keeps the instance's default type parameters.
   const app = Fastify({ loggerInstance: options.logger as FastifyBaseLogger });
   app.setNotFoundHandler(notFound);
+  app.setErrorHandler(errorReply);
   const clientIp = clientIpResolver(options.trustedProxies ?? []);
   const state = new WeakMap<FastifyRequest, RequestState>();
   const stateOf = (request: FastifyRequest) => state.get(request) as RequestState;
