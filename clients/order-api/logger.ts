@@ -34,10 +34,11 @@ export function createOrderApiLogger(level: string, destination?: DestinationStr
 }
 
 function requestSummary(request: LoggedRequest) {
-  const query = request.url.indexOf('?');
+  const url = typeof request.url === 'string' ? request.url : '';
+  const query = url.indexOf('?');
   return {
     method: request.method,
-    url: query === -1 ? request.url : request.url.slice(0, query),
+    url: query === -1 ? url : url.slice(0, query),
     host: request.host,
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort,
