@@ -6,6 +6,7 @@ import { fastifyRateLimit } from '@quota-service/http/fastify';
 import type { QuotaClient } from '@quota-service/client';
 import { ConcurrencyLimit } from './concurrency-limit.js';
 import type { Authentication, Credentials, Principal } from './credentials.js';
+import { errorReply, notFound } from './error-replies.js';
 import { IdempotencyStore } from './idempotency.js';
 import type { OrderStore } from './order-store.js';
 
@@ -41,6 +42,8 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
   // pino's Logger is a FastifyBaseLogger; the cast keeps the instance's default type parameters.
   const app = Fastify({ loggerInstance: options.logger as FastifyBaseLogger });
+  app.setNotFoundHandler(notFound);
+  app.setErrorHandler(errorReply);
   const clientIp = clientIpResolver(options.trustedProxies ?? []);
   const state = new WeakMap<FastifyRequest, RequestState>();
   const stateOf = (request: FastifyRequest) => state.get(request) as RequestState;

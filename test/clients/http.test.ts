@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { retryAfterSeconds } from '@quota-service/http';
 import { createQuotaClient, type QuotaClient } from '@quota-service/client';
-import { parsePolicies } from '@quota-service/core';
+import { LocalLimiter, parsePolicies } from '@quota-service/core';
 import { closedPort } from '../support/closed-port.js';
 import { startHttpApp, type Framework, type HttpApp } from '../support/http-apps.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
@@ -18,6 +18,7 @@ policies:
     limits: [{ name: ip-per-minute, key_by: ip, algorithm: fixed_window, limit: 3, window: minute }]
 `);
 const frameworks: Framework[] = ['express', 'fastify'];
+const INVALID_USER = { error: 'invalid_request', message: 'identity.user: not accepted by the rate limiter' };
 const bearer = (who: string) => ({ authorization: `Bearer ${who}` });
 
 it('Retry-After is max(1, ceil(retry_ms / 1000)) whole seconds', () => {
@@ -102,6 +103,15 @@ describe.each(bothStores(redis))('on the %s store', (_store, makeFixture) => {
       expect((await from('198.51.100.9')).status).toBe(200);
     });
 
+    it("an identity the quota service refuses: 400 invalid_request naming the field, never the service's message; the handler does not run", async () => {
+      const handledBefore = app.handled();
+      const response = await fetch(`${app.url}/bad-identity`);
+      expect(response.status).toBe(400);
+      expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await response.json()).toEqual(INVALID_USER);
+      expect(app.handled()).toBe(handledBefore);
+    });
+
     it("an unknown policy is the app's bug: a 500 from the framework, not a 429 and not a pass", async () => {
       const handledBefore = app.handled();
       const response = await fetch(`${app.url}/bad-policy`);
@@ -142,5 +152,24 @@ describe.each(frameworks)('%s with the quota service unreachable', (framework) =
     expect(response.status).toBe(200);
     expect(response.headers.get('ratelimit')).toBeNull();
     expect(app.handled()).toBe(1);
+  });
+});
+
+describe.each(frameworks)('%s with a decider of its own (a LocalLimiter)', (framework) => {
+  let app: HttpApp;
+  beforeAll(async () => {
+    const limiter = new LocalLimiter(POLICIES);
+    app = await startHttpApp(framework, { allow: async (params) => limiter.allow(params) });
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('its InvalidArgumentError is the same 400 invalid_request; the handler does not run', async () => {
+    const response = await fetch(`${app.url}/bad-identity`);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual(INVALID_USER);
+    expect(app.handled()).toBe(0);
+    expect((await fetch(`${app.url}/orders`, { headers: bearer('dave@acme') })).status).toBe(200);
   });
 });

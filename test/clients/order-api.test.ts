@@ -1,59 +1,17 @@
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { Writable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildOrderApi, type OrderApiOptions } from '../../clients/order-api/app.js';
-import { Credentials } from '../../clients/order-api/credentials.js';
-import { createOrderApiLogger } from '../../clients/order-api/logger.js';
 import { OrderStore } from '../../clients/order-api/order-store.js';
 import { createQuotaClient, type QuotaClient } from '@quota-service/client';
 import { stringify } from 'yaml';
 import { parsePolicies } from '@quota-service/core';
 import { MemoryStore } from '../../src/store/memory.js';
+import { ALICE, API_KEY, BOB, post, type RunningApi, startOrderApi } from '../support/order-api.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import type { StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
 
 const redis = useRedisServer();
-const CREDENTIALS = 'clients/order-api/dev-credentials.yaml';
-const ALICE = { authorization: 'Bearer dev-token-alice' };
-const BOB = { authorization: 'Bearer dev-token-bob' };
-const API_KEY = { 'x-api-key': 'dev-key-acme-integration' };
 const SECRETS = ['dev-token-alice', 'dev-token-bob', 'dev-key-acme-integration', 'wrong-token-123', 'wrong-key-456'];
-
-interface RunningApi {
-  url: string;
-  orders: OrderStore;
-  logs: string[];
-  app: FastifyInstance;
-}
-
-async function startOrderApi(
-  quota: QuotaClient,
-  extra: Partial<OrderApiOptions> = {},
-  orders = new OrderStore({ widget: 1000, gadget: 3 }),
-): Promise<RunningApi> {
-  const logs: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      logs.push(chunk.toString());
-      done();
-    },
-  });
-  const app = buildOrderApi({
-    quota,
-    credentials: await Credentials.load(CREDENTIALS),
-    orders,
-    logger: createOrderApiLogger('debug', sink),
-    ...extra,
-  });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, orders, logs, app };
-}
-
-const post = (api: RunningApi, headers: Record<string, string>, body: unknown = { sku: 'widget', quantity: 1 }) =>
-  fetch(`${api.url}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 
 describe.each(bothStores(redis))('POST /api/orders with the quota service on the %s store', (_store, makeFixture) => {
   let fixture: StoreFixture;

@@ -4,7 +4,7 @@ import Fastify, { type FastifyRequest } from 'fastify';
 import { clientIpResolver } from '@quota-service/http';
 import { expressRateLimit } from '@quota-service/http/express';
 import { fastifyRateLimit } from '@quota-service/http/fastify';
-import type { QuotaClient } from '@quota-service/client';
+import type { QuotaDecider } from '@quota-service/core';
 
 /**
  * The same tiny app on Express and on Fastify, listening on 127.0.0.1:<free>:
@@ -12,6 +12,8 @@ import type { QuotaClient } from '@quota-service/client';
  * principal, then the rate-limit check, then a handler that counts its runs.
  *   GET /orders  policy `orders`, keyed by the principal (401 without one)
  *   GET /ip      policy `ip`, keyed by the client IP; echoes the IP it used
+ *   GET /bad-policy    policy `nope`, which the quota service does not have
+ *   GET /bad-identity  policy `orders`, keyed by a user name over the 256 bytes the quota service accepts
  */
 export interface HttpApp {
   readonly url: string;
@@ -32,9 +34,10 @@ function principalOf(authorization: string | undefined): Principal | undefined {
   return match ? { user: match[1]!, tenant: match[2]! } : undefined;
 }
 
-export async function startHttpApp(framework: Framework, client: QuotaClient, trustedProxies: string[] = []): Promise<HttpApp> {
+export async function startHttpApp(framework: Framework, client: QuotaDecider, trustedProxies: string[] = []): Promise<HttpApp> {
   const clientIp = clientIpResolver(trustedProxies);
   let handled = 0;
+  const tooLong = () => ({ user: 'u'.repeat(300) });
 
   if (framework === 'express') {
     type Req = express.Request & { principal?: Principal };
@@ -57,6 +60,10 @@ export async function startHttpApp(framework: Framework, client: QuotaClient, tr
       res.json({ ip: clientIp(req) });
     });
     app.get('/bad-policy', expressRateLimit({ client, policy: 'nope', identify: () => ({ user: 'x' }) }), (_req, res) => {
+      handled++;
+      res.json({ ok: true });
+    });
+    app.get('/bad-identity', expressRateLimit({ client, policy: 'orders', identify: tooLong }), (_req, res) => {
       handled++;
       res.json({ ok: true });
     });
@@ -96,6 +103,10 @@ export async function startHttpApp(framework: Framework, client: QuotaClient, tr
     return { ip: clientIp(request.raw) };
   });
   app.get('/bad-policy', { onRequest: fastifyRateLimit({ client, policy: 'nope', identify: () => ({ user: 'x' }) }) }, async () => {
+    handled++;
+    return { ok: true };
+  });
+  app.get('/bad-identity', { onRequest: fastifyRateLimit({ client, policy: 'orders', identify: tooLong }) }, async () => {
     handled++;
     return { ok: true };
   });

@@ -4,7 +4,8 @@ import { rateLimitCheck, type RateLimitCheckOptions } from './rate-limit-check.j
 /**
  * Express middleware: runs the check before the route handler. Denied: 429
  * (or 503 when the limiter is unavailable under fail_closed) with the JSON
- * body and headers; allowed: the RateLimit headers, then next().
+ * body and headers; input the quota service refuses: 400 invalid_request;
+ * allowed: the RateLimit headers, then next().
  */
 export function expressRateLimit<Req extends Request = Request>(options: RateLimitCheckOptions<Req>): RequestHandler {
   const check = rateLimitCheck(options);

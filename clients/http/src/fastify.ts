@@ -5,7 +5,8 @@ import { rateLimitCheck, type RateLimitCheckOptions } from './rate-limit-check.j
  * A Fastify hook (use it as onRequest, or preHandler when `identify` needs the
  * parsed body): denied: 429 (or 503 when the limiter is unavailable under
  * fail_closed) with the JSON body and headers, and the route handler does not
- * run; allowed: the RateLimit headers, then the route.
+ * run; input the quota service refuses: 400 invalid_request, the route does
+ * not run either; allowed: the RateLimit headers, then the route.
  */
 export function fastifyRateLimit(options: RateLimitCheckOptions<FastifyRequest>): onRequestHookHandler {
   const check = rateLimitCheck(options);

@@ -2,4 +2,5 @@
 // '@quota-service/http/express' and '@quota-service/http/fastify'.
 export { clientIpResolver } from './client-ip.js';
 export { rateLimitHeaders, retryAfterSeconds } from './headers.js';
+export { invalidInputBody, type InvalidRequestBody } from './invalid-input.js';
 export { rateLimitCheck, toOutcome, type RateLimitCheckOptions, type RateLimitErrorBody, type RateLimitOutcome } from './rate-limit-check.js';

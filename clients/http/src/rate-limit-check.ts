@@ -1,10 +1,16 @@
 import type { AllowParams, Decision as QuotaDecision, QuotaDecider } from '@quota-service/core';
 import { rateLimitHeaders, retryAfterSeconds } from './headers.js';
+import { invalidInputBody, type InvalidRequestBody } from './invalid-input.js';
 
-/** What the adapter does with a request: let it through (with headers) or answer it here. */
+/**
+ * What the adapter does with a request: let it through (with headers) or
+ * answer it here: 429 or 503 from a decision, 400 when the quota service
+ * refused the request's input (no decision then).
+ */
 export type RateLimitOutcome =
   | { action: 'continue'; headers: Record<string, string>; decision: QuotaDecision | undefined }
-  | { action: 'respond'; status: 429 | 503; headers: Record<string, string>; body: RateLimitErrorBody; decision: QuotaDecision };
+  | { action: 'respond'; status: 429 | 503; headers: Record<string, string>; body: RateLimitErrorBody; decision: QuotaDecision }
+  | { action: 'respond'; status: 400; headers: Record<string, string>; body: InvalidRequestBody; decision: undefined };
 
 export interface RateLimitErrorBody {
   error: 'rate_limit_exceeded' | 'rate_limiter_unavailable';
@@ -37,9 +43,12 @@ export interface RateLimitCheckOptions<Req> {
 
 /**
  * The framework-neutral check the Express and Fastify adapters share: ask the
- * quota service, then map the decision to HTTP. A QuotaRequestError
- * (bad input, unknown policy: a bug in the app) is thrown for the framework's
- * error handler; it never becomes a 429 or a pass.
+ * quota service, then map the decision to HTTP. Input the quota service
+ * refuses (INVALID_ARGUMENT: an identity value too long or with control
+ * characters, a bad cost) is a 400 invalid_request naming the field. Any other
+ * QuotaRequestError (unknown policy, permission denied: a bug in the app or
+ * its deployment) is thrown for the framework's error handler. Neither ever
+ * becomes a 429 or a pass.
  */
 export function rateLimitCheck<Req>(options: RateLimitCheckOptions<Req>): (request: Req) => Promise<RateLimitOutcome> {
   return async (request) => {
@@ -51,7 +60,14 @@ export function rateLimitCheck<Req>(options: RateLimitCheckOptions<Req>): (reque
     if (cost !== undefined) params.cost = cost;
     const requestId = options.requestId?.(request);
     if (requestId !== undefined) params.requestId = requestId;
-    const decision = await options.client.allow(params);
+    let decision: QuotaDecision;
+    try {
+      decision = await options.client.allow(params);
+    } catch (error) {
+      const body = invalidInputBody(error);
+      if (body === undefined) throw error;
+      return { action: 'respond', status: 400, headers: {}, body, decision: undefined };
+    }
     return toOutcome(policy, decision);
   };
 }
