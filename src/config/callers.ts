@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { parseDocument } from 'yaml';
+import { type Document, isMap, isNode, isScalar, LineCounter, type Pair, parseDocument } from 'yaml';
 import { z } from 'zod';
+import { type CallerPlace, describeCaller, describeCallerIssues, shortSha256 } from './callers-file-problems.js';
 
 /**
  * The callers file (QUOTA_AUTH_TOKENS): which calling service holds which
@@ -26,9 +27,8 @@ const callerSchema = z
   })
   .refine((c) => (c.token === undefined) !== (c.token_sha256 === undefined), { message: 'give exactly one of token, token_sha256', path: ['token'] });
 
-const callersFileSchema = z.strictObject({
-  callers: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'use 1-64 letters, digits, "_", "." or "-"'), callerSchema),
-});
+/** A caller's name: also what the call log lines print. */
+const CALLER_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 export interface Caller {
   readonly name: string;
@@ -59,24 +59,84 @@ export async function readCallersFile(path: string): Promise<{ text: string; cal
   return { text, callers: parseCallers(text, path) };
 }
 
+/**
+ * The callers of a callers file's text, or a CallersFileError listing every
+ * problem found. Its message never repeats the file's content, not even a
+ * caller's name: a token may sit where a name belongs (src/config/callers-file-problems.ts).
+ */
 export function parseCallers(text: string, source = 'callers'): CallerRegistry {
-  const document = parseDocument(text);
-  // Never echo the file's content: it may hold tokens.
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { lineCounter });
   if (document.errors.length > 0) throw new CallersFileError(`${source}: invalid YAML (line ${document.errors[0]!.linePos?.[0]?.line ?? '?'})`);
-  const parsed = callersFileSchema.safeParse(document.toJS());
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
-    throw new CallersFileError(`${source}: invalid callers:\n${lines.join('\n')}`);
+  const problems: string[] = [];
+  const byHash = new Map<string, { caller: Caller; place: CallerPlace }>();
+  for (const { place, entry } of callerEntries(document, lineCounter, problems)) {
+    const label = describeCaller(place);
+    if (!CALLER_NAME.test(place.name)) problems.push(`${label}: the name must be 1-64 letters, digits, "_", "." or "-"`);
+    const parsed = callerSchema.safeParse(entry);
+    if (!parsed.success) {
+      for (const line of describeCallerIssues(parsed.error.issues)) problems.push(`${label}: ${line}`);
+      continue;
+    }
+    const hash = (parsed.data.token_sha256 ?? tokenSha256(parsed.data.token!)).toLowerCase();
+    const first = byHash.get(hash);
+    if (first !== undefined) {
+      problems.push(`${label} has the same token as ${describeCaller(first.place)}`);
+      continue;
+    }
+    const policies = parsed.data.policies;
+    byHash.set(hash, { place, caller: Object.freeze({ name: place.name, policies: policies.includes('*') ? undefined : new Set(policies) }) });
   }
-  const byHash = new Map<string, Caller>();
-  for (const [name, entry] of Object.entries(parsed.data.callers)) {
-    const hash = (entry.token_sha256 ?? tokenSha256(entry.token!)).toLowerCase();
-    if (byHash.has(hash)) throw new CallersFileError(`${source}: callers.${name}: the same token as caller "${byHash.get(hash)!.name}"`);
-    byHash.set(hash, Object.freeze({ name, policies: entry.policies.includes('*') ? undefined : new Set(entry.policies) }));
-  }
+  if (problems.length > 0) throw new CallersFileError(`${source}: invalid callers:\n${problems.map((problem) => `  ${problem}`).join('\n')}`);
   return {
     // A map lookup by hash: the timing of the lookup says nothing about the token.
-    byToken: (token) => byHash.get(tokenSha256(token)),
+    byToken: (token) => byHash.get(tokenSha256(token))?.caller,
     size: byHash.size,
   };
+}
+
+/**
+ * The entries under `callers:`, in file order, each with its place in the
+ * file; a problem with the file's shape goes to `problems`. Read from the YAML
+ * nodes, not from a plain object: an object orders keys that look like
+ * numbers first, and turns a name of digits into a number.
+ */
+function callerEntries(document: Document.Parsed, lineCounter: LineCounter, problems: string[]): { place: CallerPlace; entry: unknown }[] {
+  const root = document.contents;
+  if (!isMap(root)) {
+    problems.push('the file must be a mapping with the key "callers"');
+    return [];
+  }
+  const lineOf = (pair: Pair<unknown, unknown>) => {
+    const node = isNode(pair.key) ? pair.key : pair.value;
+    return isNode(node) && node.range ? lineCounter.linePos(node.range[0]).line : 0;
+  };
+  let callers: unknown;
+  let found = false;
+  for (const pair of root.items) {
+    if (keyText(pair.key) === 'callers') {
+      callers = pair.value;
+      found = true;
+    } else {
+      problems.push(`an unknown top-level key (line ${lineOf(pair)}, ${shortSha256(keyText(pair.key))}): the file holds "callers" only`);
+    }
+  }
+  if (!found) {
+    problems.push('callers: missing');
+    return [];
+  }
+  if (!isMap(callers)) {
+    problems.push('callers: must be a mapping of caller names to callers');
+    return [];
+  }
+  return callers.items.map((pair, index) => ({
+    place: { position: index + 1, line: lineOf(pair), name: keyText(pair.key) },
+    entry: isNode(pair.value) ? pair.value.toJS(document) : pair.value,
+  }));
+}
+
+/** A key as written: `123` is the name "123", not a number. */
+function keyText(key: unknown): string {
+  if (!isScalar(key)) return String(key ?? '');
+  return typeof key.value === 'string' ? key.value : (key.source ?? String(key.value));
 }

@@ -40,7 +40,8 @@ export function authMiddleware(callers: CallerRegistry, logger: Logger) {
     if (callLog) callLog.caller = caller.name;
     if (!call.requestStream && caller.policies !== undefined) {
       for (const policy of policiesNamedIn(call.request)) {
-        if (!caller.policies.has(policy)) {
+        // A name that is not valid UTF-8 names no policy: validation refuses it as INVALID_ARGUMENT.
+        if (!caller.policies.has(policy) && policy.isWellFormed()) {
           logger.debug({ method: call.method.path, caller: caller.name, policy }, 'policy not allowed for caller');
           throw new ServerError(Status.PERMISSION_DENIED, `caller "${caller.name}" may not use policy ${quoteCapped(policy)}`);
         }

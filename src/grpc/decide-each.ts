@@ -33,7 +33,8 @@ export function decideEach(
   caller?: Caller,
 ): Promise<AllowBatchResult[]> {
   const allowed = caller?.policies;
-  const refused = allowed === undefined ? undefined : requests.map((request) => !allowed.has(request.policy));
+  // A policy name that is not valid UTF-8 is not refused here: validation fails it as INVALID_ARGUMENT.
+  const refused = allowed === undefined ? undefined : requests.map((request) => !allowed.has(request.policy) && request.policy.isWellFormed());
   // Usually none is refused: the batch goes to the engine as it is.
   const asked = refused?.includes(true) ? requests.filter((_, index) => !refused[index]) : requests;
   return engine.allowEach(asked, toBatchResult).then((settled) => {

@@ -1,11 +1,12 @@
 import type { ServerCredentials } from '@grpc/grpc-js';
 import { createServer, type Server } from 'nice-grpc';
-import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
+import { HealthDefinition, HealthState } from 'nice-grpc-server-health';
 import type { QuotaEngine } from '../engine/engine.js';
 import { QuotaServiceDefinition } from '@quota-service/contract';
 import type { Logger } from '../logger.js';
 import type { CallerRegistry } from '../config/callers.js';
 import { authMiddleware } from './auth-middleware.js';
+import { boundedHealthService } from './health-service.js';
 import { errorMiddleware } from './error-middleware.js';
 import { loggingMiddleware } from './logging-middleware.js';
 import { quotaService } from './quota-service.js';
@@ -54,7 +55,7 @@ export async function startQuotaServer(options: {
   server.add(quotaServiceDefinition, quotaService(options.engine, options.logger, draining.signal, new Admission(options.admission ?? DEFAULT_ADMISSION)));
 
   const health = HealthState();
-  server.add(HealthDefinition, HealthServiceImpl(health));
+  server.add(HealthDefinition, boundedHealthService(health));
   addReflection(server, [QuotaServiceDefinition.fullName, HealthDefinition.fullName]);
 
   const setServing = (serving: boolean) => {
@@ -67,7 +68,7 @@ export async function startQuotaServer(options: {
   const port = await server.listen(options.address, options.credentials);
   // The same HealthState: both ports always report the same status.
   const healthServer = options.healthAddress === undefined ? undefined : createServer();
-  healthServer?.add(HealthDefinition, HealthServiceImpl(health));
+  healthServer?.add(HealthDefinition, boundedHealthService(health));
   const healthPort = healthServer === undefined ? undefined : await healthServer.listen(options.healthAddress!);
 
   return {

@@ -1,26 +1,55 @@
 import type { ServiceImplementation } from 'nice-grpc';
-import { AllowBatchResponse, AllowResponse, AllowStreamResponse, QuotaServiceDefinition } from '@quota-service/contract';
+import {
+  AllowBatchRequest,
+  AllowBatchResponse,
+  AllowRequest,
+  AllowResponse,
+  AllowStreamRequest,
+  AllowStreamResponse,
+  GetQuotaRequest,
+  QuotaServiceDefinition,
+} from '@quota-service/contract';
+import { strictUtf8Decode } from './strict-utf8.js';
 
-const { allow, allowBatch, allowStream } = QuotaServiceDefinition.methods;
+const { allow, allowBatch, allowStream, getQuota } = QuotaServiceDefinition.methods;
 
 /**
- * QuotaServiceDefinition as the server serves it: the answers of Allow,
- * AllowBatch and AllowStream are encoded as the handlers build them instead
- * of through fromPartial. For a definition with fromPartial, nice-grpc
- * deep-copies every response before encoding it: per AllowStream message,
- * a copy of every result, response and limit status, a cost the batched
- * bench profiled per decision. Without it the handlers must build complete
- * messages, which the types now demand (no DeepPartial) and a test checks
- * byte for byte (test/grpc/service-definition.test.ts). The client does the
- * same for its requests (clients/quota-client/src/service-definition.ts).
+ * QuotaServiceDefinition as the server serves it.
+ *
+ * The answers of Allow, AllowBatch and AllowStream are encoded as the handlers
+ * build them instead of through fromPartial. For a definition with
+ * fromPartial, nice-grpc deep-copies every response before encoding it: per
+ * AllowStream message, a copy of every result, response and limit status, a
+ * cost the batched bench profiled per decision. Without it the handlers must
+ * build complete messages, which the types now demand (no DeepPartial) and a
+ * test checks byte for byte (test/grpc/service-definition.test.ts). The client
+ * does the same for its requests (clients/quota-client/src/service-definition.ts).
+ *
+ * The requests carrying strings (every rpc but ListPolicies) are decoded with
+ * strict UTF-8 (src/grpc/strict-utf8.ts): bytes that are not valid UTF-8 never
+ * become the text a lenient decoder would make of them, which a valid request
+ * may send too.
  */
 export const quotaServiceDefinition = {
   ...QuotaServiceDefinition,
   methods: {
     ...QuotaServiceDefinition.methods,
-    allow: { ...allow, responseType: { encode: AllowResponse.encode, decode: AllowResponse.decode } },
-    allowBatch: { ...allowBatch, responseType: { encode: AllowBatchResponse.encode, decode: AllowBatchResponse.decode } },
-    allowStream: { ...allowStream, responseType: { encode: AllowStreamResponse.encode, decode: AllowStreamResponse.decode } },
+    allow: {
+      ...allow,
+      requestType: { ...allow.requestType, decode: strictUtf8Decode(AllowRequest) },
+      responseType: { encode: AllowResponse.encode, decode: AllowResponse.decode },
+    },
+    allowBatch: {
+      ...allowBatch,
+      requestType: { ...allowBatch.requestType, decode: strictUtf8Decode(AllowBatchRequest) },
+      responseType: { encode: AllowBatchResponse.encode, decode: AllowBatchResponse.decode },
+    },
+    allowStream: {
+      ...allowStream,
+      requestType: { ...allowStream.requestType, decode: strictUtf8Decode(AllowStreamRequest) },
+      responseType: { encode: AllowStreamResponse.encode, decode: AllowStreamResponse.decode },
+    },
+    getQuota: { ...getQuota, requestType: { ...getQuota.requestType, decode: strictUtf8Decode(GetQuotaRequest) } },
   },
 } as const;
 

@@ -40,7 +40,7 @@ describe('callers hot reload on a real service process', () => {
     // Too short a token: refused whole, the new token keeps working.
     volume.update(callersFile('tooShortTok1'));
     const rejected = await service.logged(/"msg":"callers reload rejected/);
-    expect(rejected).toContain('callers.order-api.token: must be at least 16 characters');
+    expect(rejected).toContain('the 1st caller (line 2, name sha256 45286570): token: must be at least 16 characters');
     expect(rejected).toContain('"level":40');
     expect(await codeWith(NEW_TOKEN)).toBe('OK');
 

@@ -124,11 +124,17 @@ describe('bearer tokens per calling service', () => {
     expect(policiesNamedIn({})).toEqual([]);
   });
 
-  it('a bad callers file names the field and never echoes a token', () => {
-    expect(() => parseCallers('callers:\n  x:\n    token: short\n    policies: [orders]\n')).toThrow(/callers\.x\.token: must be at least 16 characters/);
-    expect(() => parseCallers('callers:\n  x:\n    policies: [orders]\n')).toThrow(/give exactly one of token, token_sha256/);
+  it('a bad callers file names the caller by position, line and name hash, the field, and never echoes a token', () => {
+    expect(() => parseCallers('callers:\n  x:\n    token: short\n    policies: [orders]\n')).toThrow(
+      'the 1st caller (line 2, name sha256 2d711642): token: must be at least 16 characters',
+    );
+    expect(() => parseCallers('callers:\n  x:\n    policies: [orders]\n')).toThrow(
+      'the 1st caller (line 2, name sha256 2d711642): token: give exactly one of token, token_sha256',
+    );
     const duplicate = `callers:\n  a: { token: ${ORDER_API_TOKEN}, policies: [x] }\n  b: { token: ${ORDER_API_TOKEN}, policies: [y] }\n`;
-    expect(() => parseCallers(duplicate)).toThrow(/callers\.b: the same token as caller "a"/);
+    expect(() => parseCallers(duplicate)).toThrow(
+      'the 2nd caller (line 3, name sha256 3e23e816) has the same token as the 1st caller (line 2, name sha256 ca978112)',
+    );
     try {
       parseCallers(duplicate);
     } catch (error) {

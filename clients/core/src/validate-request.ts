@@ -31,6 +31,14 @@ export const MIN_COST = 0.000001;
 
 /** Identity values and request ids are key material and log fields: bounded and printable. */
 export const MAX_ID_BYTES = 256;
+
+/**
+ * The problem with a string that is not well-formed Unicode. From the wire, that is
+ * one the server decoded from bytes that are not valid UTF-8 (src/grpc/strict-utf8.ts);
+ * in a process, a string with a lone surrogate, which UTF-8 cannot encode.
+ */
+const NOT_UTF8 = 'not valid UTF-8';
+
 /**
  * General category Cc is exactly U+0000-U+001F and U+007F-U+009F, all in the
  * BMP, so this plain class is the same test as /\p{Cc}/u without a Unicode-mode
@@ -82,9 +90,13 @@ export function validatePeek(policies: PolicySet, input: PeekInput): ValidReques
 function findPolicy(policies: PolicySet, name: string): Policy {
   if (name === '') throw new InvalidArgumentError('policy', 'must not be empty');
   // Checked before the name is looked up or echoed: an error message carries at most this much of it.
-  if (name.length > MAX_NAME_CHARS) throw new InvalidArgumentError('policy', `must be at most ${MAX_NAME_CHARS} characters, got ${name.length}`);
+  if (name.length > MAX_NAME_CHARS) {
+    throw new InvalidArgumentError('policy', name.isWellFormed() ? `must be at most ${MAX_NAME_CHARS} characters, got ${name.length}` : NOT_UTF8);
+  }
   const policy = policies.get(name);
-  if (policy === undefined) throw new PolicyNotFoundError(name);
+  // Policy names are ASCII (the policy file's rule), so a name that is not well-formed is never
+  // found: it is checked only then, at no cost to a request naming a policy that exists.
+  if (policy === undefined) throw name.isWellFormed() ? new PolicyNotFoundError(name) : new InvalidArgumentError('policy', NOT_UTF8);
   return policy;
 }
 
@@ -104,6 +116,7 @@ function identityValue(policy: Policy, limit: Limit, identity: Readonly<Record<s
 function checkIdentity(identity: Readonly<Record<string, string>>): void {
   for (const name of Object.keys(identity)) {
     if (!KEY_SEGMENT_PATTERN.test(name)) {
+      if (!name.isWellFormed()) throw new InvalidArgumentError('identity', `a part name is ${NOT_UTF8}`);
       throw new InvalidArgumentError(
         'identity',
         `a part name must be 1-${MAX_NAME_CHARS} lowercase letters, digits, "_", "." or "-", starting with a letter or digit (got ${name.length} characters)`,
@@ -128,7 +141,7 @@ function checkId(field: string, value: string): void {
 
 function idProblem(value: string): string | undefined {
   if (value === '') return 'must not be empty';
-  if (!value.isWellFormed()) return 'must be well-formed Unicode';
+  if (!value.isWellFormed()) return NOT_UTF8;
   if (CONTROL_CHARACTER.test(value)) return 'must not contain control characters';
   if (value.length <= SHORT_ENOUGH) return undefined;
   const bytes = Buffer.byteLength(value, 'utf8');
