@@ -5,13 +5,14 @@ import { metadataHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
 import type { OAuthTokenVerifier } from '@modelcontextprotocol/sdk/server/auth/provider.js';
 import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/sdk/server/auth/router.js';
-import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
+import { hostHeaderValidation } from '@modelcontextprotocol/sdk/server/middleware/hostHeaderValidation.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { Request, Response } from 'express';
+import express, { type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import { principalFromAuthInfo } from '@quota-service/mcp';
+import { errorHandler, jsonRpcError, MAX_BODY_BYTES, notFound } from './http-errors.js';
 
 export interface HttpTransportOptions {
   /** Interface to bind, e.g. 127.0.0.1. */
@@ -45,19 +46,20 @@ interface Session {
   owner: string;
 }
 
-const jsonRpcError = (res: Response, status: number, code: number, message: string) =>
-  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
-
 /**
  * Streamable HTTP with the protections the MCP spec asks of a remote server:
  * Host header validation, bearer tokens checked for this resource (audience),
  * protected resource metadata (RFC 9728) for clients to discover the authorization
- * server, and sessions bound to the principal that opened them.
+ * server, and sessions bound to the principal that opened them. Every error
+ * answer is JSON (http-errors.ts): no stack traces or paths, whatever NODE_ENV says.
  */
 export async function startHttpTransport(options: HttpTransportOptions): Promise<RunningHttpServer> {
   const { logger } = options;
+  const app = express();
+  app.disable('x-powered-by');
   // Host header validation runs first, before auth and before the body is read.
-  const app = createMcpExpressApp({ host: options.host, allowedHosts: options.allowedHosts });
+  app.use(hostHeaderValidation(options.allowedHosts));
+  app.use(express.json({ limit: MAX_BODY_BYTES }));
   const mcpPath = options.resourceUrl.pathname;
   const resourceMetadataUrl = getOAuthProtectedResourceMetadataUrl(options.resourceUrl);
 
@@ -111,6 +113,8 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
   app.post(mcpPath, auth, handle);
   app.get(mcpPath, auth, handle);
   app.delete(mcpPath, auth, handle);
+  app.use(notFound);
+  app.use(errorHandler(logger));
 
   const http = await new Promise<HttpServer>((resolve, reject) => {
     const listening = app.listen(options.port, options.host, (error?: Error) => (error ? reject(error) : resolve(listening)));
