@@ -13,6 +13,7 @@ import express, { type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import { principalFromAuthInfo } from '@quota-service/mcp';
 import { errorHandler, jsonRpcError, MAX_BODY_BYTES, notFound } from './http-errors.js';
+import { originValidation } from './origin-validation.js';
 
 export interface HttpTransportOptions {
   /** Interface to bind, e.g. 127.0.0.1. */
@@ -27,6 +28,11 @@ export interface HttpTransportOptions {
   resourceUrl: URL;
   /** Host header names accepted (DNS rebinding protection). */
   allowedHosts: string[];
+  /**
+   * Origin header values accepted on the MCP endpoint, exactly. Unset: the
+   * server's own origin only (same host and port as the Host header).
+   */
+  allowedOrigins?: string[];
   /** Authorization servers named in the protected resource metadata. */
   authorizationServers: string[];
   verifier: OAuthTokenVerifier;
@@ -48,7 +54,7 @@ interface Session {
 
 /**
  * Streamable HTTP with the protections the MCP spec asks of a remote server:
- * Host header validation, bearer tokens checked for this resource (audience),
+ * Host and Origin header validation, bearer tokens checked for this resource (audience),
  * protected resource metadata (RFC 9728) for clients to discover the authorization
  * server, and sessions bound to the principal that opened them. Every error
  * answer is JSON (http-errors.ts): no stack traces or paths, whatever NODE_ENV says.
@@ -57,10 +63,11 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
   const { logger } = options;
   const app = express();
   app.disable('x-powered-by');
-  // Host header validation runs first, before auth and before the body is read.
-  app.use(hostHeaderValidation(options.allowedHosts));
-  app.use(express.json({ limit: MAX_BODY_BYTES }));
   const mcpPath = options.resourceUrl.pathname;
+  // Host, then Origin validation run first, before auth and before the body is read.
+  app.use(hostHeaderValidation(options.allowedHosts));
+  app.use(mcpPath, originValidation(options.allowedOrigins));
+  app.use(express.json({ limit: MAX_BODY_BYTES }));
   const resourceMetadataUrl = getOAuthProtectedResourceMetadataUrl(options.resourceUrl);
 
   app.use(

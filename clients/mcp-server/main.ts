@@ -35,6 +35,7 @@ async function main(): Promise<void> {
       port: config.MCP_HTTP_PORT,
       resourceUrl: config.resourceUrl,
       allowedHosts: config.allowedHosts,
+      ...(config.allowedOrigins === undefined ? {} : { allowedOrigins: config.allowedOrigins }),
       authorizationServers: config.MCP_AUTHORIZATION_SERVERS,
       verifier: credentials.verifier,
       createServer: () => createReferenceServer(deps),

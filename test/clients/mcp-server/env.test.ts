@@ -1,0 +1,55 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closedPort } from '../../support/closed-port.js';
+import { startMcpServerProcess, type McpServerProcess } from '../../support/mcp-server-process.js';
+
+// main.ts applies the MCP_* variables: the reference server as `make run-mcp` starts it.
+
+const INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+});
+
+describe('reference MCP server process configured through the environment', () => {
+  let server: McpServerProcess;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'mcp-env-'));
+    server = await startMcpServerProcess({
+      QUOTA_SERVICE_ADDR: `127.0.0.1:${await closedPort()}`,
+      MCP_DEV_TOKENS: 'config/mcp-dev-tokens.yaml',
+      MCP_RESOURCE_URL: 'http://localhost:3333/mcp',
+      MCP_AUDIT_FILE: join(dir, 'audit.jsonl'),
+      MCP_ALLOWED_ORIGINS: 'https://inspector.example',
+    });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  const post = (headers: Record<string, string>) =>
+    fetch(`http://127.0.0.1:${server.port}/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: 'Bearer dev-alice-agent-token',
+        ...headers,
+      },
+      body: INITIALIZE,
+    });
+
+  it('MCP_ALLOWED_ORIGINS: the listed origin is served, any other gets 403', async () => {
+    const listed = await post({ origin: 'https://inspector.example' });
+    expect(listed.status).toBe(200);
+    await listed.body?.cancel();
+    const other = await post({ origin: `http://127.0.0.1:${server.port}` });
+    expect(other.status).toBe(403);
+  });
+});
