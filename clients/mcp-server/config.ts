@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_MAX_SESSIONS_PER_PRINCIPAL, DEFAULT_SESSION_IDLE_TIMEOUT_MS } from './sessions.js';
 
 const list = z.string().transform((value) =>
   value
@@ -19,6 +20,8 @@ const schema = z.object({
   MCP_ALLOWED_HOSTS: list.optional(),
   MCP_ALLOWED_ORIGINS: origins.optional(),
   MCP_AUTHORIZATION_SERVERS: list.default([]),
+  MCP_SESSION_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(DEFAULT_SESSION_IDLE_TIMEOUT_MS),
+  MCP_MAX_SESSIONS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_MAX_SESSIONS_PER_PRINCIPAL),
   MCP_DEV_TOKENS: z.string().min(1).default('config/mcp-dev-tokens.yaml'),
   MCP_AUDIT_FILE: z.string().min(1).default('mcp-audit.jsonl'),
   MCP_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

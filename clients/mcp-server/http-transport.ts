@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import { principalFromAuthInfo } from '@quota-service/mcp';
 import { errorHandler, jsonRpcError, MAX_BODY_BYTES, notFound } from './http-errors.js';
 import { originValidation } from './origin-validation.js';
+import { DEFAULT_MAX_SESSIONS_PER_PRINCIPAL, DEFAULT_SESSION_IDLE_TIMEOUT_MS, SessionRegistry } from './sessions.js';
 
 export interface HttpTransportOptions {
   /** Interface to bind, e.g. 127.0.0.1. */
@@ -39,6 +40,12 @@ export interface HttpTransportOptions {
   /** A fresh McpServer per session. */
   createServer: () => McpServer;
   logger: Logger;
+  /** A session with no request for this long is closed. Default 15 minutes. */
+  sessionIdleTimeoutMs?: number;
+  /** Open sessions one principal may hold; past it, initialize gets 429. Default 16. */
+  maxSessionsPerPrincipal?: number;
+  /** The clock of session expiry (ms since the epoch); tests move it. Default Date.now. */
+  now?: () => number;
 }
 
 export interface RunningHttpServer {
@@ -46,18 +53,13 @@ export interface RunningHttpServer {
   close(): Promise<void>;
 }
 
-interface Session {
-  transport: StreamableHTTPServerTransport;
-  /** Who opened the session: another principal must not ride on its id. */
-  owner: string;
-}
-
 /**
  * Streamable HTTP with the protections the MCP spec asks of a remote server:
  * Host and Origin header validation, bearer tokens checked for this resource (audience),
  * protected resource metadata (RFC 9728) for clients to discover the authorization
- * server, and sessions bound to the principal that opened them. Every error
- * answer is JSON (http-errors.ts): no stack traces or paths, whatever NODE_ENV says.
+ * server, and sessions bound to the principal that opened them, closed when idle
+ * and capped per principal (sessions.ts). Every error answer is JSON
+ * (http-errors.ts): no stack traces or paths, whatever NODE_ENV says.
  */
 export async function startHttpTransport(options: HttpTransportOptions): Promise<RunningHttpServer> {
   const { logger } = options;
@@ -82,7 +84,13 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
   );
 
   const auth = requireBearerAuth({ verifier: options.verifier, resourceMetadataUrl, expectedResource: options.resourceUrl });
-  const sessions = new Map<string, Session>();
+  const idleTimeoutMs = options.sessionIdleTimeoutMs ?? DEFAULT_SESSION_IDLE_TIMEOUT_MS;
+  const maxPerPrincipal = options.maxSessionsPerPrincipal ?? DEFAULT_MAX_SESSIONS_PER_PRINCIPAL;
+  const sessions = new SessionRegistry({ idleTimeoutMs, maxPerPrincipal }, options.now ?? Date.now, (error) =>
+    logger.warn({ err: error }, 'closing an expired MCP session failed'),
+  );
+  // Sessions nobody comes back to are closed by this sweep (and whenever a session opens).
+  const sweeper = setInterval(() => sessions.sweep(), Math.min(60_000, idleTimeoutMs)).unref();
   const ownerOf = (req: Request) => {
     const principal = principalFromAuthInfo(req.auth!);
     return `${principal.clientId ?? ''}\u0000${principal.subject}`;
@@ -92,26 +100,39 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
     const sessionId = req.header('mcp-session-id');
     try {
       if (sessionId !== undefined) {
-        const session = sessions.get(sessionId);
+        const session = sessions.find(sessionId);
         if (session === undefined) return jsonRpcError(res, 404, -32001, 'Session not found');
         if (session.owner !== ownerOf(req)) return jsonRpcError(res, 403, -32000, 'Session belongs to another principal');
+        const done = sessions.begin(session);
+        // A GET holds the server-to-client stream open for as long as the client likes:
+        // it counts as activity when it starts, but does not keep the session busy.
+        if (req.method === 'GET') done();
+        else res.once('close', done);
         return await session.transport.handleRequest(req, res, req.body);
       }
       if (req.method !== 'POST' || !isInitializeRequest(req.body)) {
         return jsonRpcError(res, 400, -32000, 'Bad Request: No valid session ID provided');
       }
-      const owner = ownerOf(req);
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          sessions.set(id, { transport, owner });
-        },
-      });
-      transport.onclose = () => {
-        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
-      };
-      await options.createServer().connect(transport);
-      await transport.handleRequest(req, res, req.body);
+      const slot = sessions.reserve(ownerOf(req));
+      if ('retryAfterMs' in slot) {
+        const seconds = Math.max(1, Math.ceil(slot.retryAfterMs / 1000));
+        res.setHeader('Retry-After', String(seconds));
+        const message = `Too many open sessions for this principal (limit ${maxPerPrincipal}): close one (HTTP DELETE with its Mcp-Session-Id) or retry after ${seconds} s`;
+        return jsonRpcError(res, 429, -32000, message);
+      }
+      try {
+        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => slot.bind(id, transport),
+        });
+        transport.onclose = () => {
+          if (transport.sessionId !== undefined) sessions.remove(transport.sessionId);
+        };
+        await options.createServer().connect(transport);
+        await transport.handleRequest(req, res, req.body);
+      } finally {
+        slot.release();
+      }
     } catch (error) {
       logger.error({ err: error, method: req.method }, 'MCP request failed');
       if (!res.headersSent) jsonRpcError(res, 500, -32603, 'Internal server error');
@@ -131,7 +152,8 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
   return {
     port,
     async close() {
-      await Promise.all([...sessions.values()].map((s) => s.transport.close()));
+      clearInterval(sweeper);
+      await sessions.closeAll();
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },

@@ -38,6 +38,8 @@ async function main(): Promise<void> {
       ...(config.allowedOrigins === undefined ? {} : { allowedOrigins: config.allowedOrigins }),
       authorizationServers: config.MCP_AUTHORIZATION_SERVERS,
       verifier: credentials.verifier,
+      sessionIdleTimeoutMs: config.MCP_SESSION_IDLE_TIMEOUT_MS,
+      maxSessionsPerPrincipal: config.MCP_MAX_SESSIONS_PER_PRINCIPAL,
       createServer: () => createReferenceServer(deps),
       logger,
     });

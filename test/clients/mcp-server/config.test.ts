@@ -12,4 +12,16 @@ describe('reference MCP server configuration', () => {
       expect(() => loadMcpServerConfig({ MCP_ALLOWED_ORIGINS: bad })).toThrow(/MCP_ALLOWED_ORIGINS/);
     }
   });
+
+  it('session limits: 15 minutes idle and 16 sessions per principal unless MCP_SESSION_IDLE_TIMEOUT_MS / MCP_MAX_SESSIONS_PER_PRINCIPAL say otherwise', () => {
+    const defaults = loadMcpServerConfig({});
+    expect(defaults.MCP_SESSION_IDLE_TIMEOUT_MS).toBe(900_000);
+    expect(defaults.MCP_MAX_SESSIONS_PER_PRINCIPAL).toBe(16);
+    const set = loadMcpServerConfig({ MCP_SESSION_IDLE_TIMEOUT_MS: '60000', MCP_MAX_SESSIONS_PER_PRINCIPAL: '2' });
+    expect(set.MCP_SESSION_IDLE_TIMEOUT_MS).toBe(60_000);
+    expect(set.MCP_MAX_SESSIONS_PER_PRINCIPAL).toBe(2);
+    expect(() => loadMcpServerConfig({ MCP_SESSION_IDLE_TIMEOUT_MS: '0' })).toThrow(/MCP_SESSION_IDLE_TIMEOUT_MS/);
+    expect(() => loadMcpServerConfig({ MCP_MAX_SESSIONS_PER_PRINCIPAL: '0' })).toThrow(/MCP_MAX_SESSIONS_PER_PRINCIPAL/);
+    expect(() => loadMcpServerConfig({ MCP_MAX_SESSIONS_PER_PRINCIPAL: 'many' })).toThrow(/MCP_MAX_SESSIONS_PER_PRINCIPAL/);
+  });
 });

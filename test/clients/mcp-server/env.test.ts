@@ -26,6 +26,7 @@ describe('reference MCP server process configured through the environment', () =
       MCP_RESOURCE_URL: 'http://localhost:3333/mcp',
       MCP_AUDIT_FILE: join(dir, 'audit.jsonl'),
       MCP_ALLOWED_ORIGINS: 'https://inspector.example',
+      MCP_MAX_SESSIONS_PER_PRINCIPAL: '1',
     });
   });
   afterAll(async () => {
@@ -51,5 +52,14 @@ describe('reference MCP server process configured through the environment', () =
     await listed.body?.cancel();
     const other = await post({ origin: `http://127.0.0.1:${server.port}` });
     expect(other.status).toBe(403);
+  });
+
+  it('MCP_MAX_SESSIONS_PER_PRINCIPAL: past it, initialize gets 429', async () => {
+    const first = await post({ authorization: 'Bearer dev-bob-viewer-token' });
+    expect(first.status).toBe(200);
+    await first.body?.cancel();
+    const second = await post({ authorization: 'Bearer dev-bob-viewer-token' });
+    expect(second.status).toBe(429);
+    expect(second.headers.get('retry-after')).toBe('900');
   });
 });

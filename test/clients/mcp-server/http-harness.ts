@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { OAuthTokenVerifier } from '@modelcontextprotocol/sdk/server/auth/provider.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { pino } from 'pino';
 import { createQuotaClient, type QuotaClient } from '@quota-service/client';
@@ -36,7 +37,10 @@ export interface ReferenceHttp {
   /** How many MCP sessions the server closed so far (their McpServer saw the transport close). */
   closedSessions(): number;
   /** An SDK client with this bearer token; `elicit` answers every approval form with yes. */
-  connect(token: string, options?: { elicit?: boolean; headers?: Record<string, string> }): Promise<{ client: Client; transport: StreamableHTTPClientTransport }>;
+  connect(
+    token: string,
+    options?: { elicit?: boolean; headers?: Record<string, string> },
+  ): Promise<{ client: Client; transport: StreamableHTTPClientTransport }>;
   /** A raw request, so any header (Host, Origin) and any body can be sent. */
   raw(method: string, headers: Record<string, string>, body?: unknown): Promise<RawResponse>;
   audit(): Promise<AuditRecord[]>;
@@ -53,6 +57,8 @@ export const initialize = {
 export async function startReferenceHttp(
   options: {
     transport?: Partial<Omit<HttpTransportOptions, 'createServer' | 'logger' | 'verifier'>>;
+    /** Wraps the dev token verifier (e.g. to hold requests until several have arrived). */
+    verifier?: (verifier: OAuthTokenVerifier) => OAuthTokenVerifier;
   } = {},
 ): Promise<ReferenceHttp> {
   const service: TestService = await startTestService(new MemoryStore(new VirtualClock(T0)), await loadPolicyFile('config/mcp-policies.yaml'));
@@ -68,7 +74,7 @@ export async function startReferenceHttp(
     resourceUrl: RESOURCE,
     allowedHosts: ['localhost', '127.0.0.1'],
     authorizationServers: [],
-    verifier: credentials.verifier,
+    verifier: options.verifier === undefined ? credentials.verifier : options.verifier(credentials.verifier),
     createServer: () => {
       const server = createReferenceServer({ desk, quota, audit: join(dir, 'audit.jsonl'), logger });
       server.server.onclose = () => void closed++;
