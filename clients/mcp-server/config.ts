@@ -23,6 +23,7 @@ const schema = z.object({
   MCP_SESSION_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(DEFAULT_SESSION_IDLE_TIMEOUT_MS),
   MCP_MAX_SESSIONS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_MAX_SESSIONS_PER_PRINCIPAL),
   MCP_DEV_TOKENS: z.string().min(1).default('config/mcp-dev-tokens.yaml'),
+  MCP_APPROVAL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   MCP_AUDIT_FILE: z.string().min(1).default('mcp-audit.jsonl'),
   MCP_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   QUOTA_SERVICE_ADDR: z.string().min(1).default('127.0.0.1:50051'),

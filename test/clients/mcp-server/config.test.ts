@@ -24,4 +24,10 @@ describe('reference MCP server configuration', () => {
     expect(() => loadMcpServerConfig({ MCP_MAX_SESSIONS_PER_PRINCIPAL: '0' })).toThrow(/MCP_MAX_SESSIONS_PER_PRINCIPAL/);
     expect(() => loadMcpServerConfig({ MCP_MAX_SESSIONS_PER_PRINCIPAL: 'many' })).toThrow(/MCP_MAX_SESSIONS_PER_PRINCIPAL/);
   });
+
+  it('MCP_APPROVAL_SECRET: unset means elicitation approval; set, at least 32 characters', () => {
+    expect(loadMcpServerConfig({}).MCP_APPROVAL_SECRET).toBeUndefined();
+    expect(loadMcpServerConfig({ MCP_APPROVAL_SECRET: 's'.repeat(32) }).MCP_APPROVAL_SECRET).toBe('s'.repeat(32));
+    expect(() => loadMcpServerConfig({ MCP_APPROVAL_SECRET: 'short' })).toThrow(/MCP_APPROVAL_SECRET: must be at least 32 characters/);
+  });
 });

@@ -13,7 +13,7 @@ import type { AuditRecord } from '@quota-service/mcp';
 import { loadDevCredentials } from '../../../clients/mcp-server/dev-tokens.js';
 import { HelpDesk } from '../../../clients/mcp-server/help-desk.js';
 import { startHttpTransport, type HttpTransportOptions } from '../../../clients/mcp-server/http-transport.js';
-import { createReferenceServer } from '../../../clients/mcp-server/reference-server.js';
+import { createReferenceServer, type ReferenceServerDeps } from '../../../clients/mcp-server/reference-server.js';
 import { loadPolicyFile } from '../../../src/config/policies.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { startTestService, type TestService } from '../../support/quota-service.js';
@@ -22,6 +22,7 @@ import { T0 } from '../../support/store-fixtures.js';
 // Tokens from the shipped dev token file (config/mcp-dev-tokens.yaml).
 export const ALICE = 'dev-alice-agent-token';
 export const BOB = 'dev-bob-viewer-token';
+export const CAROL = 'dev-carol-approver-token';
 export const RESOURCE = new URL('http://localhost:3333/mcp');
 
 export interface RawResponse {
@@ -57,6 +58,8 @@ export const initialize = {
 export async function startReferenceHttp(
   options: {
     transport?: Partial<Omit<HttpTransportOptions, 'createServer' | 'logger' | 'verifier'>>;
+    /** Reference server options: signed approvals. */
+    server?: Pick<ReferenceServerDeps, 'approvals'>;
     /** Wraps the dev token verifier (e.g. to hold requests until several have arrived). */
     verifier?: (verifier: OAuthTokenVerifier) => OAuthTokenVerifier;
   } = {},
@@ -76,7 +79,7 @@ export async function startReferenceHttp(
     authorizationServers: [],
     verifier: options.verifier === undefined ? credentials.verifier : options.verifier(credentials.verifier),
     createServer: () => {
-      const server = createReferenceServer({ desk, quota, audit: join(dir, 'audit.jsonl'), logger });
+      const server = createReferenceServer({ desk, quota, audit: join(dir, 'audit.jsonl'), logger, ...options.server });
       server.server.onclose = () => void closed++;
       return server;
     },
