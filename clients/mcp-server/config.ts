@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_MAX_SESSIONS_PER_PRINCIPAL, DEFAULT_SESSION_IDLE_TIMEOUT_MS } from './sessions.js';
 
 const list = z.string().transform((value) =>
   value
@@ -7,6 +8,9 @@ const list = z.string().transform((value) =>
     .filter((part) => part !== ''),
 );
 
+/** Browser origins (`scheme://host[:port]`), written as the Origin header carries them. */
+const origins = list.pipe(z.array(z.url({ protocol: /^https?$/ }).transform((value) => new URL(value).origin)));
+
 /** Every environment variable the reference MCP server reads (clients/mcp/README.md lists them). */
 const schema = z.object({
   MCP_TRANSPORT: z.enum(['stdio', 'http']).default('stdio'),
@@ -14,15 +18,26 @@ const schema = z.object({
   MCP_HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3333),
   MCP_RESOURCE_URL: z.url().optional(),
   MCP_ALLOWED_HOSTS: list.optional(),
+  MCP_ALLOWED_ORIGINS: origins.optional(),
   MCP_AUTHORIZATION_SERVERS: list.default([]),
+  MCP_SESSION_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(DEFAULT_SESSION_IDLE_TIMEOUT_MS),
+  MCP_MAX_SESSIONS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_MAX_SESSIONS_PER_PRINCIPAL),
   MCP_DEV_TOKENS: z.string().min(1).default('config/mcp-dev-tokens.yaml'),
+  MCP_APPROVAL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   MCP_AUDIT_FILE: z.string().min(1).default('mcp-audit.jsonl'),
   MCP_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   QUOTA_SERVICE_ADDR: z.string().min(1).default('127.0.0.1:50051'),
   QUOTA_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(500),
 });
 
-export type McpServerConfig = Readonly<Omit<z.infer<typeof schema>, 'MCP_RESOURCE_URL' | 'MCP_ALLOWED_HOSTS'> & { resourceUrl: URL; allowedHosts: string[] }>;
+export type McpServerConfig = Readonly<
+  Omit<z.infer<typeof schema>, 'MCP_RESOURCE_URL' | 'MCP_ALLOWED_HOSTS' | 'MCP_ALLOWED_ORIGINS'> & {
+    resourceUrl: URL;
+    allowedHosts: string[];
+    /** Unset: the server's own origin only. */
+    allowedOrigins?: string[];
+  }
+>;
 
 /** Parses the environment once; a bad variable fails with its name. */
 export function loadMcpServerConfig(env: NodeJS.ProcessEnv): McpServerConfig {
@@ -32,9 +47,9 @@ export function loadMcpServerConfig(env: NodeJS.ProcessEnv): McpServerConfig {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new Error(`invalid configuration:\n${lines.join('\n')}`);
   }
-  const { MCP_RESOURCE_URL, MCP_ALLOWED_HOSTS, ...rest } = parsed.data;
+  const { MCP_RESOURCE_URL, MCP_ALLOWED_HOSTS, MCP_ALLOWED_ORIGINS, ...rest } = parsed.data;
   const resourceUrl = new URL(MCP_RESOURCE_URL ?? `http://localhost:${rest.MCP_HTTP_PORT}/mcp`);
   // Default: loopback names plus the public name clients use to reach the server.
   const allowedHosts = MCP_ALLOWED_HOSTS ?? [...new Set(['localhost', '127.0.0.1', '[::1]', resourceUrl.hostname])];
-  return Object.freeze({ ...rest, resourceUrl, allowedHosts });
+  return Object.freeze({ ...rest, resourceUrl, allowedHosts, ...(MCP_ALLOWED_ORIGINS === undefined ? {} : { allowedOrigins: MCP_ALLOWED_ORIGINS }) });
 }

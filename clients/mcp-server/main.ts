@@ -4,6 +4,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { pino } from 'pino';
 import { createQuotaClient } from '@quota-service/client';
+import { ApprovalTokens } from '@quota-service/mcp';
 import { loadMcpServerConfig } from './config.js';
 import { loadDevCredentials } from './dev-tokens.js';
 import { HelpDesk } from './help-desk.js';
@@ -16,7 +17,11 @@ async function main(): Promise<void> {
   const credentials = await loadDevCredentials(config.MCP_DEV_TOKENS);
   const quota = createQuotaClient({ address: config.QUOTA_SERVICE_ADDR, deadlineMs: config.QUOTA_TIMEOUT_MS, logger });
   const desk = new HelpDesk();
-  const deps = { desk, quota, audit: config.MCP_AUDIT_FILE, logger };
+  const approvals = config.MCP_APPROVAL_SECRET === undefined ? undefined : new ApprovalTokens({ secret: config.MCP_APPROVAL_SECRET });
+  if (approvals === undefined) {
+    logger.warn('delete_customer is approved by elicitation: the calling client answers for itself. Set MCP_APPROVAL_SECRET to require an approver');
+  }
+  const deps = { desk, quota, audit: config.MCP_AUDIT_FILE, logger, ...(approvals === undefined ? {} : { approvals }) };
 
   let stop: () => Promise<void>;
   if (config.MCP_TRANSPORT === 'stdio') {
@@ -35,8 +40,11 @@ async function main(): Promise<void> {
       port: config.MCP_HTTP_PORT,
       resourceUrl: config.resourceUrl,
       allowedHosts: config.allowedHosts,
+      ...(config.allowedOrigins === undefined ? {} : { allowedOrigins: config.allowedOrigins }),
       authorizationServers: config.MCP_AUTHORIZATION_SERVERS,
       verifier: credentials.verifier,
+      sessionIdleTimeoutMs: config.MCP_SESSION_IDLE_TIMEOUT_MS,
+      maxSessionsPerPrincipal: config.MCP_MAX_SESSIONS_PER_PRINCIPAL,
       createServer: () => createReferenceServer(deps),
       logger,
     });

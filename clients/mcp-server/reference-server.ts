@@ -1,11 +1,12 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import type { Approver } from '@quota-service/mcp';
+import type { ApprovalTokens, Approver } from '@quota-service/mcp';
 import type { AuditSink } from '@quota-service/mcp';
 import { principalFromAuthInfo, type Principal } from '@quota-service/mcp';
 import type { QuotaDecider } from '@quota-service/mcp';
 import { guardTools } from '@quota-service/mcp';
 import type { Logger } from 'pino';
+import { registerApproveTool } from './approve-tool.js';
 import type { HelpDesk } from './help-desk.js';
 
 export interface ReferenceServerDeps {
@@ -15,6 +16,11 @@ export interface ReferenceServerDeps {
   /** stdio: the configured principal. HTTP: unset, the bearer token says who calls. */
   principal?: Principal;
   approver?: Approver;
+  /**
+   * Signed approvals: delete_customer then needs a token an approver signed
+   * (approve_tool_call); unset, the connected client approves it by elicitation.
+   */
+  approvals?: ApprovalTokens;
   logger?: Logger;
 }
 
@@ -35,6 +41,7 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
     audit: deps.audit,
     ...(deps.principal === undefined ? {} : { principal: deps.principal }),
     ...(deps.approver === undefined ? {} : { approver: deps.approver }),
+    ...(deps.approvals === undefined ? {} : { approvalTokens: deps.approvals }),
     ...(deps.logger === undefined ? {} : { logger: deps.logger }),
   });
 
@@ -75,13 +82,16 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
     'delete_customer',
     {
       title: 'Delete customer',
-      description: 'Delete a customer record. Sensitive: a human approves every call first.',
+      description:
+        deps.approvals === undefined
+          ? 'Delete a customer record. Sensitive: every call is approved first (the client is asked).'
+          : 'Delete a customer record. Sensitive: every call needs a token from an approver (approve_tool_call), passed under _meta["dev.quota-service/approval"].',
       inputSchema: { customerId: z.string().min(1) },
       annotations: { destructiveHint: true },
     },
     {
       roles: ['agent'],
-      approval: { message: ({ customerId }) => `Delete customer record ${customerId}? This cannot be undone.` },
+      approval: { message: ({ customerId }) => `Delete customer record ${customerId}? This cannot be undone.`, signed: deps.approvals !== undefined },
       quota: { policy: 'mcp-sensitive', failureMode: 'closed' },
     },
     async ({ customerId }) => {
@@ -91,6 +101,8 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
         : { content: [{ type: 'text', text: `No customer ${customerId}.` }], isError: true };
     },
   );
+
+  if (deps.approvals !== undefined) registerApproveTool(guard, deps.approvals, ['delete_customer']);
 
   server.registerResource(
     'customer',

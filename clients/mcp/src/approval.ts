@@ -29,13 +29,17 @@ const APPROVAL_SCHEMA: ElicitRequestFormParams['requestedSchema'] = {
  * Asks a human through MCP elicitation when the connected client declared the
  * form capability, else through the out-of-band approver, else refuses
  * ('unsupported'). Only an explicit yes approves: accept with approve=false is a decline.
+ *
+ * Elicitation proves only that the connected client answered yes: a script, or the
+ * model's own host, can answer for itself. It does not prove a second person
+ * approved; for that, use signed approvals (checkSignedApproval).
  */
 export async function askApproval(
   server: McpServer,
   request: ApprovalRequest & { relatedRequestId: string | number },
   approver: Approver | undefined,
   timeoutMs: number,
-): Promise<Exclude<ApprovalOutcome, 'not_required'>> {
+): Promise<Extract<ApprovalOutcome, 'approved' | 'declined' | 'cancelled' | 'unsupported' | 'failed'>> {
   if (server.server.getClientCapabilities()?.elicitation?.form !== undefined) {
     try {
       const answer = await server.server.elicitInput(

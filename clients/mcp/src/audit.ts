@@ -2,8 +2,12 @@ import { appendFile } from 'node:fs/promises';
 
 /** Outcome of the permission step. */
 export type PermissionOutcome = 'allowed' | 'denied';
-/** Outcome of the approval step; 'not_required' for tools that are not sensitive. */
-export type ApprovalOutcome = 'not_required' | 'approved' | 'declined' | 'cancelled' | 'unsupported' | 'failed';
+/**
+ * Outcome of the approval step; 'not_required' for tools that are not sensitive.
+ * Signed approvals: 'required' (the call carried no token), 'invalid' (its token
+ * did not approve this call).
+ */
+export type ApprovalOutcome = 'not_required' | 'approved' | 'declined' | 'cancelled' | 'unsupported' | 'failed' | 'required' | 'invalid';
 /**
  * Outcome of the quota step. 'fail_open' / 'fail_closed': the service could not be
  * asked and the tool's failure mode decided; 'error': the service refused the
@@ -25,6 +29,8 @@ export interface AuditRecord {
   requestId: string | number;
   sessionId?: string;
   principal: { subject: string; tenant?: string; clientId?: string } | null;
+  /** Who approved the call, for a signed approval. */
+  approver?: { subject: string; tenant?: string };
   /** The arguments after redaction (values replaced by default). */
   arguments: unknown;
   steps: {

@@ -2,6 +2,14 @@ export { guardTools, ToolGuard, type ToolGuardOptions, type ToolExtra } from './
 export type { ToolPolicy, ToolArgs, FailureMode } from './tool-policy.js';
 export { principalFromAuthInfo, quotaIdentity, type Principal } from './principal.js';
 export type { Approver, ApprovalRequest } from './approval.js';
+export {
+  APPROVAL_META_KEY,
+  ApprovalTokens,
+  argumentsDigest,
+  type ApprovalParty,
+  type ApprovalRequestDetails,
+  type ApprovalTokenProblem,
+} from './approval-token.js';
 export { JsonLinesAuditSink, redactArgumentValues, type AuditRecord, type AuditSink } from './audit.js';
 export { REFUSAL_META_KEY, refusalResult, retryAfterSeconds, type Refusal, type RefusalReason } from './refusals.js';
 export type { QuotaDecider, QuotaDecision, AllowParams, DecisionSource, QuotaLimitStatus } from './quota-decider.js';

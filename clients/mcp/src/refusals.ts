@@ -1,4 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { APPROVAL_META_KEY, type ApprovalRequestDetails, type ApprovalTokenProblem } from './approval-token.js';
 
 /**
  * The namespaced `_meta` key carrying the machine-readable reason of a refusal.
@@ -13,6 +14,8 @@ export type RefusalReason =
   | 'approval_declined'
   | 'approval_cancelled'
   | 'approval_unavailable'
+  | 'approval_required'
+  | 'approval_invalid'
   | 'rate_limited'
   | 'quota_unavailable'
   | 'quota_error';
@@ -25,6 +28,10 @@ export interface Refusal {
   policy?: string;
   /** The limit that rejected the call (rate_limited only). */
   limit?: string;
+  /** What an approver must approve (approval_required only). */
+  approvalRequest?: ApprovalRequestDetails;
+  /** Why the presented approval token was not accepted (approval_invalid only). */
+  problem?: ApprovalTokenProblem;
 }
 
 /** A tool error result: a text a model can act on, and the details under REFUSAL_META_KEY. */
@@ -60,6 +67,22 @@ export const refusals = {
       reason,
       retryable: outcome !== 'declined' && outcome !== 'unsupported',
     });
+  },
+  approvalRequired: (tool: string, request: ApprovalRequestDetails) =>
+    refusalResult(
+      `Tool ${tool} needs a signed approval from another principal (an approver). Nothing was executed. ` +
+        `Ask an approver to approve the approvalRequest in _meta["${REFUSAL_META_KEY}"], then call again with the token under _meta["${APPROVAL_META_KEY}"].`,
+      { reason: 'approval_required', retryable: false, approvalRequest: request },
+    ),
+  approvalInvalid: (tool: string, problem: ApprovalTokenProblem) => {
+    const why = {
+      malformed: 'is not an approval token',
+      bad_signature: 'has an invalid signature',
+      expired: 'has expired',
+      other_call: 'approves another call (tool, arguments or requester differ)',
+      used: 'was already used',
+    }[problem];
+    return refusalResult(`The approval token for tool ${tool} ${why}. Nothing was executed.`, { reason: 'approval_invalid', retryable: false, problem });
   },
   rateLimited: (tool: string, policy: string, limit: string, retryAfterMs: number) =>
     refusalResult(`Rate limit reached for tool ${tool} (policy ${policy}). Nothing was executed. Retry after ${retryAfterSeconds(retryAfterMs)} s.`, {

@@ -3,6 +3,8 @@ import type { AnySchema, ZodRawShapeCompat } from '@modelcontextprotocol/sdk/ser
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { pino, type Logger } from 'pino';
 import { askApproval, type Approver } from './approval.js';
+import type { ApprovalTokens } from './approval-token.js';
+import { checkSignedApproval } from './signed-approval.js';
 import { JsonLinesAuditSink, redactArgumentValues, type AuditRecord, type AuditSink, type ResultStatus } from './audit.js';
 import { principalFromAuthInfo, quotaIdentity, type Principal } from './principal.js';
 import type { QuotaDecider, QuotaDecision } from './quota-decider.js';
@@ -25,6 +27,8 @@ export interface ToolGuardOptions {
   principal?: Principal;
   /** Approver for sensitive tools when the client cannot show an elicitation form. */
   approver?: Approver;
+  /** Checks signed approvals, for tools whose policy says `approval: { signed: true }`. */
+  approvalTokens?: ApprovalTokens;
   /** How long an elicitation waits for the human's answer before the call is refused. Default 5 minutes. */
   approvalTimeoutMs?: number;
   /** What the audit record keeps of the arguments. Default: names kept, values redacted. */
@@ -93,7 +97,8 @@ export class ToolGuard {
       approval: 'not_checked',
       quota: { outcome: 'not_checked' },
     };
-    const principal = extra.authInfo !== undefined ? principalFromAuthInfo(extra.authInfo) : this.options.principal;
+    const principal = this.principalOf(extra);
+    let approver: { subject: string; tenant?: string } | undefined;
     const finish = async (result: CallToolResult, status: ResultStatus, reason?: string): Promise<CallToolResult> => {
       await this.record({
         time: new Date().toISOString(),
@@ -108,6 +113,7 @@ export class ToolGuard {
                 ...(principal.tenant === undefined ? {} : { tenant: principal.tenant }),
                 ...(principal.clientId === undefined ? {} : { clientId: principal.clientId }),
               },
+        ...(approver === undefined ? {} : { approver }),
         arguments: (this.options.redactArguments ?? ((_: string, a: unknown) => redactArgumentValues(a)))(tool, args),
         steps,
         result: status,
@@ -135,8 +141,16 @@ export class ToolGuard {
     // Approval for sensitive tools, before any quota is spent on them.
     if (policy.approval === undefined) {
       steps.approval = 'not_required';
+    } else if (policy.approval !== true && policy.approval.signed === true) {
+      const signed = checkSignedApproval(this.options.approvalTokens, { tool, args, principal, meta: extra._meta });
+      steps.approval = signed.outcome;
+      if (signed.outcome === 'required') return finish(refusals.approvalRequired(tool, signed.request), 'refused', 'signed approval required');
+      if (signed.outcome === 'invalid') return finish(refusals.approvalInvalid(tool, signed.problem), 'refused', `approval token ${signed.problem}`);
+      if (signed.outcome === 'unsupported') return finish(refusals.approval(tool, 'unsupported'), 'refused', 'no approval tokens configured');
+      approver = signed.approver;
     } else {
-      const message = policy.approval === true ? `Allow the tool "${tool}" to run with ${JSON.stringify(args ?? {})}?` : policy.approval.message(args);
+      const custom = policy.approval === true ? undefined : policy.approval.message;
+      const message = custom === undefined ? `Allow the tool "${tool}" to run with ${JSON.stringify(args ?? {})}?` : custom(args);
       const outcome = await askApproval(
         this.server,
         { tool, principal, message, signal: extra.signal, relatedRequestId: extra.requestId },
@@ -185,6 +199,11 @@ export class ToolGuard {
       throw error;
     }
     return finish(result, result.isError === true ? 'tool_error' : 'ok');
+  }
+
+  /** Who calls: the verified credential's principal, else the configured one (stdio). */
+  principalOf(extra: ToolExtra): Principal | undefined {
+    return extra.authInfo !== undefined ? principalFromAuthInfo(extra.authInfo) : this.options.principal;
   }
 
   private async record(record: AuditRecord): Promise<void> {

@@ -21,10 +21,14 @@ export interface ToolPolicy<Args> {
   /** Roles of which the principal must hold at least one. */
   roles?: readonly string[];
   /**
-   * A sensitive tool: a human approves each call before anything else is spent.
-   * `message` builds the text the human reads (default: tool name and arguments).
+   * A sensitive tool: each call is approved before anything else is spent.
+   * By default the connected client is asked (elicitation, else the guard's
+   * approver); `message` builds the text the human reads (default: tool name and
+   * arguments). That proves only that the client answered yes. `signed: true`
+   * instead requires a token another principal signed for this exact call
+   * (ApprovalTokens, the guard's `approvalTokens`): the caller cannot approve itself.
    */
-  approval?: true | { message: (args: Args) => string };
+  approval?: true | { message?: (args: Args) => string; signed?: boolean };
   quota?: {
     /** Policy name in the quota service's policy file. */
     policy: string;

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import type { ApprovalTokens, ToolGuard } from '@quota-service/mcp';
+
+/**
+ * `approve_tool_call`: an approver signs one call of one of `tools` for another
+ * principal. Only the `approver` role may call it, so the requester cannot
+ * approve itself; its input is the `approvalRequest` of the requester's
+ * `approval_required` refusal, its result the token the requester presents.
+ */
+export function registerApproveTool(guard: ToolGuard, tokens: ApprovalTokens, tools: readonly [string, ...string[]]): void {
+  guard.registerTool(
+    'approve_tool_call',
+    {
+      title: 'Approve a tool call',
+      description: 'Approvers only: approve one call of a sensitive tool for another user. Pass the approvalRequest of their refusal; hand them the token.',
+      inputSchema: {
+        tool: z.enum(tools),
+        arguments: z.record(z.string(), z.unknown()),
+        requester: z.object({ subject: z.string().min(1), tenant: z.string().min(1).optional() }),
+      },
+      outputSchema: { token: z.string(), expiresAt: z.string() },
+    },
+    { roles: ['approver'] },
+    async (request, extra) => {
+      // The guard admitted the call, so there is a principal.
+      const approver = guard.principalOf(extra)!;
+      if (request.requester.subject === approver.subject && request.requester.tenant === approver.tenant) {
+        return { content: [{ type: 'text', text: 'You cannot approve your own calls: ask another approver.' }], isError: true };
+      }
+      const { token, expiresAt } = tokens.issue(request, approver);
+      return {
+        content: [
+          {
+            type: 'text',
+            text: `Approved ${request.tool} for ${request.requester.subject} until ${expiresAt.toISOString()}, once. Token: ${token}`,
+          },
+        ],
+        structuredContent: { token, expiresAt: expiresAt.toISOString() },
+      };
+    },
+  );
+}
