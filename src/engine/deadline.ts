@@ -33,8 +33,10 @@ export type SilenceProbe = ((partition: string) => number) | undefined;
  * a large batch, or with calls queued before this one) keeps its calls; so
  * does time spent in this process, because the check runs after the event
  * loop has read whatever answers arrived while it was busy (setImmediate
- * after the timer: the poll phase comes between). Otherwise the timer is set
- * again for the rest of the budget.
+ * after the timer: the poll phase comes between), and the time the timer
+ * fired late (this process could not run: a busy loop, a starved CPU) is not
+ * held against the store. Otherwise the timer is set again for the rest of
+ * the budget.
  */
 export class TurnDeadlines {
   private current: SharedDeadline | undefined;
@@ -77,12 +79,15 @@ class SharedDeadline implements Deadline {
   private expired: StoreTimeoutError | undefined;
   private fired = false;
   private armed = true;
+  /** When the timer should fire: how late it did is time this process could not run. */
+  private dueAt: number;
   private timer: NodeJS.Timeout;
 
   constructor(
     private readonly ms: number,
     private readonly silentFor: SilenceProbe,
   ) {
+    this.dueAt = performance.now() + ms;
     this.timer = setTimeout(this.onTimer, ms);
   }
 
@@ -115,8 +120,10 @@ class SharedDeadline implements Deadline {
   }
 
   private arm(ms: number): void {
+    const delay = Math.max(1, Math.ceil(ms));
     this.armed = true;
-    this.timer = setTimeout(this.onTimer, Math.max(1, Math.ceil(ms)));
+    this.dueAt = performance.now() + delay;
+    this.timer = setTimeout(this.onTimer, delay);
   }
 
   /** The partition's silence; without a probe, as if silent since the call was made. */
@@ -133,11 +140,14 @@ class SharedDeadline implements Deadline {
 
   private readonly check = (): void => {
     if (this.refs <= 0) return;
+    // A timer that fires late means this process could not run (a busy event
+    // loop, a starved CPU): that time is not held against the store.
+    const late = Math.max(0, performance.now() - this.dueAt);
     let wait = Number.POSITIVE_INFINITY;
     for (let i = 0; i < this.rejects.length; i++) {
       const reject = this.rejects[i];
       if (reject === undefined) continue;
-      const silent = this.silence(this.partitions[i]!);
+      const silent = this.silence(this.partitions[i]!) - late;
       if (silent >= this.ms) {
         this.expired ??= new StoreTimeoutError(`store answered nothing for ${this.ms} ms`);
         this.rejects[i] = undefined;
