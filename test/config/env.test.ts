@@ -11,6 +11,8 @@ describe('environment configuration', () => {
       QUOTA_STORE_TIMEOUT_MS: 50,
       QUOTA_BREAKER_FAILURES: 5,
       QUOTA_BREAKER_HALF_OPEN_MS: 1_000,
+      QUOTA_MAX_PENDING_DECISIONS: 50_000,
+      QUOTA_MAX_PENDING_DECISIONS_PER_CALLER: 10_000,
       unknownVariables: [],
     });
   });
@@ -24,8 +26,12 @@ describe('environment configuration', () => {
       QUOTA_HEALTH_ADDR: '0.0.0.0:50052',
       QUOTA_LOG_LEVEL: 'debug',
       QUOTA_SHUTDOWN_GRACE_MS: '2500',
+      QUOTA_MAX_PENDING_DECISIONS: '20000',
+      QUOTA_MAX_PENDING_DECISIONS_PER_CALLER: '500',
     });
     expect(config).toMatchObject({
+      QUOTA_MAX_PENDING_DECISIONS: 20_000,
+      QUOTA_MAX_PENDING_DECISIONS_PER_CALLER: 500,
       QUOTA_GRPC_ADDR: '[::1]:7000',
       QUOTA_REDIS_URL: 'rediss://cache.internal:6380/0',
       QUOTA_METRICS_ADDR: '0.0.0.0:9464',
@@ -55,6 +61,8 @@ describe('environment configuration', () => {
     ['QUOTA_METRICS_ADDR', ':9464:'],
     ['QUOTA_LOG_LEVEL', 'loud'],
     ['QUOTA_SHUTDOWN_GRACE_MS', 'soon'],
+    ['QUOTA_MAX_PENDING_DECISIONS', '0'],
+    ['QUOTA_MAX_PENDING_DECISIONS_PER_CALLER', 'many'],
     ['QUOTA_REDIS_CLUSTER', ','],
     ['QUOTA_REDIS_CLUSTER', '127.0.0.1'],
     ['QUOTA_REDIS_CLUSTER', '127.0.0.1:7000;127.0.0.1:7001'],
