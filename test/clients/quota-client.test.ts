@@ -91,6 +91,25 @@ describe.each(bothStores(redis))('quota client against the service on the %s sto
     expect(counter.count('AllowStream')).toBe(0);
   });
 
+  it('a string with a lone surrogate (no UTF-8 form) is refused before it is sent: it cannot reach the service as another value', async () => {
+    const client = connect({ onUnavailable: 'fail_open' });
+    const refusals = await Promise.allSettled([
+      client.allow({ policy: 'orders', identity: { user: 'a\uD800' } }),
+      client.allow({ policy: 'orders', identity: { 'us\uDC00er': 'a' } }),
+      client.allow({ policy: 'orders\uD800', identity: { user: 'a' } }),
+      client.allow({ policy: 'orders', identity: { user: 'a' }, requestId: 'r\uDFFF' }),
+    ]);
+    expect(refusals.map((r) => (r.status === 'rejected' ? (r.reason as QuotaInvalidArgumentError).details : 'sent'))).toEqual([
+      'identity.user: not valid UTF-8',
+      'identity: a part name is not valid UTF-8',
+      'policy: not valid UTF-8',
+      'request_id: not valid UTF-8',
+    ]);
+    expect(refusals.every((r) => r.status === 'rejected' && r.reason instanceof QuotaInvalidArgumentError)).toBe(true);
+    // Nothing was spent: "a\uFFFD", what the lone surrogate would have become, has its whole bucket.
+    expect((await client.allow({ policy: 'orders', identity: { user: 'a\uFFFD' } })).limits[0]?.remaining).toBe(9);
+  });
+
   it.each([
     ['unary', { batch: false }, 'Allow', 5],
     ['batching on a stream', {}, 'AllowStream', 1],

@@ -1,5 +1,6 @@
-import type { Client } from 'nice-grpc';
+import { Status, type Client } from 'nice-grpc';
 import { AllowBatchRequest, AllowRequest, AllowStreamRequest, QuotaServiceDefinition } from '@quota-service/contract';
+import { QuotaInvalidArgumentError } from './errors.js';
 import type { AllowParams } from './types.js';
 
 const { allow, allowBatch, allowStream } = QuotaServiceDefinition.methods;
@@ -31,17 +32,32 @@ export type QuotaRpcClient = Client<typeof quotaClientDefinition>;
  * is copied only when a value needs that.
  */
 export function allowRequest(params: AllowParams): AllowRequest {
-  return {
+  const request = {
     policy: params.policy ?? '',
     identity: plainIdentity(params.identity ?? {}),
     cost: params.cost ?? 0,
     requestId: params.requestId ?? '',
   };
+  if (!request.policy.isWellFormed()) throw notUtf8('policy: not valid UTF-8');
+  if (!request.requestId.isWellFormed()) throw notUtf8('request_id: not valid UTF-8');
+  return request;
+}
+
+/**
+ * A string with a lone surrogate has no UTF-8 form: the encoder would send
+ * U+FFFD in its place, and two different values would reach the service as
+ * one. Refused here as the service refuses bytes that are not UTF-8.
+ */
+function notUtf8(message: string): QuotaInvalidArgumentError {
+  return new QuotaInvalidArgumentError(Status.INVALID_ARGUMENT, message);
 }
 
 function plainIdentity(identity: Record<string, string>): Record<string, string> {
   for (const key of Object.keys(identity)) {
-    if (typeof identity[key] !== 'string') return coerced(identity);
+    const value = identity[key];
+    if (typeof value !== 'string') return plainIdentity(coerced(identity));
+    if (!key.isWellFormed()) throw notUtf8('identity: a part name is not valid UTF-8');
+    if (!value.isWellFormed()) throw notUtf8(`identity.${key}: not valid UTF-8`);
   }
   return identity;
 }
