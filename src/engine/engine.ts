@@ -208,7 +208,10 @@ export class QuotaEngine {
   async getQuota(input: PeekInput): Promise<LimitStatus[]> {
     const request = validatePeek(this.policies, input);
     const limits = request.policy.limits;
-    return statuses(limits, await peekAcrossSlots(this.store, limitCalls(limits, request)));
+    const calls = limitCalls(limits, request);
+    // The budget and breaker of decisions: an unreachable store answers UNAVAILABLE within the budget.
+    const partition = this.store.partitionOf?.(calls[slotGroups(this.store, calls)[0]?.[0] ?? 0]?.identityKey ?? '');
+    return statuses(limits, await this.failure.peek(() => peekAcrossSlots(this.store, calls), partition));
   }
 
   /**

@@ -176,6 +176,40 @@ export class StoreFailurePolicy {
   }
 
   /**
+   * A read of the store that has no failure mode (GetQuota): the same budget
+   * and circuit breaker as a decision. When the store cannot answer (silent
+   * past the budget, unreachable, or the circuit open) it rejects with
+   * StoreUnavailableError at once, never after the driver's own timeout.
+   */
+  peek<T>(fromStore: () => Promise<T>, partition = DEFAULT_PARTITION): Promise<T> {
+    const deadline = this.deadlines.start();
+    const breaker = this.breakerFor(partition);
+    return deadline
+      .race(
+        breaker.execute(() => deadline.race(fromStore(), partition)),
+        partition,
+      )
+      .then(
+        (value) => {
+          deadline.release();
+          return value;
+        },
+        (error: unknown) => {
+          deadline.release();
+          throw this.unavailable(error);
+        },
+      );
+  }
+
+  /** The error a read without failure mode answers: the store's trouble counted and named, a bug as it is. */
+  private unavailable(error: unknown): unknown {
+    const kind = failureKind(error);
+    if (kind === undefined) return error;
+    this.options.events?.storeFailure(kind);
+    return error instanceof StoreUnavailableError ? error : new StoreUnavailableError(error);
+  }
+
+  /**
    * decide() for several requests whose store calls are made together, on one
    * partition (an AllowBatch's decisions, one script call per turn): one
    * deadline and one promise for them all instead of a race, a breaker call
@@ -249,11 +283,8 @@ export class StoreFailurePolicy {
     policy: Policy,
     onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
   ): Promise<Decision> {
-    let kind: StoreFailureKind;
-    if (error instanceof StoreTimeoutError) kind = 'timeout';
-    else if (error instanceof CircuitOpenError) kind = 'circuit_open';
-    else if (error instanceof StoreUnavailableError) kind = 'error';
-    else throw error;
+    const kind = failureKind(error);
+    if (kind === undefined) throw error;
     this.options.events?.storeFailure(kind);
     return this.fallback(policy, onStore);
   }
@@ -289,6 +320,14 @@ export class StoreFailurePolicy {
 }
 
 const identity = <T>(value: T): T => value;
+
+/** Why the store could not answer, or undefined for any other error (a bug). */
+function failureKind(error: unknown): StoreFailureKind | undefined {
+  if (error instanceof StoreTimeoutError) return 'timeout';
+  if (error instanceof CircuitOpenError) return 'circuit_open';
+  if (error instanceof StoreUnavailableError) return 'error';
+  return undefined;
+}
 
 /**
  * The decision with its source, built field by field. Not `{ ...decision, source }`:

@@ -35,9 +35,17 @@ function toServerError(error: unknown, method: string, logger: Logger): ServerEr
   if (error instanceof InvalidArgumentError) return new ServerError(Status.INVALID_ARGUMENT, error.message);
   if (error instanceof PolicyNotFoundError) return new ServerError(Status.NOT_FOUND, error.message);
   if (error instanceof StoreUnavailableError) {
-    logger.warn({ method, err: error.cause }, 'quota store unavailable');
+    // An outage, not a bug: what happened, without a stack trace per call.
+    logger.warn({ method, cause: describeCause(error.cause) }, 'quota store unavailable');
     return new ServerError(Status.UNAVAILABLE, error.message);
   }
   logger.error({ method, err: error }, 'unexpected error');
   return new ServerError(Status.INTERNAL, 'internal error');
+}
+
+/** The store's trouble in one line: the innermost message (a timeout, a refused connection). */
+function describeCause(cause: unknown): string {
+  let inner = cause;
+  while (inner instanceof Error && inner.cause !== undefined) inner = inner.cause;
+  return inner instanceof Error ? inner.message : String(inner);
 }

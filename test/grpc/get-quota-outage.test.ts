@@ -1,0 +1,78 @@
+import { ClientError, Status } from 'nice-grpc';
+import { afterAll, describe, expect, it } from 'vitest';
+import { StoreFailurePolicy } from '../../src/engine/failure.js';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/logger.js';
+import { startQuotaServer } from '../../src/grpc/server.js';
+import { QuotaEngine } from '../../src/engine/engine.js';
+import { createChannel, createClient } from 'nice-grpc';
+import { QuotaServiceDefinition } from '@quota-service/contract';
+import { shippedPolicies } from '../support/quota-service.js';
+import { RedisStore } from '../../src/store/redis.js';
+import { startRedisServer, type RedisServer } from '../support/redis-server.js';
+
+/**
+ * GetQuota on a hung Redis (SIGSTOP): it keeps to the store budget and to the
+ * circuit breaker as Allow does, answering UNAVAILABLE within about the
+ * budget and at once while the circuit is open, never after ioredis's 1 s
+ * command timeout.
+ */
+const BUDGET_MS = 50;
+
+describe('GetQuota while the store hangs', () => {
+  let redis: RedisServer | undefined;
+  const cleanups: Array<() => Promise<void> | void> = [];
+  afterAll(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+    await redis?.stop();
+  });
+
+  it('answers UNAVAILABLE within the budget, and at once while the breaker is open', async () => {
+    redis = await startRedisServer();
+    const failure = new StoreFailurePolicy({ timeoutMs: BUDGET_MS, breakerFailures: 2, halfOpenAfterMs: 60_000, logger: createLogger('silent') });
+    // The service's log, kept: an outage is a line with its cause, not a stack trace per call.
+    const lines: string[] = [];
+    const logger = createLogger('warn', new Writable({ write: (chunk, _encoding, done) => done(void lines.push(String(chunk))) }));
+    const store = RedisStore.connect(redis.url);
+    const server = await startQuotaServer({ engine: new QuotaEngine(await shippedPolicies(), store, { failure }), address: '127.0.0.1:0', logger });
+    cleanups.push(() => server.shutdown(100));
+    await store.ready();
+    server.setServing(true);
+    const channel = createChannel(`127.0.0.1:${server.port}`);
+    cleanups.push(() => channel.close());
+    const client = createClient(QuotaServiceDefinition, channel);
+    const peek = async () => {
+      const started = performance.now();
+      const error = await client.getQuota({ policy: 'orders', identity: { user: 'u' } }).then(
+        () => undefined,
+        (reason: unknown) => reason,
+      );
+      return { error, ms: performance.now() - started };
+    };
+    expect((await peek()).error).toBeUndefined();
+
+    redis.signal('SIGSTOP');
+    try {
+      // Before the breaker opens: each peek waits out the budget, not the driver's 1 s timeout.
+      for (let i = 0; i < 2; i++) {
+        const { error, ms } = await peek();
+        expect(error).toBeInstanceOf(ClientError);
+        expect((error as ClientError).code).toBe(Status.UNAVAILABLE);
+        expect(ms).toBeLessThan(500);
+      }
+      // Open: no store call at all.
+      const open = await peek();
+      expect((open.error as ClientError).code).toBe(Status.UNAVAILABLE);
+      expect(open.ms).toBeLessThan(BUDGET_MS);
+      const warnings = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'quota store unavailable');
+      expect(warnings).toHaveLength(3);
+      for (const warning of warnings) {
+        expect(warning).toMatchObject({ method: '/quota.v1.QuotaService/GetQuota' });
+        expect(JSON.stringify(warning)).not.toMatch(/stack|\n\s+at /);
+      }
+      expect(warnings.map((warning) => warning.cause)).toEqual(['store answered nothing for 50 ms', 'store answered nothing for 50 ms', 'the circuit is open']);
+    } finally {
+      redis.signal('SIGCONT');
+    }
+  });
+});
