@@ -55,7 +55,7 @@ export async function startQuotaServer(options: {
   server.add(quotaServiceDefinition, quotaService(options.engine, options.logger, draining.signal, new Admission(options.admission ?? DEFAULT_ADMISSION)));
 
   const health = HealthState();
-  server.add(HealthDefinition, boundedHealthService(health));
+  server.add(HealthDefinition, boundedHealthService(health, draining.signal));
   addReflection(server, [QuotaServiceDefinition.fullName, HealthDefinition.fullName]);
 
   const setServing = (serving: boolean) => {
@@ -68,7 +68,7 @@ export async function startQuotaServer(options: {
   const port = await server.listen(options.address, options.credentials);
   // The same HealthState: both ports always report the same status.
   const healthServer = options.healthAddress === undefined ? undefined : createServer();
-  healthServer?.add(HealthDefinition, boundedHealthService(health));
+  healthServer?.add(HealthDefinition, boundedHealthService(health, draining.signal));
   const healthPort = healthServer === undefined ? undefined : await healthServer.listen(options.healthAddress!);
 
   return {
