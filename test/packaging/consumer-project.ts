@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { REPO_ROOT, type PackedPackage } from './pack-clients.js';
 import { npmEnv, runOk } from './run-child.js';
 
-/** The peers the consumer installs beside the tarballs: what the adapters and the MCP guard plug into. */
-const PEERS = ['express', 'fastify', '@modelcontextprotocol/sdk'] as const;
+/** The peers the consumer installs beside the tarballs: what the adapters and the MCP guard (both SDK lines) plug into. */
+const PEERS = ['express', 'fastify', '@modelcontextprotocol/sdk', '@modelcontextprotocol/server', '@modelcontextprotocol/client'] as const;
 
 const CONSUMER_SOURCES = join(import.meta.dirname, 'consumer');
 

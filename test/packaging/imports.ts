@@ -1,4 +1,6 @@
+import { readFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
+import { dirname, resolve } from 'node:path';
 
 /**
  * The module specifiers a JavaScript or declaration file names: static imports and
@@ -18,3 +20,23 @@ export function packageName(specifier: string): string {
 
 export const isBuiltin = (specifier: string) => specifier.startsWith('node:') || builtinModules.includes(specifier);
 export const isRelative = (specifier: string) => specifier.startsWith('./') || specifier.startsWith('../');
+
+/**
+ * The packages a dist file loads, itself and through the files it imports
+ * relatively (a .d.ts's './x.js' is read as './x.d.ts'), sorted.
+ */
+export async function packagesReached(entry: string): Promise<string[]> {
+  const types = entry.endsWith('.d.ts');
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const visit = async (file: string): Promise<void> => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const specifier of importSpecifiers(await readFile(file, 'utf8'))) {
+      if (isRelative(specifier)) await visit(resolve(dirname(file), types ? specifier.replace(/\.js$/, '.d.ts') : specifier));
+      else if (!isBuiltin(specifier)) packages.add(packageName(specifier));
+    }
+  };
+  await visit(entry);
+  return [...packages].sort();
+}

@@ -5,7 +5,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process.js';
 import { createConsumerProject } from './consumer-project.js';
-import { importSpecifiers, isBuiltin, isRelative, packageName } from './imports.js';
+import { importSpecifiers, isBuiltin, isRelative, packageName, packagesReached } from './imports.js';
 import { node22Binary } from './node22.js';
 import { CLIENT_PACKAGES, packClients, REPO_ROOT, type PackedPackage } from './pack-clients.js';
 import { runChild } from './run-child.js';
@@ -149,6 +149,14 @@ describe('the packed client packages', () => {
     expect([...problems]).toEqual([]);
   });
 
+  it('@quota-service/mcp: the main entry never loads SDK 2.x, and /v2 never loads SDK 1.x', async () => {
+    const dist = join(consumerDir, 'node_modules', '@quota-service', 'mcp', 'dist');
+    expect(await packagesReached(join(dist, 'index.js'))).toEqual(['@quota-service/core', 'pino']);
+    expect(await packagesReached(join(dist, 'index.d.ts'))).toEqual(['@modelcontextprotocol/sdk', '@quota-service/core', 'pino']);
+    expect(await packagesReached(join(dist, 'v2.js'))).toEqual(['@modelcontextprotocol/server', '@quota-service/core', 'pino']);
+    expect(await packagesReached(join(dist, 'v2.d.ts'))).toEqual(['@modelcontextprotocol/server', '@quota-service/core', 'pino']);
+  });
+
   it('the consumer program imports packages by name only', async () => {
     const manifest = JSON.parse(await readFile(join(consumerDir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     const sources = join(import.meta.dirname, 'consumer');
@@ -170,6 +178,7 @@ const ENTRY_POINTS: readonly [string, string][] = [
   ['@quota-service/http/express', 'expressRateLimit'],
   ['@quota-service/http/fastify', 'fastifyRateLimit'],
   ['@quota-service/mcp', 'guardTools'],
+  ['@quota-service/mcp/v2', 'guardTools'],
 ];
 
 const RUNTIMES = [
@@ -203,7 +212,7 @@ for (const { runtime, binary, major } of RUNTIMES) {
     );
 
     it(
-      'runs the consumer: quota client, Express and Fastify 429s, a guarded MCP tool, against a real service',
+      'runs the consumer: quota client, Express and Fastify 429s, a guarded MCP tool on SDK 1.x and 2.x, against a real service',
       async () => {
         const { code, stdout, stderr } = await runChild(binary(), ['main.mjs'], {
           cwd: consumerDir,

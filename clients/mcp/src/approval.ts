@@ -1,5 +1,3 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { ElicitRequestFormParams } from '@modelcontextprotocol/sdk/types.js';
 import type { ApprovalOutcome } from './audit.js';
 import type { Principal } from './principal.js';
 
@@ -19,41 +17,24 @@ export interface Approver {
   approve(request: ApprovalRequest): Promise<'approved' | 'declined' | 'cancelled'>;
 }
 
-const APPROVAL_SCHEMA: ElicitRequestFormParams['requestedSchema'] = {
-  type: 'object',
-  properties: { approve: { type: 'boolean', title: 'Approve', description: 'Run this tool call now' } },
+/** The outcome of asking for approval; 'unsupported': no way to ask a human. */
+export type AskOutcome = Extract<ApprovalOutcome, 'approved' | 'declined' | 'cancelled' | 'unsupported' | 'failed'>;
+
+/** The form an approval elicitation shows: one yes/no field. */
+export const APPROVAL_SCHEMA = {
+  type: 'object' as const,
+  properties: { approve: { type: 'boolean' as const, title: 'Approve', description: 'Run this tool call now' } },
   required: ['approve'],
 };
 
-/**
- * Asks a human through MCP elicitation when the connected client declared the
- * form capability, else through the out-of-band approver, else refuses
- * ('unsupported'). Only an explicit yes approves: accept with approve=false is a decline.
- *
- * Elicitation proves only that the connected client answered yes: a script, or the
- * model's own host, can answer for itself. It does not prove a second person
- * approved; for that, use signed approvals (checkSignedApproval).
- */
-export async function askApproval(
-  server: McpServer,
-  request: ApprovalRequest & { relatedRequestId: string | number },
-  approver: Approver | undefined,
-  timeoutMs: number,
-): Promise<Extract<ApprovalOutcome, 'approved' | 'declined' | 'cancelled' | 'unsupported' | 'failed'>> {
-  if (server.server.getClientCapabilities()?.elicitation?.form !== undefined) {
-    try {
-      const answer = await server.server.elicitInput(
-        { mode: 'form', message: request.message, requestedSchema: APPROVAL_SCHEMA },
-        // Related to the tools/call, so Streamable HTTP sends it on that call's stream.
-        // A human answers: the SDK's 60 s request default is too short for that.
-        { relatedRequestId: request.relatedRequestId, signal: request.signal, timeout: timeoutMs },
-      );
-      if (answer.action === 'accept') return answer.content?.['approve'] === true ? 'approved' : 'declined';
-      return answer.action === 'decline' ? 'declined' : 'cancelled';
-    } catch {
-      return 'failed';
-    }
-  }
+/** Only an explicit yes approves: accept with approve=false is a decline. */
+export function outcomeOfAnswer(answer: { action: string; content?: Record<string, unknown> | undefined }): AskOutcome {
+  if (answer.action === 'accept') return answer.content?.['approve'] === true ? 'approved' : 'declined';
+  return answer.action === 'decline' ? 'declined' : 'cancelled';
+}
+
+/** Asks the out-of-band approver, when there is one ('unsupported' otherwise). */
+export async function askApprover(approver: Approver | undefined, request: ApprovalRequest): Promise<AskOutcome> {
   if (approver === undefined) return 'unsupported';
   try {
     return await approver.approve(request);

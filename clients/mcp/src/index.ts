@@ -1,6 +1,8 @@
-export { guardTools, ToolGuard, type ToolGuardOptions, type ToolExtra } from './tool-guard.js';
-export type { ToolPolicy, ToolArgs, FailureMode } from './tool-policy.js';
-export { principalFromAuthInfo, quotaIdentity, type Principal } from './principal.js';
+export { guardTools, ToolGuard, type ToolArgs, type ToolExtra } from './tool-guard.js';
+export type { ToolGuardOptions } from './control-chain.js';
+export type { ToolPolicy, FailureMode } from './tool-policy.js';
+export type { ToolResult } from './tool-result.js';
+export { principalFromAuthInfo, quotaIdentity, type Principal, type VerifiedCredential } from './principal.js';
 export type { Approver, ApprovalRequest } from './approval.js';
 export {
   APPROVAL_META_KEY,

@@ -1,4 +1,12 @@
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+/**
+ * The part of a verified credential the guard reads: `AuthInfo` of either SDK line
+ * (set by bearer auth on HTTP) has this shape.
+ */
+export interface VerifiedCredential {
+  readonly clientId: string;
+  readonly scopes: readonly string[];
+  readonly extra?: Record<string, unknown>;
+}
 
 /**
  * Who is calling, as established by authentication: the bearer-token verifier on
@@ -21,7 +29,7 @@ export interface Principal {
  * subject, tenant and roles under `extra` (AuthInfo has no fields for them);
  * `extra.subject` falls back to the client id for client-credential tokens.
  */
-export function principalFromAuthInfo(auth: AuthInfo): Principal {
+export function principalFromAuthInfo(auth: VerifiedCredential): Principal {
   const extra = auth.extra ?? {};
   const subject = typeof extra['subject'] === 'string' ? extra['subject'] : auth.clientId;
   const tenant = typeof extra['tenant'] === 'string' ? extra['tenant'] : undefined;

@@ -1,10 +1,10 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { APPROVAL_META_KEY, type ApprovalRequestDetails, type ApprovalTokenProblem } from './approval-token.js';
+import type { ToolResult } from './tool-result.js';
 
 /**
  * The namespaced `_meta` key carrying the machine-readable reason of a refusal.
- * Not in structuredContent: SDK 1.32 clients validate structuredContent against the
- * tool's outputSchema even on error results, so a denial there would fail the call.
+ * Not in structuredContent: SDK clients (1.32 and 2.x) validate structuredContent
+ * against the tool's outputSchema, so a denial there could fail the call.
  */
 export const REFUSAL_META_KEY = 'dev.quota-service/refusal';
 
@@ -35,7 +35,7 @@ export interface Refusal {
 }
 
 /** A tool error result: a text a model can act on, and the details under REFUSAL_META_KEY. */
-export function refusalResult(text: string, refusal: Refusal): CallToolResult {
+export function refusalResult(text: string, refusal: Refusal): ToolResult {
   return { content: [{ type: 'text', text }], isError: true, _meta: { [REFUSAL_META_KEY]: refusal } };
 }
 

@@ -1,12 +1,3 @@
-import type { AnySchema, SchemaOutput, ShapeOutput, ZodRawShapeCompat } from '@modelcontextprotocol/sdk/server/zod-compat.js';
-
-/** The validated arguments a tool with input schema `InputArgs` receives. */
-export type ToolArgs<InputArgs extends undefined | ZodRawShapeCompat | AnySchema> = InputArgs extends ZodRawShapeCompat
-  ? ShapeOutput<InputArgs>
-  : InputArgs extends AnySchema
-    ? SchemaOutput<InputArgs>
-    : undefined;
-
 /**
  * What the quota service does when it cannot be asked: 'open' runs the tool,
  * 'closed' refuses it. A public read tool may fail open; a costly or

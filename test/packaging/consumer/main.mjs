@@ -7,6 +7,7 @@ import { CheckFailed } from './assert.mjs';
 import { checkQuotaClient } from './check-client.mjs';
 import { checkExpress, checkFastify } from './check-http.mjs';
 import { checkMcp } from './check-mcp.mjs';
+import { checkMcpV2 } from './check-mcp-v2.mjs';
 
 const address = process.env.QUOTA_SERVICE_ADDRESS;
 if (!address) {
@@ -23,6 +24,7 @@ const checks = [
   ['express', checkExpress],
   ['fastify', checkFastify],
   ['mcp', checkMcp],
+  ['mcp v2', checkMcpV2],
 ];
 try {
   for (const [name, run] of checks) {

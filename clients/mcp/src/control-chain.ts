@@ -1,0 +1,213 @@
+import { pino, type Logger } from 'pino';
+import { askApprover, type Approver, type AskOutcome } from './approval.js';
+import type { ApprovalTokens } from './approval-token.js';
+import { JsonLinesAuditSink, redactArgumentValues, type AuditRecord, type AuditSink, type ResultStatus } from './audit.js';
+import { principalFromAuthInfo, quotaIdentity, type Principal, type VerifiedCredential } from './principal.js';
+import type { QuotaDecider, QuotaDecision } from './quota-decider.js';
+import { refusals } from './refusals.js';
+import { checkSignedApproval } from './signed-approval.js';
+import type { ToolPolicy } from './tool-policy.js';
+import type { ToolResult } from './tool-result.js';
+
+export interface ToolGuardOptions {
+  /** Decides the quota step (the quota client, or anything with its `allow`). */
+  quota: QuotaDecider;
+  /** Where audit records go: a sink, or a JSON lines file path. Default `mcp-audit.jsonl`. */
+  audit?: AuditSink | string;
+  /**
+   * The principal of calls that carry no verified credential: the operator's
+   * configured identity of a stdio server. Calls with a verified credential (HTTP
+   * with bearer auth) always use the credential's principal instead.
+   */
+  principal?: Principal;
+  /** Approver for sensitive tools when the client cannot show an elicitation form. */
+  approver?: Approver;
+  /** Checks signed approvals, for tools whose policy says `approval: { signed: true }`. */
+  approvalTokens?: ApprovalTokens;
+  /**
+   * How long an elicitation waits for the human's answer before the call is refused.
+   * Default 5 minutes. SDK 1.x only: on SDK 2.x the client answers an `input_required`
+   * result and calls again (the server's `inputRequired.roundTimeoutMs` bounds 2025-era rounds).
+   */
+  approvalTimeoutMs?: number;
+  /** What the audit record keeps of the arguments. Default: names kept, values redacted. */
+  redactArguments?: (tool: string, args: unknown) => unknown;
+  /** pino logger; the default writes to stderr, since stdout is the stdio transport. */
+  logger?: Logger;
+}
+
+/** One tools/call as a binding hands it to the chain, whatever the SDK line. */
+export interface GuardedCall<Args, Pending> {
+  tool: string;
+  policy: ToolPolicy<Args>;
+  /** The arguments after the SDK's validation. */
+  args: Args;
+  requestId: string | number;
+  sessionId?: string | undefined;
+  credential?: VerifiedCredential | undefined;
+  meta?: Record<string, unknown> | undefined;
+  signal: AbortSignal;
+  /**
+   * Asks the connected client to approve: its answer, 'unsupported' when it cannot
+   * be asked, or `{ pending }`: a result that asks it and ends this round (the client
+   * answers by calling again; multi-round-trip, SDK 2.x). A pending round is not audited.
+   */
+  askClient(message: string): Promise<AskOutcome | { pending: Pending }>;
+}
+
+type StepState = AuditRecord['steps'];
+
+/**
+ * The control chain both SDK bindings share: validation (the SDK's, before the
+ * binding sees the call) -> authentication -> permission -> approval for sensitive
+ * tools -> quota -> execute -> audit. A step that refuses returns a tool error
+ * result and the tool body never runs.
+ */
+export class ControlChain {
+  private readonly audit: AuditSink;
+  readonly logger: Logger;
+
+  constructor(readonly options: ToolGuardOptions) {
+    this.audit = typeof options.audit === 'object' ? options.audit : new JsonLinesAuditSink(options.audit ?? 'mcp-audit.jsonl');
+    this.logger = (options.logger ?? pino({ name: 'mcp-tool-guard' }, pino.destination(2))).child({ component: 'mcp-tool-guard' });
+  }
+
+  /** Who calls: the verified credential's principal, else the configured one (stdio). */
+  principalOf(credential: VerifiedCredential | undefined): Principal | undefined {
+    return credential !== undefined ? principalFromAuthInfo(credential) : this.options.principal;
+  }
+
+  async run<Args, Pending>(call: GuardedCall<Args, Pending>, body: () => ToolResult | Promise<ToolResult>): Promise<ToolResult | Pending> {
+    const { tool, policy, args } = call;
+    const started = performance.now();
+    const steps: StepState = {
+      validation: 'passed',
+      authentication: 'failed',
+      permission: 'not_checked',
+      approval: 'not_checked',
+      quota: { outcome: 'not_checked' },
+    };
+    const principal = this.principalOf(call.credential);
+    let approver: { subject: string; tenant?: string } | undefined;
+    const finish = async (result: ToolResult, status: ResultStatus, reason?: string): Promise<ToolResult> => {
+      await this.record({
+        time: new Date().toISOString(),
+        tool,
+        requestId: call.requestId,
+        ...(call.sessionId === undefined ? {} : { sessionId: call.sessionId }),
+        principal:
+          principal === undefined
+            ? null
+            : {
+                subject: principal.subject,
+                ...(principal.tenant === undefined ? {} : { tenant: principal.tenant }),
+                ...(principal.clientId === undefined ? {} : { clientId: principal.clientId }),
+              },
+        ...(approver === undefined ? {} : { approver }),
+        arguments: (this.options.redactArguments ?? ((_: string, a: unknown) => redactArgumentValues(a)))(tool, args),
+        steps,
+        result: status,
+        ...(reason === undefined ? {} : { reason }),
+        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+      });
+      return result;
+    };
+
+    // Authentication: the identity comes from the verified credential or the
+    // operator's configuration, never from arguments (a `user` argument is just data).
+    if (principal === undefined) return finish(refusals.notAuthenticated(tool), 'refused', 'no verified principal');
+    steps.authentication = 'passed';
+
+    // Permission.
+    const missingScope = (policy.scopes ?? []).find((scope) => !principal.scopes.includes(scope));
+    const roleOk = policy.roles === undefined || policy.roles.some((role) => principal.roles.includes(role));
+    if (missingScope !== undefined || !roleOk) {
+      steps.permission = 'denied';
+      const why = missingScope !== undefined ? `missing scope ${missingScope}` : `needs one of roles ${policy.roles?.join(', ')}`;
+      return finish(refusals.notPermitted(tool), 'refused', why);
+    }
+    steps.permission = 'allowed';
+
+    // Approval for sensitive tools, before any quota is spent on them.
+    if (policy.approval === undefined) {
+      steps.approval = 'not_required';
+    } else if (policy.approval !== true && policy.approval.signed === true) {
+      const signed = checkSignedApproval(this.options.approvalTokens, { tool, args, principal, meta: call.meta });
+      steps.approval = signed.outcome;
+      if (signed.outcome === 'required') return finish(refusals.approvalRequired(tool, signed.request), 'refused', 'signed approval required');
+      if (signed.outcome === 'invalid') return finish(refusals.approvalInvalid(tool, signed.problem), 'refused', `approval token ${signed.problem}`);
+      if (signed.outcome === 'unsupported') return finish(refusals.approval(tool, 'unsupported'), 'refused', 'no approval tokens configured');
+      approver = signed.approver;
+    } else {
+      const custom = policy.approval === true ? undefined : policy.approval.message;
+      const message = custom === undefined ? `Allow the tool "${tool}" to run with ${JSON.stringify(args ?? {})}?` : custom(args);
+      let outcome = await call.askClient(message);
+      if (typeof outcome === 'object') return outcome.pending;
+      if (outcome === 'unsupported') outcome = await askApprover(this.options.approver, { tool, principal, message, signal: call.signal });
+      steps.approval = outcome;
+      if (outcome !== 'approved') return finish(refusals.approval(tool, outcome), 'refused', `approval ${outcome}`);
+    }
+
+    // Quota.
+    if (policy.quota !== undefined) {
+      const { policy: policyName, failureMode } = policy.quota;
+      let cost: number;
+      let decision: QuotaDecision;
+      try {
+        cost = typeof policy.quota.cost === 'function' ? policy.quota.cost(args) : (policy.quota.cost ?? 1);
+        steps.quota = { outcome: 'error', policy: policyName, cost };
+        decision = await this.options.quota.allow({ policy: policyName, identity: quotaIdentity(principal), cost });
+      } catch (error) {
+        steps.quota = { ...steps.quota, outcome: 'error', policy: policyName };
+        const message = error instanceof Error ? error.message : String(error);
+        return finish(refusals.quotaError(tool, policyName, message), 'refused', `quota check failed: ${message}`);
+      }
+      steps.quota = { outcome: 'allowed', policy: policyName, cost, source: decision.source };
+      if (decision.source === 'fail_open' || decision.source === 'fail_closed') {
+        // The service was not asked: the tool's failure mode decides, else the client's.
+        const open = failureMode === undefined ? decision.allowed : failureMode === 'open';
+        steps.quota.outcome = open ? 'fail_open' : 'fail_closed';
+        if (!open) return finish(refusals.quotaUnavailable(tool, policyName), 'refused', 'quota service unavailable, failing closed');
+        this.logger.warn({ tool, policy: policyName }, 'quota service unavailable, failing open');
+      } else if (!decision.allowed) {
+        steps.quota = { ...steps.quota, outcome: 'denied', deniedBy: decision.deniedBy, retryAfterMs: decision.retryAfterMs };
+        return finish(refusals.rateLimited(tool, policyName, decision.deniedBy, decision.retryAfterMs), 'refused', `rate limited by ${decision.deniedBy}`);
+      }
+      // A shaping limit admits the call after a wait.
+      if (decision.delayMs > 0) await delay(decision.delayMs, call.signal);
+    }
+
+    // Execute. A throwing body stays the SDK's tool error; it is audited first.
+    let result: ToolResult;
+    try {
+      result = await body();
+    } catch (error) {
+      await finish({ content: [] }, 'exception', error instanceof Error ? error.message : String(error));
+      throw error;
+    }
+    return finish(result, result.isError === true ? 'tool_error' : 'ok');
+  }
+
+  private async record(record: AuditRecord): Promise<void> {
+    try {
+      await this.audit.write(record);
+    } catch (error) {
+      // A broken audit sink must be loud but must not turn every call into an error.
+      this.logger.error({ err: error, tool: record.tool }, 'audit record could not be written');
+    }
+  }
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
