@@ -122,6 +122,13 @@ describe.each(cases)('helm renders $name', ({ values, args }) => {
     for (const { targetPort } of service.spec.ports) expect(names).toContain(targetPort);
   });
 
+  it("the Service declares each port's application protocol: grpc for gRPC, http for metrics", () => {
+    const service = objects.find((o) => o.kind === 'Service') as K8sObject & { spec: { ports: { name: string; appProtocol?: string }[] } };
+    const expected: Record<string, string> = { grpc: 'grpc', metrics: 'http' };
+    expect(service.spec.ports.map((p) => p.name)).toContain('grpc');
+    for (const { name, appProtocol } of service.spec.ports) expect(appProtocol, name).toBe(expected[name]);
+  });
+
   it('mounts only volumes the pod has, from Secrets and ConfigMaps that exist or that the values name', () => {
     const volumes = new Map(pod.volumes.map((v) => [v.name, v]));
     for (const mount of container.volumeMounts) expect(volumes.has(mount.name), mount.name).toBe(true);
