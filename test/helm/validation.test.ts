@@ -4,7 +4,7 @@
 // helm reports a failed conditional there as `'allOf' failed`, without saying what is missing.
 import { describe, expect, it } from 'vitest';
 import { helm } from '../support/helm.js';
-import { CHART_DIR, isMap, readChartFile } from './chart.js';
+import { CHART_DIR, defaultValues, isMap, readChartFile, valueAt } from './chart.js';
 
 const KUBE_VERSION = '1.30.0';
 
@@ -20,6 +20,19 @@ function renderError(sets: string[]): string | undefined {
     return (error as Error).message;
   }
 }
+
+describe('the Redis address', () => {
+  it('has no default host: values.yaml alone fails the render, naming redis.host and how to set it', () => {
+    expect(valueAt(defaultValues(), 'redis.host')).toBe('');
+    expect(renderError([])).toMatch(/redis\.host is required with redis\.mode single: set it to your Redis Service, e\.g\. --set redis\.host=\S+/);
+  });
+
+  it('renders once redis.host is set, and connects there', () => {
+    expect(renderError(['redis.host=redis-master.redis.svc'])).toBeUndefined();
+    const rendered = helm(['template', 'quota', CHART_DIR, '--kube-version', KUBE_VERSION, '--set', 'redis.host=redis-master.redis.svc']);
+    expect(rendered).toContain('redis-connection: "redis://redis-master.redis.svc:6379/0"');
+  });
+});
 
 describe('incomplete settings fail the render, naming the value to set', () => {
   it.each([
