@@ -35,8 +35,8 @@ describe('Chart.yaml', () => {
 });
 
 describe('templates', () => {
-  it('are exactly the expected files plus _helpers.tpl and NOTES.txt', () => {
-    expect(templateFiles()).toEqual([...Object.keys(EXPECTED_OBJECTS), '_helpers.tpl', 'NOTES.txt'].sort());
+  it('are exactly the expected files plus _helpers.tpl, _validate.tpl and NOTES.txt', () => {
+    expect(templateFiles()).toEqual([...Object.keys(EXPECTED_OBJECTS), '_helpers.tpl', '_validate.tpl', 'NOTES.txt'].sort());
   });
 
   it.each(Object.entries(EXPECTED_OBJECTS))('%s holds one %s object with a templated name and the chart labels', (file, expected) => {

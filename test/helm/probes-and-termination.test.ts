@@ -47,8 +47,8 @@ describe('ports', () => {
     ]);
     const service = templateObject('service.yaml') as { spec: { ports: unknown[] } };
     expect(service.spec.ports).toEqual([
-      { name: 'grpc', port: GRPC_PORT, targetPort: 'grpc', protocol: 'TCP' },
-      { name: 'metrics', port: '<<.Values.metrics.port>>', targetPort: 'metrics', protocol: 'TCP' },
+      { name: 'grpc', port: GRPC_PORT, targetPort: 'grpc', protocol: 'TCP', appProtocol: 'grpc' },
+      { name: 'metrics', port: '<<.Values.metrics.port>>', targetPort: 'metrics', protocol: 'TCP', appProtocol: 'http' },
     ]);
     const policy = templateObject('networkpolicy.yaml') as { spec: { ingress: { ports: { port: unknown }[] }[] } };
     expect(policy.spec.ingress.map((rule) => rule.ports[0]!.port)).toEqual([GRPC_PORT, '<<.Values.metrics.port>>']);

@@ -1,5 +1,5 @@
 // The chart as helm renders it (a real helm binary, test/support/helm.ts), for the
-// default values and every ci/ values file: helm lint --strict passes, and the
+// default values (with the Redis host they leave out) and every ci/ values file: helm lint --strict passes, and the
 // rendered objects fit the service: the environment passes the service's own
 // config schema (with the connection string from the rendered Secret), ports and
 // probes agree, every mount has its volume, the policies and callers parse.
@@ -10,7 +10,7 @@ import { parseCallers } from '../../src/config/callers.js';
 import { envSchema, loadConfig } from '../../src/config/env.js';
 import { parsePolicies } from '@quota-service/core';
 import { helm } from '../support/helm.js';
-import { CHART_DIR, ciValueFiles, valueAt, valueSets, type Values } from './chart.js';
+import { CHART_DIR, ciValueFiles, mergeValues, valueAt, valueSets, type Values } from './chart.js';
 
 interface K8sObject {
   kind: string;
@@ -38,11 +38,16 @@ interface PodSpec {
 }
 
 const KUBE_VERSION = '1.30.0';
+/** values.yaml has no Redis host (the render fails without one, validation.test.ts): the defaults plus this one. */
+const REDIS_HOST = 'redis-master.redis.svc';
 const cases = [undefined, ...ciValueFiles()].map((file) => {
-  const name = file === undefined ? 'values.yaml' : `ci/${file}`;
+  if (file === undefined) {
+    const values = mergeValues(valueSets()[0]!.values, { redis: { host: REDIS_HOST } }) as Values;
+    return { name: `values.yaml with redis.host=${REDIS_HOST}`, values, args: ['--set', `redis.host=${REDIS_HOST}`] };
+  }
+  const name = `ci/${file}`;
   const values = valueSets().find((set) => set.name === name)!.values;
-  const args = file === undefined ? [] : ['-f', join(CHART_DIR, 'ci', file)];
-  return { name, values, args };
+  return { name, values, args: ['-f', join(CHART_DIR, 'ci', file)] };
 });
 
 function render(args: string[]): K8sObject[] {
@@ -120,6 +125,13 @@ describe.each(cases)('helm renders $name', ({ values, args }) => {
     const service = objects.find((o) => o.kind === 'Service') as K8sObject & { spec: { ports: { targetPort: unknown }[] } };
     const names = container.ports.map((p) => p.name);
     for (const { targetPort } of service.spec.ports) expect(names).toContain(targetPort);
+  });
+
+  it("the Service declares each port's application protocol: grpc for gRPC, http for metrics", () => {
+    const service = objects.find((o) => o.kind === 'Service') as K8sObject & { spec: { ports: { name: string; appProtocol?: string }[] } };
+    const expected: Record<string, string> = { grpc: 'grpc', metrics: 'http' };
+    expect(service.spec.ports.map((p) => p.name)).toContain('grpc');
+    for (const { name, appProtocol } of service.spec.ports) expect(appProtocol, name).toBe(expected[name]);
   });
 
   it('mounts only volumes the pod has, from Secrets and ConfigMaps that exist or that the values name', () => {
