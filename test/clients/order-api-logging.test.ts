@@ -56,7 +56,7 @@ describe('order API request logs', () => {
     // No route: the answer is the API's own JSON, the query string is neither echoed nor logged.
     const missing = await fetch(`${api.url}/api/orders?api_key=SECRET-404`);
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toEqual({ error: 'not_found', message: 'No such route: the API serves POST /api/orders.' });
+    expect(await missing.json()).toEqual({ error: 'not_found', message: 'No such route: the API serves POST /api/orders and GET /api/orders/<id>.' });
     // A request the HTTP parser refuses: its raw bytes stay out of the log.
     const refused = await sendMalformed(api.url, 'GET /api/orders?api_key=SECRET-RAW HTTP/1.1\r\nHost: x\r\nX-API-Key SECRET-RAW\r\n\r\n');
     expect(refused).toMatch(/^HTTP\/1\.1 400 /);
