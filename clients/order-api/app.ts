@@ -9,6 +9,7 @@ import type { Authentication, Credentials, Principal } from './credentials.js';
 import { errorReply, notFound } from './error-replies.js';
 import { IdempotencyStore } from './idempotency.js';
 import type { OrderStore } from './order-store.js';
+import { OrderApiLogController } from './request-logging.js';
 
 export interface OrderApiOptions {
   quota: QuotaClient;
@@ -43,7 +44,7 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
  */
 export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
   // pino's Logger is a FastifyBaseLogger; the cast keeps the instance's default type parameters.
-  const app = Fastify({ loggerInstance: options.logger as FastifyBaseLogger });
+  const app = Fastify({ loggerInstance: options.logger as FastifyBaseLogger, logController: new OrderApiLogController() });
   app.setNotFoundHandler(notFound);
   app.setErrorHandler(errorReply);
   const clientIp = clientIpResolver(options.trustedProxies ?? []);

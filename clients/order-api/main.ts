@@ -9,7 +9,7 @@
 //   ORDER_API_MAX_IN_FLIGHT    orders processed at once     64
 //   ORDER_API_ON_UNAVAILABLE   fail_open | fail_closed      fail_closed
 //   ORDER_API_DEADLINE_MS      quota call deadline          250
-//   ORDER_API_LOG_LEVEL        pino level                   info
+//   ORDER_API_LOG_LEVEL        pino level; debug logs every request  info
 import { createQuotaClient } from '@quota-service/client';
 import { buildOrderApi } from './app.js';
 import { Credentials } from './credentials.js';
