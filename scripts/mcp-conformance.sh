@@ -27,7 +27,7 @@ QUOTA_GRPC_ADDR=127.0.0.1:$QUOTA_PORT QUOTA_POLICIES=config/mcp-policies.yaml QU
 pids+=($!)
 # The dev tokens' audience is http://localhost:3333/mcp: keep that resource URL on any port.
 MCP_TRANSPORT=http MCP_HTTP_PORT=$MCP_PORT MCP_RESOURCE_URL=http://localhost:3333/mcp MCP_LOG_LEVEL=warn \
-  QUOTA_SERVICE_ADDR=127.0.0.1:$QUOTA_PORT MCP_AUDIT_FILE="$OUT/audit.jsonl" \
+  MCP_QUOTA_ADDR=127.0.0.1:$QUOTA_PORT MCP_AUDIT_FILE="$OUT/audit.jsonl" \
   node --conditions=@quota-service/source --import tsx clients/mcp-server/main.ts >"$OUT/mcp.log" 2>&1 &
 pids+=($!)
 node scripts/mcp-auth-proxy.mjs "$PROXY_PORT" "$MCP_PORT" dev-alice-agent-token &

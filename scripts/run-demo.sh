@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `make run-demo`: the quota service on the embedded store plus the reference
 # order API (clients/order-api), both in the foreground; Ctrl-C stops both.
-#   DEMO_QUOTA_ADDR  quota service listen address   (default 127.0.0.1:50051)
-#   DEMO_HTTP_ADDR   order API listen address       (default 127.0.0.1:8080)
+# The order API's own variables (clients/README.md); any other ORDER_API_* passes through:
+#   ORDER_API_QUOTA_ADDR  quota service address, the service listens there  (default 127.0.0.1:50051)
+#   ORDER_API_ADDR        order API listen address                          (default 127.0.0.1:8080)
 set -euo pipefail
-QUOTA_ADDR="${DEMO_QUOTA_ADDR:-127.0.0.1:50051}"
-HTTP_ADDR="${DEMO_HTTP_ADDR:-127.0.0.1:8080}"
+QUOTA_ADDR="${ORDER_API_QUOTA_ADDR:-127.0.0.1:50051}"
+HTTP_ADDR="${ORDER_API_ADDR:-127.0.0.1:8080}"
 
 pids=()
 stop() {

@@ -11,7 +11,11 @@ const list = z.string().transform((value) =>
 /** Browser origins (`scheme://host[:port]`), written as the Origin header carries them. */
 const origins = list.pipe(z.array(z.url({ protocol: /^https?$/ }).transform((value) => new URL(value).origin)));
 
-/** Every environment variable the reference MCP server reads (clients/mcp/README.md lists them). */
+/**
+ * Every environment variable the reference MCP server reads (clients/mcp/README.md
+ * lists them). Only MCP_* names: the quota service's QUOTA_* variables may be set in
+ * the same shell, and the service warns about QUOTA_* names it does not know.
+ */
 const schema = z.object({
   MCP_TRANSPORT: z.enum(['stdio', 'http']).default('stdio'),
   MCP_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
@@ -26,8 +30,8 @@ const schema = z.object({
   MCP_APPROVAL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   MCP_AUDIT_FILE: z.string().min(1).default('mcp-audit.jsonl'),
   MCP_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  QUOTA_SERVICE_ADDR: z.string().min(1).default('127.0.0.1:50051'),
-  QUOTA_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(500),
+  MCP_QUOTA_ADDR: z.string().min(1).default('127.0.0.1:50051'),
+  MCP_QUOTA_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(500),
 });
 
 export type McpServerConfig = Readonly<
@@ -39,9 +43,12 @@ export type McpServerConfig = Readonly<
   }
 >;
 
-/** Parses the environment once; a bad variable fails with its name. */
+/** The names loadMcpServerConfig reads, and no other. */
+export const MCP_SERVER_ENV_NAMES: readonly string[] = Object.keys(schema.shape);
+
+/** Parses the environment once, reading only its own names; a bad variable fails with its name. */
 export function loadMcpServerConfig(env: NodeJS.ProcessEnv): McpServerConfig {
-  const own = Object.fromEntries(Object.entries(env).filter(([name, value]) => Object.hasOwn(schema.shape, name) && value !== ''));
+  const own = Object.fromEntries(MCP_SERVER_ENV_NAMES.map((name) => [name, env[name]]).filter(([, value]) => value !== undefined && value !== ''));
   const parsed = schema.safeParse(own);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);

@@ -15,7 +15,7 @@ async function main(): Promise<void> {
   const config = loadMcpServerConfig(process.env);
   const logger = pino({ name: 'mcp-server', level: config.MCP_LOG_LEVEL }, pino.destination(2));
   const credentials = await loadDevCredentials(config.MCP_DEV_TOKENS);
-  const quota = createQuotaClient({ address: config.QUOTA_SERVICE_ADDR, deadlineMs: config.QUOTA_TIMEOUT_MS, logger });
+  const quota = createQuotaClient({ address: config.MCP_QUOTA_ADDR, deadlineMs: config.MCP_QUOTA_TIMEOUT_MS, logger });
   const desk = new HelpDesk();
   const approvals = config.MCP_APPROVAL_SECRET === undefined ? undefined : new ApprovalTokens({ secret: config.MCP_APPROVAL_SECRET });
   if (approvals === undefined) {
@@ -30,7 +30,7 @@ async function main(): Promise<void> {
     }
     const server = createReferenceServer({ ...deps, principal: credentials.stdioPrincipal });
     await server.connect(new StdioServerTransport());
-    logger.info({ principal: credentials.stdioPrincipal.subject, quota: config.QUOTA_SERVICE_ADDR }, 'MCP server on stdio');
+    logger.info({ principal: credentials.stdioPrincipal.subject, quota: config.MCP_QUOTA_ADDR }, 'MCP server on stdio');
     stop = () => server.close();
     // The host closing our stdin ends the session.
     process.stdin.once('end', () => void shutdown('stdin closed'));

@@ -9,6 +9,7 @@ import type { Authentication, Credentials, Principal } from './credentials.js';
 import { errorReply, notFound } from './error-replies.js';
 import { IdempotencyStore } from './idempotency.js';
 import type { OrderStore } from './order-store.js';
+import { OrderApiLogController } from './request-logging.js';
 
 export interface OrderApiOptions {
   quota: QuotaClient;
@@ -38,10 +39,12 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
  * 4.1: edge (IP limit for unauthenticated traffic) -> authentication ->
  * application limiter (per user) -> business logic (validation, stock check,
  * order creation, Idempotency-Key) inside a concurrency limit.
+ * GET /api/orders/:id (the 201's Location) goes through the same edge and
+ * authentication; reading an order spends nothing of the order limit.
  */
 export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
   // pino's Logger is a FastifyBaseLogger; the cast keeps the instance's default type parameters.
-  const app = Fastify({ loggerInstance: options.logger as FastifyBaseLogger });
+  const app = Fastify({ loggerInstance: options.logger as FastifyBaseLogger, logController: new OrderApiLogController() });
   app.setNotFoundHandler(notFound);
   app.setErrorHandler(errorReply);
   const clientIp = clientIpResolver(options.trustedProxies ?? []);
@@ -98,16 +101,28 @@ export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
     },
   });
 
+  const edgeAndAuthentication = [
+    async (request: FastifyRequest) => {
+      state.set(request, { auth: options.credentials.authenticate(request.headers) });
+    },
+    ipLimit,
+    authenticate,
+  ];
+
+  app.get<{ Params: { id: string } }>('/api/orders/:id', { onRequest: edgeAndAuthentication }, async (request, reply) => {
+    const { user, tenant } = stateOf(request).principal!;
+    const order = await options.orders.findOrder(request.params.id);
+    // Another user's order is as absent as one that never existed: ids cannot be probed.
+    if (order === undefined || order.user !== user || order.tenant !== tenant) {
+      return reply.code(404).send({ error: 'not_found', message: 'No such order.' });
+    }
+    return reply.send(order);
+  });
+
   app.post(
     '/api/orders',
     {
-      onRequest: [
-        async (request) => {
-          state.set(request, { auth: options.credentials.authenticate(request.headers) });
-        },
-        ipLimit,
-        authenticate,
-      ],
+      onRequest: edgeAndAuthentication,
       preHandler: [replay, ordersLimit],
     },
     async (request, reply) => {

@@ -6,7 +6,7 @@ import { invalidInputBody } from '@quota-service/http';
  * echo the URL, query string included, and log it.
  */
 export async function notFound(_request: FastifyRequest, reply: FastifyReply) {
-  return reply.code(404).send({ error: 'not_found', message: 'No such route: the API serves POST /api/orders.' });
+  return reply.code(404).send({ error: 'not_found', message: 'No such route: the API serves POST /api/orders and GET /api/orders/<id>.' });
 }
 
 /**

@@ -18,7 +18,7 @@ export class OrderStore {
   stockReads = 0;
   writes = 0;
   private readonly stock: Map<string, number>;
-  private readonly orders: Order[] = [];
+  private readonly orders = new Map<string, Order>();
 
   constructor(
     stock: Record<string, number>,
@@ -41,11 +41,15 @@ export class OrderStore {
     this.writes++;
     this.stock.set(input.sku, available - input.quantity);
     const order = { id: randomUUID(), ...input, created_at: new Date().toISOString() };
-    this.orders.push(order);
+    this.orders.set(order.id, order);
     return order;
   }
 
+  async findOrder(id: string): Promise<Order | undefined> {
+    return this.orders.get(id);
+  }
+
   count(): number {
-    return this.orders.length;
+    return this.orders.size;
   }
 }

@@ -25,7 +25,7 @@ describe('reference MCP server process configured through the environment', () =
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'mcp-env-'));
     server = await startMcpServerProcess({
-      QUOTA_SERVICE_ADDR: `127.0.0.1:${await closedPort()}`,
+      MCP_QUOTA_ADDR: `127.0.0.1:${await closedPort()}`,
       MCP_DEV_TOKENS: 'config/mcp-dev-tokens.yaml',
       MCP_RESOURCE_URL: 'http://localhost:3333/mcp',
       MCP_AUDIT_FILE: join(dir, 'audit.jsonl'),
@@ -80,7 +80,7 @@ describe('reference MCP server process with MCP_APPROVAL_SECRET', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'mcp-env-'));
     server = await startMcpServerProcess({
-      QUOTA_SERVICE_ADDR: `127.0.0.1:${await closedPort()}`,
+      MCP_QUOTA_ADDR: `127.0.0.1:${await closedPort()}`,
       MCP_DEV_TOKENS: 'config/mcp-dev-tokens.yaml',
       MCP_RESOURCE_URL: 'http://localhost:3333/mcp',
       MCP_AUDIT_FILE: join(dir, 'audit.jsonl'),

@@ -48,7 +48,7 @@ describe.each(['development', 'production'])('reference MCP server error answers
     dir = await mkdtemp(join(tmpdir(), 'mcp-errors-'));
     server = await startMcpServerProcess({
       NODE_ENV: nodeEnv,
-      QUOTA_SERVICE_ADDR: `127.0.0.1:${await closedPort()}`,
+      MCP_QUOTA_ADDR: `127.0.0.1:${await closedPort()}`,
       MCP_DEV_TOKENS: 'config/mcp-dev-tokens.yaml',
       // The dev tokens' audience.
       MCP_RESOURCE_URL: 'http://localhost:3333/mcp',

@@ -29,7 +29,7 @@ beforeAll(async () => {
     env: {
       ...getDefaultEnvironment(),
       MCP_TRANSPORT: 'stdio',
-      QUOTA_SERVICE_ADDR: `127.0.0.1:${service.server.port}`,
+      MCP_QUOTA_ADDR: `127.0.0.1:${service.server.port}`,
       MCP_AUDIT_FILE: join(dir, 'audit.jsonl'),
       MCP_DEV_TOKENS: 'config/mcp-dev-tokens.yaml',
     },
