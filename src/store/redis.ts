@@ -1,11 +1,10 @@
 import calculateSlot from 'cluster-key-slot';
-import type { ConnectionOptions } from 'node:tls';
 // ioredis 6, not 5.11: with 5.11 a service whose Redis refuses its TLS client
 // certificate crashed now and then on an unhandled socket 'error' (ECONNRESET)
 // at shutdown, 2 of 100 tries under load, none of 100 with 6.0. 6.0's RESP decoder is slow on arrays (about 100 µs for the
 // 600 numbers of a 100-decision reply), so a batch replies one binary string
 // (decide.lua, "Batch"), which it decodes in under a microsecond.
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import {
   asError,
   type Clock,
@@ -21,29 +20,17 @@ import {
 } from '@quota-service/core';
 import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from '../algorithms/decide-script.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
-import { parseClusterSeed } from './cluster-seeds.js';
-import { probeConnection } from './connection-probe.js';
+import { clusterClient, singleNodeClient, type RedisConnectionOptions } from './redis-clients.js';
 import { ScriptBatcher } from './script-batcher.js';
 import { PartitionTraffic } from './partition-traffic.js';
 import type { QuotaStore } from './store.js';
 
-export interface RedisStoreOptions {
+export interface RedisStoreOptions extends RedisConnectionOptions {
   /**
    * Tests only: send this clock's time to the scripts instead of letting them
    * read Redis TIME. Production leaves it unset; the config cannot set it.
    */
   testClock?: Clock;
-  /**
-   * TLS settings for rediss:// (QUOTA_REDIS_TLS_*, src/store/redis-tls.ts): a private CA,
-   * a client certificate. Used on every node of a cluster; an error with a plain redis://.
-   * Kept by reference: changes to it apply from each node's next connection.
-   */
-  tls?: ConnectionOptions;
-  /**
-   * Told every failed connection attempt, with the node's host:port (e.g. a certificate
-   * that does not verify): ioredis keeps reconnecting by itself and would fail silently.
-   */
-  onConnectionError?: (error: Error, node: string) => void;
   /**
    * Coalesce one event-loop turn's script calls into one (default true; a
    * cluster never does). Off only to measure the difference (bench/store-batch.ts).
@@ -68,9 +55,6 @@ const MAX_OUTSTANDING_DECISIONS = 1000;
 
 /** The one partition of a single node. */
 const SINGLE_NODE = 'redis';
-
-/** Fail fast on the decision path: a request waits at most about a second, never in a queue. */
-const COMMAND_TIMEOUT_MS = 1_000;
 
 /**
  * Decisions inside Redis: one Lua script per decision, registered with ioredis
@@ -105,91 +89,14 @@ export class RedisStore implements QuotaStore {
         : new ScriptBatcher((call, binary, weight) => this.send(call, binary, weight), storeError);
   }
 
-  /** A client tuned for a decision path: fail fast instead of queueing while Redis is away. */
+  /** A store on one Redis node (redis-clients.ts: a client that fails fast instead of queueing). */
   static connect(url: string, options: RedisStoreOptions = {}): RedisStore {
-    // The scheme is read as the URL standard does (case-insensitive), not by ioredis's own prefix test.
-    const tls = new URL(url).protocol === 'rediss:';
-    if (!tls && options.tls !== undefined) throw new Error('TLS settings given for a plain redis:// URL: use rediss://');
-    const redis = new Redis(url, {
-      // Verification stays on: Node checks the chain and that the certificate names this host or IP.
-      // The caller's object itself, not a copy: a reload of the TLS files writes into it
-      // (watchRedisTls), and ioredis reads it on every (re)connect.
-      ...(tls ? { tls: options.tls ?? {} } : {}),
-      enableOfflineQueue: false,
-      // Off: the script batcher already sends one EVALSHA per event-loop turn,
-      // and auto-pipelining would wrap each in a Pipeline object of its own, a
-      // few KB that V8 ends up allocating in old space: GC pauses of several ms
-      // at the p99 of a decision (docs/benchmarks.md, "AllowStream").
-      enableAutoPipelining: false,
-      maxRetriesPerRequest: 1,
-      commandTimeout: COMMAND_TIMEOUT_MS,
-      lazyConnect: false,
-    });
-    // ioredis reconnects by itself; without a listener an 'error' event would crash the process.
-    redis.on('error', (error: Error) => options.onConnectionError?.(error, `${redis.options.host}:${redis.options.port}`));
-    return new RedisStore(redis, options);
+    return new RedisStore(singleNodeClient(url, options), options);
   }
 
-  /**
-   * A Redis Cluster client from seed nodes (`host:port` or redis:// / rediss:// URLs,
-   * see src/config/env.ts), as fail-fast as the single-node one: no offline queue,
-   * a command timeout, and a few short retries while a failover or slot move settles
-   * (docs/redis-cluster.md).
-   */
+  /** A store on a Redis Cluster from seed nodes (redis-clients.ts, docs/redis-cluster.md). */
   static connectCluster(seeds: readonly string[], options: RedisStoreOptions = {}): RedisStore {
-    const parsed = seeds.map(parseClusterSeed);
-    const first = parsed[0];
-    if (first === undefined) throw new Error('no Redis Cluster seed given');
-    if (!first.tls && options.tls !== undefined) throw new Error('TLS settings given for plain Redis Cluster seeds: use rediss:// seeds');
-    const cluster = new Cluster(
-      parsed.map(({ host, port }) => ({ host, port })),
-      {
-        enableOfflineQueue: false,
-        // Off on a cluster: ioredis follows a MOVED or ASK inside a pipeline only when every
-        // command in it got the same redirection, and an auto-pipeline mixes slots, so after
-        // a failover some decisions would fail with a raw MOVED instead of being redirected.
-        enableAutoPipelining: false,
-        lazyConnect: false,
-        // Reaching the cluster at all: keep trying (health stays NOT_SERVING meanwhile).
-        clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
-        // A command the cluster refused without running it (CLUSTERDOWN, TRYAGAIN, MOVED, ASK)
-        // is retried up to 8 times, 100 ms apart, then UNAVAILABLE.
-        maxRedirections: 8,
-        // Never resend a command whose connection closed: it may have run already, and a
-        // decision run twice spends twice. It answers UNAVAILABLE.
-        retryDelayOnFailover: 0,
-        retryDelayOnClusterDown: 100,
-        retryDelayOnTryAgain: 100,
-        slotsRefreshTimeout: COMMAND_TIMEOUT_MS,
-        redisOptions: {
-          maxRetriesPerRequest: 1,
-          commandTimeout: COMMAND_TIMEOUT_MS,
-          ...(first.username === undefined ? {} : { username: first.username }),
-          ...(first.password === undefined ? {} : { password: first.password }),
-          // Every node, seeds and the ones CLUSTER SLOTS names alike, verified against the same CA;
-          // the caller's object itself, so a reload reaches every node's next connection.
-          ...(first.tls ? { tls: options.tls ?? {} } : {}),
-        },
-      },
-    );
-    const report = options.onConnectionError;
-    if (report !== undefined) {
-      // A node's own connection failed: the error says why (refused, a certificate, ...).
-      // ioredis's throwaway CLUSTER SLOTS connections only say "Connection is closed.":
-      // when the slots refresh failed on every seed, a probe of each seed finds out why.
-      cluster.on('node error', (error: Error, node: string) => {
-        if (error.message !== 'Connection is closed.') report(error, node);
-      });
-      cluster.on('error', (error: Error) => {
-        if (!error.message.startsWith('Failed to refresh slots cache')) return;
-        for (const { host, port } of parsed) {
-          void probeConnection(host, port, first.tls ? { ...options.tls } : undefined, COMMAND_TIMEOUT_MS).then((why) => why && report(why, `${host}:${port}`));
-        }
-      });
-    } else {
-      cluster.on('error', () => {});
-    }
-    return new RedisStore(cluster, options);
+    return new RedisStore(clusterClient(seeds, options), options);
   }
 
   async decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome> {
