@@ -153,9 +153,7 @@ export class QuotaEngine {
     const calls = limitCalls(request.policy.limits, request);
     // Computed once per request: the breaker's partition, the memo's place and the spend all follow it.
     const groups = slotGroups(this.store, calls);
-    // The breaker of the partition the first reservation goes to (slot order, src/engine/slot-groups.ts).
-    const firstKey = calls[groups[0]?.[0] ?? 0]?.identityKey ?? '';
-    return { request, calls, groups, partition: this.store.partitionOf?.(firstKey) };
+    return { request, calls, groups, partition: firstPartition(this.store, calls, groups) };
   }
 
   private decidePrepared<R>(prepared: Prepared, map?: (decision: Decision) => R): Promise<R | Decision> {
@@ -210,8 +208,8 @@ export class QuotaEngine {
     const limits = request.policy.limits;
     const calls = limitCalls(limits, request);
     // The budget and breaker of decisions: an unreachable store answers UNAVAILABLE within the budget.
-    const partition = this.store.partitionOf?.(calls[slotGroups(this.store, calls)[0]?.[0] ?? 0]?.identityKey ?? '');
-    return statuses(limits, await this.failure.peek(() => peekAcrossSlots(this.store, calls), partition));
+    const groups = slotGroups(this.store, calls);
+    return statuses(limits, await this.failure.peek(() => peekAcrossSlots(this.store, calls, groups), firstPartition(this.store, calls, groups)));
   }
 
   /**
@@ -243,6 +241,11 @@ interface Indexed {
 }
 
 const callsOf = (entry: Indexed): LimitCall[] => entry.prepared.calls;
+
+/** The partition the first reservation goes to (slot order, src/engine/slot-groups.ts): its breaker and budget apply. */
+function firstPartition(store: QuotaStore, calls: readonly LimitCall[], groups: SlotGroups): string | undefined {
+  return store.partitionOf?.(calls[groups[0]?.[0] ?? 0]?.identityKey ?? '');
+}
 
 /** The store's answer for one request decided together: its decision, or the error its call failed with. */
 function decisionFrom(entry: Indexed, answer: GroupDecision | Error): SourcelessDecision | Error {

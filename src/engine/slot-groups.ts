@@ -122,8 +122,7 @@ async function remembered(store: QuotaStore, memo: Memo | undefined, outcomes: L
 }
 
 /** Every limit's status, spending nothing: one peek per slot group, in parallel. */
-export async function peekAcrossSlots(store: QuotaStore, calls: readonly LimitCall[]): Promise<LimitOutcome[]> {
-  const groups = slotGroups(store, calls);
+export async function peekAcrossSlots(store: QuotaStore, calls: readonly LimitCall[], groups = slotGroups(store, calls)): Promise<LimitOutcome[]> {
   if (groups.length === 1) return store.decideAll(calls, 'peek');
   const outcomes: LimitOutcome[] = [];
   await Promise.all(
