@@ -111,7 +111,7 @@ const SOURCES: Partial<Record<ProtoDecisionSource, DecisionSource>> = {
   [ProtoDecisionSource.DECISION_SOURCE_LOCAL]: 'local',
 };
 
-function toDecision(response: AllowResponse): QuotaDecision {
+export function toDecision(response: AllowResponse): QuotaDecision {
   return {
     allowed: response.allowed,
     retryAfterMs: response.retryAfterMs,

@@ -1,0 +1,46 @@
+import { type CallOptions, ChannelCredentials, createChannel, createClient, Metadata } from 'nice-grpc';
+import { QuotaServiceDefinition, type QuotaServiceClient } from '@quota-service/contract';
+import { callFailure } from './exit-codes.js';
+import type { Settings } from './settings.js';
+
+/** One channel to the service for the life of a command, and the options every call carries. */
+export interface Connection {
+  readonly client: QuotaServiceClient;
+  /**
+   * Runs one call with the token and the --timeout deadline (and `signal`, when
+   * given, to cancel it sooner); a failure becomes a CliError with its exit status.
+   */
+  call<T>(run: (options: CallOptions) => Promise<T>, signal?: AbortSignal): Promise<T>;
+  /** The token's metadata (empty without one), for calls that keep their own signal (bench, watch). */
+  readonly metadata: Metadata;
+  close(): void;
+}
+
+export function connect(settings: Settings): Connection {
+  const credentials =
+    settings.tls === undefined ? ChannelCredentials.createInsecure() : ChannelCredentials.createSsl(settings.tls.ca, settings.tls.key, settings.tls.cert);
+  const channel = createChannel(settings.address, credentials);
+  const metadata = Metadata();
+  if (settings.token !== undefined) metadata.set('authorization', `Bearer ${settings.token}`);
+  const client = createClient(QuotaServiceDefinition, channel);
+  return {
+    client,
+    metadata,
+    async call(run, signal) {
+      // One controller per call, its listener removed after: AbortSignal.any would leave one on `signal` per call of a long watch.
+      const controller = new AbortController();
+      const cancel = () => controller.abort();
+      const timer = setTimeout(cancel, settings.timeoutMs);
+      signal?.addEventListener('abort', cancel, { once: true });
+      try {
+        return await run({ metadata, signal: controller.signal });
+      } catch (error) {
+        throw callFailure(error, settings.address, settings.timeoutMs);
+      } finally {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', cancel);
+      }
+    },
+    close: () => channel.close(),
+  };
+}
