@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { ClientError, Status } from 'nice-grpc';
 import type { Connection } from './connection.js';
@@ -59,6 +60,8 @@ export async function runBench(
   const latencies = new LatencyRecorder();
   const errors: Record<string, number> = {};
   const inFlight = new AbortController();
+  // Every call in flight listens on it: that many listeners is the design, not a leak.
+  setMaxListeners(plan.concurrency + 10, inFlight.signal);
   let fatal: CliError | undefined;
   let calls = 0;
   let allowed = 0;
