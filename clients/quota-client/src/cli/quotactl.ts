@@ -3,6 +3,10 @@
 // process's arguments, streams and environment, and exits with its status.
 import { runQuotactl } from './program.js';
 
+// Library deprecation notices are noise to a person at a terminal; grpc-js, for
+// one, sets the TLS server name to the address even when it is an IP (DEP0123).
+process.noDeprecation = true;
+
 const interrupt = new AbortController();
 // The first Ctrl-C asks watch and bench to stop and report; a second one ends the process at once.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
