@@ -1,4 +1,4 @@
-import { type CallOptions, ChannelCredentials, createChannel, createClient, Metadata } from 'nice-grpc';
+import { type CallOptions, ChannelCredentials, type Client, type CompatServiceDefinition, createChannel, createClient, Metadata } from 'nice-grpc';
 import { QuotaServiceDefinition, type QuotaServiceClient } from '@quota-service/contract';
 import { callFailure } from './exit-codes.js';
 import type { Settings } from './settings.js';
@@ -6,6 +6,8 @@ import type { Settings } from './settings.js';
 /** One channel to the service for the life of a command, and the options every call carries. */
 export interface Connection {
   readonly client: QuotaServiceClient;
+  /** A client of another service of the contract on the same channel (and so the same TLS and address). */
+  service<Definition extends CompatServiceDefinition>(definition: Definition): Client<Definition>;
   /**
    * Runs one call with the token and the --timeout deadline (and `signal`, when
    * given, to cancel it sooner); a failure becomes a CliError with its exit status.
@@ -25,6 +27,7 @@ export function connect(settings: Settings): Connection {
   const client = createClient(QuotaServiceDefinition, channel);
   return {
     client,
+    service: (definition) => createClient(definition, channel),
     metadata,
     async call(run, signal) {
       // One controller per call, its listener removed after: AbortSignal.any would leave one on `signal` per call of a long watch.

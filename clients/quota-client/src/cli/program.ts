@@ -68,6 +68,7 @@ export async function runQuotactl(argv: readonly string[], io: CliIo): Promise<n
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
     });
+  // A command is a file in commands/ making a commander Command from the context; adding one is a line here.
   for (const make of [policiesCommand, allowCommand, peekCommand, validateCommand, watchCommand, benchCommand]) {
     program.addCommand(make(ctx).exitOverride().showHelpAfterError('(run with --help for usage)').configureOutput(program.configureOutput()));
   }
