@@ -61,7 +61,9 @@ describe('the packed client packages', () => {
       expect(p.files, p.name).toContain('package.json');
       expect(p.files, p.name).toContain('dist/index.js');
       expect(p.files, p.name).toContain('dist/index.d.ts');
-      const stray = p.files.filter((f) => f !== 'package.json' && f !== 'README.md' && !f.startsWith('dist/'));
+      // The client's bin/ holds the quotactl launcher (a file that exists before a build, so a workspace links it).
+      const launcher = (f: string) => p.name === '@quota-service/client' && f === 'bin/quotactl.js';
+      const stray = p.files.filter((f) => f !== 'package.json' && f !== 'README.md' && !f.startsWith('dist/') && !launcher(f));
       expect(stray, `${p.name}: files outside dist`).toEqual([]);
       expect(
         p.files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')),
@@ -157,6 +159,61 @@ describe('the packed client packages', () => {
     expect(await packagesReached(join(dist, 'v2.d.ts'))).toEqual(['@modelcontextprotocol/server', '@quota-service/core', 'pino']);
   });
 
+  it("@quota-service/client: the library entry never loads quotactl's command-line dependencies", async () => {
+    const dist = join(consumerDir, 'node_modules', '@quota-service', 'client', 'dist');
+    expect(await packagesReached(join(dist, 'index.js'))).toEqual(['@quota-service/contract', '@quota-service/core', 'nice-grpc']);
+    expect(await packagesReached(join(dist, 'cli', 'quotactl.js'))).toEqual([
+      '@quota-service/contract',
+      '@quota-service/core',
+      'cli-progress',
+      'cli-table3',
+      'commander',
+      'nice-grpc',
+      'picocolors',
+    ]);
+  });
+
+  it(
+    '`npx quotactl` in the consumer project: --help, and real commands against the service',
+    async () => {
+      const npx = (args: string[]) =>
+        runChild('npx', ['--no-install', 'quotactl', ...args], { cwd: consumerDir, env: consumerEnv(), timeoutMs: RUN_TIMEOUT_MS });
+      const help = await npx(['--help']);
+      expect(help.code, help.stderr).toBe(0);
+      expect(help.stdout).toMatch(/^Usage: quotactl \[options\] \[command\]/);
+      const allow = await npx(['--addr', address, '--json', 'allow', 'orders', 'user=packaging-quotactl']);
+      expect(allow.code, allow.stderr).toBe(0);
+      expect(JSON.parse(allow.stdout)).toMatchObject({
+        policy: 'orders',
+        allowed: true,
+        source: 'store',
+        limits: [{ name: 'orders', limit: 10, remaining: 9 }],
+      });
+      const policies = await npx(['--addr', address, 'policies']);
+      expect(policies.code, policies.stderr).toBe(0);
+      expect(policies.stdout).toMatch(/^orders\s+orders\s+user\s+token_bucket/m);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    '`npx quotactl` from the repository root runs the built workspace package',
+    async () => {
+      // packClients built each package's dist in place (prepack), as `make build` does.
+      const version = JSON.parse(await readFile(join(REPO_ROOT, 'clients', 'quota-client', 'package.json'), 'utf8')) as { version: string };
+      const run = await runChild('npx', ['--no-install', 'quotactl', '--version'], { cwd: REPO_ROOT, env: consumerEnv(), timeoutMs: RUN_TIMEOUT_MS });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout.trim()).toBe(version.version);
+      const validate = await runChild('npx', ['--no-install', 'quotactl', 'validate', 'config/policies.yaml'], {
+        cwd: REPO_ROOT,
+        env: consumerEnv(),
+        timeoutMs: RUN_TIMEOUT_MS,
+      });
+      expect(validate.code, validate.stderr).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
   it('the consumer program imports packages by name only', async () => {
     const manifest = JSON.parse(await readFile(join(consumerDir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     const sources = join(import.meta.dirname, 'consumer');
@@ -207,6 +264,29 @@ for (const { runtime, binary, major } of RUNTIMES) {
           expect(code, `import('${specifier}') failed:\n${stderr}`).toBe(0);
           expect(stdout.trim().split(' '), `exports of ${specifier}`).toContain(expected);
         });
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    it(
+      'runs the installed quotactl: a real decision, and its exit status',
+      async () => {
+        const bin = join(consumerDir, 'node_modules', '.bin', 'quotactl');
+        // The whole bucket (10, refilling 2/s), then the whole bucket again: denied unless 5 s passed in between.
+        const allowed = await runChild(binary(), [bin, '--addr', address, '--json', 'allow', 'orders', `user=quotactl-node${major}`, '--cost', '10'], {
+          cwd: consumerDir,
+          env: consumerEnv(),
+          timeoutMs: RUN_TIMEOUT_MS,
+        });
+        expect(allowed.code, allowed.stderr).toBe(0);
+        expect(JSON.parse(allowed.stdout)).toMatchObject({ allowed: true });
+        const denied = await runChild(binary(), [bin, '--addr', address, 'allow', 'orders', `user=quotactl-node${major}`, '--cost', '10'], {
+          cwd: consumerDir,
+          env: consumerEnv(),
+          timeoutMs: RUN_TIMEOUT_MS,
+        });
+        expect(denied.code, denied.stderr).toBe(1);
+        expect(denied.stdout).toMatch(/^denied orders /);
       },
       TEST_TIMEOUT_MS,
     );
