@@ -20,6 +20,8 @@ export interface QuotactlRunOptions {
   interrupt?: AbortSignal;
   /** Called with stdout's text so far after each write (watch tests wait on it). */
   onStdout?: (stdout: string) => void;
+  /** Likewise for stderr (where bench's progress bar goes). */
+  onStderr?: (stderr: string) => void;
 }
 
 /**
@@ -41,7 +43,15 @@ export async function quotactl(args: readonly string[], options: QuotactlRunOpti
         return true;
       },
     },
-    stderr: { isTTY: tty, columns: 120, write: (text: string) => ((stderr += text), true) },
+    stderr: {
+      isTTY: tty,
+      columns: 120,
+      write: (text: string) => {
+        stderr += text;
+        options.onStderr?.(stderr);
+        return true;
+      },
+    },
     env: options.env ?? {},
     cwd: process.cwd(),
     interrupt: options.interrupt ?? new AbortController().signal,

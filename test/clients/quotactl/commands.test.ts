@@ -165,6 +165,31 @@ describe('quotactl bench', () => {
     for (const row of ['decisions/s', 'latency p50', 'latency p99', 'latency max']) expect(stdout).toMatch(new RegExp(`│ ${row} +│ +[\\d.]+( ms)? │`));
   });
 
+  it('Ctrl-C ends the run early: the summary of what was done, exit 0', async () => {
+    const interrupt = new AbortController();
+    const { code, stdout } = await quotactl(['--json', 'bench', '--policy', 'daily', '--duration', '60s', '--concurrency', '2'], {
+      env: { QUOTACTL_ADDR: service.address() },
+      tty: true,
+      interrupt: interrupt.signal,
+      // The bar shows a rate once calls were answered.
+      onStderr: (stderr) => /\| [1-9]\d* decisions\/s/.test(stderr) && interrupt.abort(),
+    });
+    expect(code).toBe(0);
+    const [result] = jsonLines<{ interrupted: boolean; durationMs: number; decisions: number; errors: object }>(stdout);
+    expect(result).toMatchObject({ interrupted: true, errors: {} });
+    expect(result!.decisions).toBeGreaterThan(0);
+    expect(result!.durationMs).toBeLessThan(60_000);
+  });
+
+  it('a service that cannot be reached, or a request it refuses, ends the run before the load: exit 3, 5', async () => {
+    const nobody = await quotactl(['bench', '--policy', 'daily', '--duration', '60s'], { env: { QUOTACTL_ADDR: `127.0.0.1:${await closedPort()}` } });
+    expect(nobody.code).toBe(3);
+    expect(nobody.stderr).toMatch(/^quotactl: UNAVAILABLE: /);
+    const missing = await run(['bench', '--policy', 'team', '--duration', '60s']);
+    expect(missing.code).toBe(5);
+    expect(missing.stderr).toMatch(/^quotactl: INVALID_ARGUMENT: identity\.tenant: required by limit "team-tenant"/);
+  });
+
   it('an unknown policy stops the run: exit 5; no --policy: exit 2', async () => {
     const unknown = await run(['bench', '--policy', 'nope', '--duration', '5s']);
     expect(unknown).toMatchObject({ code: 5, stderr: 'quotactl: NOT_FOUND: policy: no policy named "nope"\n' });

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ClientError, Status } from 'nice-grpc';
 import type { Connection } from './connection.js';
 import { CliError, exitCodeOf } from './exit-codes.js';
@@ -39,6 +40,9 @@ export interface BenchResult {
   interrupted: boolean;
 }
 
+/** How long a caller waits after a call that got no decision. */
+const ERROR_PAUSE_MS = 20;
+
 /** The value of the varying part for user `i`: names no real user is likely to have. */
 export const benchUser = (i: number) => `quotactl-bench-${i}`;
 
@@ -57,6 +61,9 @@ export async function runBench(
   onProgress: (progress: BenchProgress) => void,
 ): Promise<BenchResult> {
   const identities = Array.from({ length: plan.users }, (_, i) => ({ ...plan.fixed, [plan.userPart]: benchUser(i) }));
+  // One look first, spending nothing: an unknown policy, a missing identity part, a
+  // refused token or an unreachable service fails here, once, instead of as a storm of calls.
+  await connection.call((call) => connection.client.getQuota({ policy: plan.policy, identity: identities[0]! }, call));
   const latencies = new LatencyRecorder();
   const errors: Record<string, number> = {};
   const inFlight = new AbortController();
@@ -102,6 +109,8 @@ export async function runBench(
         }
         const name = Status[error.code];
         errors[name] = (errors[name] ?? 0) + 1;
+        // A service that went away fails calls at once: pause this caller rather than spin.
+        await sleep(ERROR_PAUSE_MS);
       }
     }
   };

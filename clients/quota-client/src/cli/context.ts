@@ -24,7 +24,7 @@ export function commandContext(io: CliIo, onExit: (code: ExitCode) => void): Com
     printer: (settings) => new Printer(io, settings),
     exit: onExit,
     async withConnection(settings, body) {
-      const connection = connect(settings);
+      const connection = connect(settings, io.interrupt);
       try {
         return await body(connection);
       } finally {

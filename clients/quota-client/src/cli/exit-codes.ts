@@ -19,6 +19,8 @@ export const EXIT = {
   rejected: 5,
   /** quotactl itself failed: a bug. */
   failed: 6,
+  /** Ctrl-C stopped a call (watch and bench stop normally instead: 0). */
+  interrupted: 130,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

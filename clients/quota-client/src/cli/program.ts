@@ -34,7 +34,8 @@ Exit status:
   3  the service could not be reached or did not answer in time
   4  the service refused the credentials (missing or unknown token, policy not allowed for it)
   5  the service refused the request (unknown policy, bad identity or cost)
-  6  quotactl failed unexpectedly`;
+  6  quotactl failed unexpectedly
+  130  Ctrl-C stopped a call (watch and bench stop with their usual status)`;
 
 /**
  * Runs quotactl with `argv` (the arguments after the program name) and

@@ -38,7 +38,7 @@ export function watchCommand(ctx: CommandContext): Command {
       await ctx.withConnection(settings, async (c) => {
         while (!stop.aborted) {
           try {
-            const { limits } = await c.call((call) => c.client.getQuota({ policy, identity }, call), stop);
+            const { limits } = await c.call((call) => c.client.getQuota({ policy, identity }, call));
             view.show(limits);
           } catch (error) {
             if (stop.aborted) break;
