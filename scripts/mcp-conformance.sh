@@ -16,27 +16,32 @@ NODE22=$TOOLS/node_modules/node/bin/node
 CONFORMANCE=$TOOLS/node_modules/@modelcontextprotocol/conformance/dist/index.js
 
 free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
-QUOTA_PORT=$(free_port); MCP_PORT=$(free_port); PROXY_PORT=$(free_port)
+QUOTA_PORT=$(free_port); MCP_PORT=$(free_port); PROXY_PORT=$(free_port); ISSUER_PORT=$(free_port)
 OUT=$(mktemp -d)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$OUT"; }
 trap cleanup EXIT
+TS_NODE=(node --conditions=@quota-service/source --import tsx)
+wait_for() { for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; sleep 0.2; done; echo "not up: $1" >&2; return 1; }
 
 QUOTA_GRPC_ADDR=127.0.0.1:$QUOTA_PORT QUOTA_POLICIES=config/mcp-policies.yaml QUOTA_LOG_LEVEL=warn \
-  node --conditions=@quota-service/source --import tsx src/main.ts >"$OUT/quota.log" 2>&1 &
+  "${TS_NODE[@]}" src/main.ts >"$OUT/quota.log" 2>&1 &
 pids+=($!)
-# The dev tokens' audience is http://localhost:3333/mcp: keep that resource URL on any port.
-MCP_TRANSPORT=http MCP_HTTP_PORT=$MCP_PORT MCP_RESOURCE_URL=http://localhost:3333/mcp MCP_LOG_LEVEL=warn \
+ISSUER=http://localhost:$ISSUER_PORT
+MCP_DEV_ISSUER_PORT=$ISSUER_PORT MCP_LOG_LEVEL=warn "${TS_NODE[@]}" clients/mcp-server/dev-issuer/main.ts >"$OUT/issuer.log" 2>&1 &
+pids+=($!)
+wait_for "$ISSUER/.well-known/oauth-authorization-server"
+RESOURCE=http://localhost:$MCP_PORT/mcp
+MCP_TRANSPORT=http MCP_HTTP_PORT=$MCP_PORT MCP_AUTHORIZATION_SERVER=$ISSUER MCP_LOG_LEVEL=warn \
   MCP_QUOTA_ADDR=127.0.0.1:$QUOTA_PORT MCP_AUDIT_FILE="$OUT/audit.jsonl" \
-  node --conditions=@quota-service/source --import tsx clients/mcp-server/main.ts >"$OUT/mcp.log" 2>&1 &
+  "${TS_NODE[@]}" clients/mcp-server/main.ts >"$OUT/mcp.log" 2>&1 &
 pids+=($!)
-node scripts/mcp-auth-proxy.mjs "$PROXY_PORT" "$MCP_PORT" dev-alice-agent-token &
+wait_for "http://127.0.0.1:$MCP_PORT/.well-known/oauth-protected-resource/mcp"
+# A development token for alice, with the server's resource URL as its audience.
+TOKEN=$(curl -sf -u alice-cli:dev-alice-secret -d grant_type=client_credentials -d "resource=$RESOURCE" "$ISSUER/token" \
+  | node -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>console.log(JSON.parse(s).access_token))')
+node scripts/mcp-auth-proxy.mjs "$PROXY_PORT" "$MCP_PORT" "$TOKEN" &
 pids+=($!)
-
-for _ in $(seq 100); do
-  curl -s -o /dev/null "http://127.0.0.1:$MCP_PORT/.well-known/oauth-protected-resource/mcp" && break
-  sleep 0.2
-done
 
 # The scenarios that apply: the others need the suite's own fixtures (test_* tools,
 # prompts and test:// resources) or capabilities this server does not declare.
