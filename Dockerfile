@@ -18,6 +18,7 @@ COPY clients/http/package.json clients/http/
 COPY clients/mcp/package.json clients/mcp/
 COPY clients/order-api/package.json clients/order-api/
 COPY clients/mcp-server/package.json clients/mcp-server/
+COPY clients/mcp-server-v1/package.json clients/mcp-server-v1/
 RUN npm ci --no-audit --no-fund
 COPY buf.yaml buf.gen.yaml tsconfig.json tsconfig.build.json ./
 COPY proto ./proto

@@ -17,7 +17,7 @@ help:
 	@echo "make bench  run the benchmarks in bench/ (not part of make test)"
 	@echo "make bench-cluster  the service on a 3-master Redis Cluster vs one node, same run"
 	@echo "make run-mcp-quota  the quota service with the MCP demo policies (config/mcp-policies.yaml)"
-	@echo "make run-mcp        the reference MCP server on Streamable HTTP :3333 (clients/mcp/README.md)"
+	@echo "make run-mcp        the reference MCP server on Streamable HTTP :3333 and its development authorization server :3334 (clients/mcp/README.md)"
 	@echo "make helm-check  the chart tests: static checks, then helm lint --strict and helm template per values file (fetches helm if missing)"
 
 # npm ci when the lock file changed since the last install.
@@ -49,12 +49,13 @@ typecheck: gen
 	npx tsc -p tsconfig.json --noEmit
 
 # The reference MCP server (clients/mcp-server) and the quota service it needs:
-# run each in its own terminal. MCP_* variables are listed in clients/mcp/README.md.
+# run each in its own terminal. run-mcp also starts the development authorization
+# server the MCP server trusts. MCP_* variables are listed in clients/mcp/README.md.
 run-mcp-quota: build
 	QUOTA_POLICIES=config/mcp-policies.yaml npm start
 
 run-mcp: gen
-	MCP_TRANSPORT=$${MCP_TRANSPORT:-http} $(TS_NODE) clients/mcp-server/main.ts
+	scripts/run-mcp.sh
 
 # The MCP conformance suite against the reference server (installs it into .tmp/ once).
 mcp-conformance: gen

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ApprovalTokens, ToolGuard } from '@quota-service/mcp';
+import type { ApprovalTokens, ToolGuard } from '@quota-service/mcp/v2';
 
 /**
  * `approve_tool_call`: an approver signs one call of one of `tools` for another
@@ -13,17 +13,17 @@ export function registerApproveTool(guard: ToolGuard, tokens: ApprovalTokens, to
     {
       title: 'Approve a tool call',
       description: 'Approvers only: approve one call of a sensitive tool for another user. Pass the approvalRequest of their refusal; hand them the token.',
-      inputSchema: {
+      inputSchema: z.object({
         tool: z.enum(tools),
         arguments: z.record(z.string(), z.unknown()),
         requester: z.object({ subject: z.string().min(1), tenant: z.string().min(1).optional() }),
-      },
-      outputSchema: { token: z.string(), expiresAt: z.string() },
+      }),
+      outputSchema: z.object({ token: z.string(), expiresAt: z.string() }),
     },
     { roles: ['approver'] },
-    async (request, extra) => {
+    async (request, ctx) => {
       // The guard admitted the call, so there is a principal.
-      const approver = guard.principalOf(extra)!;
+      const approver = guard.principalOf(ctx)!;
       if (request.requester.subject === approver.subject && request.requester.tenant === approver.tenant) {
         return { content: [{ type: 'text', text: 'You cannot approve your own calls: ask another approver.' }], isError: true };
       }

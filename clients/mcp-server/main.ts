@@ -1,20 +1,32 @@
 // The reference MCP server's entry point: the only place that reads the
 // environment, handles signals and wires the parts. Logs go to stderr: on stdio,
 // stdout is the protocol channel.
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { pino } from 'pino';
 import { createQuotaClient } from '@quota-service/client';
-import { ApprovalTokens } from '@quota-service/mcp';
-import { loadMcpServerConfig } from './config.js';
-import { loadDevCredentials } from './dev-tokens.js';
+import { ApprovalTokens, type Principal } from '@quota-service/mcp/v2';
+import { discoverAuthorizationServer } from './authorization-server.js';
+import { loadMcpServerConfig, type McpServerConfig } from './config.js';
 import { HelpDesk } from './help-desk.js';
 import { startHttpTransport } from './http-transport.js';
 import { createReferenceServer } from './reference-server.js';
 
+/** The principal of stdio calls: whoever started the process, as the operator configured it. */
+function stdioPrincipal(config: McpServerConfig): Principal {
+  if (config.MCP_STDIO_SUBJECT === undefined) {
+    throw new Error('invalid configuration:\n  MCP_STDIO_SUBJECT: required with MCP_TRANSPORT=stdio: who runs this process (the principal of every call)');
+  }
+  return {
+    subject: config.MCP_STDIO_SUBJECT,
+    scopes: config.MCP_STDIO_SCOPES,
+    roles: config.MCP_STDIO_ROLES,
+    ...(config.MCP_STDIO_TENANT === undefined ? {} : { tenant: config.MCP_STDIO_TENANT }),
+  };
+}
+
 async function main(): Promise<void> {
   const config = loadMcpServerConfig(process.env);
   const logger = pino({ name: 'mcp-server', level: config.MCP_LOG_LEVEL }, pino.destination(2));
-  const credentials = await loadDevCredentials(config.MCP_DEV_TOKENS);
   const quota = createQuotaClient({ address: config.MCP_QUOTA_ADDR, deadlineMs: config.MCP_QUOTA_TIMEOUT_MS, logger });
   const desk = new HelpDesk();
   const approvals = config.MCP_APPROVAL_SECRET === undefined ? undefined : new ApprovalTokens({ secret: config.MCP_APPROVAL_SECRET });
@@ -25,31 +37,33 @@ async function main(): Promise<void> {
 
   let stop: () => Promise<void>;
   if (config.MCP_TRANSPORT === 'stdio') {
-    if (credentials.stdioPrincipal === undefined) {
-      throw new Error(`${config.MCP_DEV_TOKENS} has no stdio_principal: stdio calls would have no identity`);
-    }
-    const server = createReferenceServer({ ...deps, principal: credentials.stdioPrincipal });
-    await server.connect(new StdioServerTransport());
-    logger.info({ principal: credentials.stdioPrincipal.subject, quota: config.MCP_QUOTA_ADDR }, 'MCP server on stdio');
-    stop = () => server.close();
-    // The host closing our stdin ends the session.
+    const principal = stdioPrincipal(config);
+    const stdio = serveStdio(() => createReferenceServer({ ...deps, principal }), {
+      onerror: (error) => logger.warn({ reason: error.message }, 'MCP stdio error'),
+    });
+    logger.info({ principal: principal.subject, quota: config.MCP_QUOTA_ADDR }, 'MCP server on stdio');
+    stop = () => stdio.close();
+    // The host closing our stdin ends the connection.
     process.stdin.once('end', () => void shutdown('stdin closed'));
   } else {
+    if (config.MCP_AUTHORIZATION_SERVER === undefined) {
+      throw new Error(
+        'invalid configuration:\n  MCP_AUTHORIZATION_SERVER: required with MCP_TRANSPORT=http: the issuer URL of the authorization server whose tokens are accepted (make run-mcp starts a development one)',
+      );
+    }
+    const authorizationServer = await discoverAuthorizationServer(config.MCP_AUTHORIZATION_SERVER);
     const http = await startHttpTransport({
       host: config.MCP_HTTP_HOST,
       port: config.MCP_HTTP_PORT,
-      resourceUrl: config.resourceUrl,
-      allowedHosts: config.allowedHosts,
+      ...(config.resourceUrl === undefined ? {} : { resourceUrl: config.resourceUrl }),
+      ...(config.allowedHosts === undefined ? {} : { allowedHosts: config.allowedHosts }),
       ...(config.allowedOrigins === undefined ? {} : { allowedOrigins: config.allowedOrigins }),
-      authorizationServers: config.MCP_AUTHORIZATION_SERVERS,
-      verifier: credentials.verifier,
-      sessionIdleTimeoutMs: config.MCP_SESSION_IDLE_TIMEOUT_MS,
-      maxSessionsPerPrincipal: config.MCP_MAX_SESSIONS_PER_PRINCIPAL,
+      authorizationServer,
       createServer: () => createReferenceServer(deps),
       logger,
     });
     // Machine-readable for whoever started us with port 0 (tests, scripts).
-    logger.info({ port: http.port }, 'ready');
+    logger.info({ port: http.port, resource: http.resourceUrl.href }, 'ready');
     stop = () => http.close();
   }
 

@@ -12,9 +12,9 @@ import { jsonRpcError } from './http-errors.js';
  * Origin naming the same host and port as the request's Host header (which the
  * Host check has already limited to the allowed host names), over http or https.
  *
- * Hand-rolled because SDK 1.x has no Origin middleware: the transport's own
- * `allowedOrigins` option is deprecated and runs only after authentication, the
- * body and the session lookup.
+ * Hand-rolled because the SDK's Origin middleware compares host names only, on any
+ * port (a page on http://localhost:8080 would pass for a server on :3333); this
+ * compares the whole origin, scheme and port included.
  */
 export function originValidation(allowedOrigins: readonly string[] | undefined): RequestHandler {
   const listed = allowedOrigins === undefined ? undefined : new Set(allowedOrigins);

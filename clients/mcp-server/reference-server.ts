@@ -1,11 +1,15 @@
-import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { z } from 'zod';
-import type { ApprovalTokens, Approver } from '@quota-service/mcp';
-import type { AuditSink } from '@quota-service/mcp';
-import { principalFromAuthInfo, type Principal } from '@quota-service/mcp';
-import type { QuotaDecider } from '@quota-service/mcp';
-import { guardTools } from '@quota-service/mcp';
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
+import { z } from 'zod';
+import {
+  type ApprovalTokens,
+  type Approver,
+  type AuditSink,
+  guardTools,
+  principalFromAuthInfo,
+  type Principal,
+  type QuotaDecider,
+} from '@quota-service/mcp/v2';
 import { registerApproveTool } from './approve-tool.js';
 import type { HelpDesk } from './help-desk.js';
 
@@ -27,9 +31,15 @@ export interface ReferenceServerDeps {
 /** Bulk updates touch at most this many tickets per call (the policy's bucket holds 50). */
 const MAX_BULK = 50;
 
+/** Every scope the server's tools and resources ask for: the protected resource metadata lists them. */
+export const REFERENCE_SCOPES = ['tickets:read', 'tickets:write', 'customers:read'];
+
 /**
- * The reference MCP server: the spec's three primitives (2.1). Tools go through
- * the guard; one McpServer per session, all sharing one HelpDesk and quota client.
+ * The reference MCP server on SDK 2.x: one of each primitive (tools, a resource, a
+ * prompt). Tools go through the guard. On HTTP the SDK builds one per request (the
+ * 2026-07-28 revision is stateless), all sharing one HelpDesk and quota client.
+ * With a verified token (HTTP) a call lacking a tool's scope is answered 403
+ * insufficient_scope, so the client can step up; on stdio the guard refuses it.
  */
 export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
   const server = new McpServer(
@@ -37,6 +47,7 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
     { instructions: 'Help-desk tools behind the quota service. A refused call says why in its text and under _meta["dev.quota-service/refusal"].' },
   );
   const guard = guardTools(server, {
+    scopeChallenge: true,
     quota: deps.quota,
     audit: deps.audit,
     ...(deps.principal === undefined ? {} : { principal: deps.principal }),
@@ -50,8 +61,8 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
     {
       title: 'Create ticket',
       description: 'Open a help-desk ticket. Rate limited per user (policy mcp-create-ticket, cost 1).',
-      inputSchema: { title: z.string().min(1).max(200), customerId: z.string().optional() },
-      outputSchema: { id: z.string(), status: z.string() },
+      inputSchema: z.object({ title: z.string().min(1).max(200), customerId: z.string().optional() }),
+      outputSchema: z.object({ id: z.string(), status: z.string() }),
     },
     { scopes: ['tickets:write'], quota: { policy: 'mcp-create-ticket', cost: 1, failureMode: 'closed' } },
     async ({ title, customerId }) => {
@@ -68,7 +79,7 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
     {
       title: 'Bulk update tickets',
       description: `Set the status of up to ${MAX_BULK} tickets. Costs one quota unit per ticket (policy mcp-bulk-tickets).`,
-      inputSchema: { ticketIds: z.array(z.string().min(1)).min(1).max(MAX_BULK), status: z.enum(['open', 'pending', 'closed']) },
+      inputSchema: z.object({ ticketIds: z.array(z.string().min(1)).min(1).max(MAX_BULK), status: z.enum(['open', 'pending', 'closed']) }),
     },
     { scopes: ['tickets:write'], quota: { policy: 'mcp-bulk-tickets', cost: ({ ticketIds }) => ticketIds.length } },
     async ({ ticketIds, status }) => {
@@ -86,7 +97,7 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
         deps.approvals === undefined
           ? 'Delete a customer record. Sensitive: every call is approved first (the client is asked).'
           : 'Delete a customer record. Sensitive: every call needs a token from an approver (approve_tool_call), passed under _meta["dev.quota-service/approval"].',
-      inputSchema: { customerId: z.string().min(1) },
+      inputSchema: z.object({ customerId: z.string().min(1) }),
       annotations: { destructiveHint: true },
     },
     {
@@ -112,9 +123,10 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
       }),
     }),
     { title: 'Customer record', description: 'A customer record as JSON (scope customers:read).', mimeType: 'application/json' },
-    async (uri, { customerId }, extra) => {
+    async (uri, { customerId }, ctx) => {
       // Resources hold personal data: the same identity rule as tools, from the credential only.
-      const principal = extra.authInfo !== undefined ? principalFromAuthInfo(extra.authInfo) : deps.principal;
+      const authInfo = ctx.http?.authInfo;
+      const principal = authInfo !== undefined ? principalFromAuthInfo(authInfo) : deps.principal;
       if (principal === undefined || !principal.scopes.includes('customers:read')) {
         throw new Error('Reading customer records is not permitted for this caller');
       }
@@ -129,7 +141,7 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
     {
       title: 'Incident review',
       description: 'A blameless incident review template.',
-      argsSchema: { incidentId: z.string().min(1), severity: z.enum(['sev1', 'sev2', 'sev3']).optional() },
+      argsSchema: z.object({ incidentId: z.string().min(1), severity: z.enum(['sev1', 'sev2', 'sev3']).optional() }),
     },
     ({ incidentId, severity }) => ({
       messages: [

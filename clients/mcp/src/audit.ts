@@ -34,7 +34,8 @@ export interface AuditRecord {
   /** The arguments after redaction (values replaced by default). */
   arguments: unknown;
   steps: {
-    validation: 'passed';
+    /** 'not_checked': refused before the arguments were validated (an HTTP scope challenge, SDK 2.x). */
+    validation: 'passed' | 'not_checked';
     authentication: 'passed' | 'failed';
     permission: PermissionOutcome | 'not_checked';
     approval: ApprovalOutcome | 'not_checked';

@@ -188,6 +188,30 @@ export class ControlChain {
     return finish(result, result.isError === true ? 'tool_error' : 'ok');
   }
 
+  /**
+   * Audits a call the SDK refused before the chain ran (an HTTP scope challenge):
+   * authenticated, not permitted, nothing executed. `args` are the unvalidated
+   * arguments, redacted like any others.
+   */
+  async auditEarlyRefusal(call: { tool: string; requestId: string | number; credential: VerifiedCredential; args: unknown; reason: string }): Promise<void> {
+    const principal = principalFromAuthInfo(call.credential);
+    await this.record({
+      time: new Date().toISOString(),
+      tool: call.tool,
+      requestId: call.requestId,
+      principal: {
+        subject: principal.subject,
+        ...(principal.tenant === undefined ? {} : { tenant: principal.tenant }),
+        ...(principal.clientId === undefined ? {} : { clientId: principal.clientId }),
+      },
+      arguments: (this.options.redactArguments ?? ((_: string, a: unknown) => redactArgumentValues(a)))(call.tool, call.args),
+      steps: { validation: 'not_checked', authentication: 'passed', permission: 'denied', approval: 'not_checked', quota: { outcome: 'not_checked' } },
+      result: 'refused',
+      reason: call.reason,
+      durationMs: 0,
+    });
+  }
+
   private async record(record: AuditRecord): Promise<void> {
     try {
       await this.audit.write(record);

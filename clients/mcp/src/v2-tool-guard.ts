@@ -8,6 +8,8 @@ import {
   inputResponse,
   type McpServer,
   type RegisteredTool,
+  requireScopes,
+  type ScopeChallengeHandler,
   type ServerContext,
   type StandardSchemaWithJSON,
   type ToolAnnotations,
@@ -34,6 +36,19 @@ interface ToolConfig<InputArgs, OutputArgs> {
   _meta?: Record<string, unknown>;
 }
 
+/** The options of the SDK 2.x guard: the shared ones, and what only 2.x can do. */
+export interface V2ToolGuardOptions extends ToolGuardOptions {
+  /**
+   * On HTTP, a call whose verified token lacks one of the tool's `scopes` is answered
+   * `403` with `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"` (the
+   * SDK's per-tool scope challenge, before the arguments are read), so the client can
+   * ask its authorization server for those scopes and call again. The refusal is
+   * audited. Default false: the permission step refuses with a `not_permitted` tool
+   * result, as on stdio, where there is no token to step up.
+   */
+  scopeChallenge?: boolean;
+}
+
 /** The key of the guard's approval question in `inputRequests` / `inputResponses`. */
 const APPROVAL_INPUT_KEY = 'dev.quota-service/approval';
 
@@ -49,7 +64,7 @@ export class ToolGuard {
 
   constructor(
     readonly server: McpServer,
-    options: ToolGuardOptions,
+    private readonly options: V2ToolGuardOptions,
   ) {
     this.chain = new ControlChain(options);
   }
@@ -82,7 +97,32 @@ export class ToolGuard {
       config.inputSchema === undefined
         ? (ctx: ServerContext) => run(undefined as ToolArgs<InputArgs>, ctx, [ctx])
         : (args: ToolArgs<InputArgs>, ctx: ServerContext) => run(args, ctx, [args, ctx]);
-    return this.server.registerTool(name, config, guarded as unknown as ToolCallback<InputArgs>);
+    const scopes = policy.scopes ?? [];
+    const challenge = this.options.scopeChallenge === true && scopes.length > 0 ? this.scopeChallenge(name, [scopes[0]!, ...scopes.slice(1)]) : undefined;
+    return this.server.registerTool(
+      name,
+      { ...config, ...(challenge === undefined ? {} : { scopeChallenge: challenge }) },
+      guarded as unknown as ToolCallback<InputArgs>,
+    );
+  }
+
+  /** The SDK's exact-scopes challenge for a tool, with the refusal audited. */
+  private scopeChallenge(tool: string, scopes: readonly [string, ...string[]]): ScopeChallengeHandler {
+    const required = requireScopes(...scopes);
+    return async (context) => {
+      const challenge = await required(context);
+      if (challenge !== undefined && context.authInfo !== undefined) {
+        const held = new Set(context.authInfo.scopes);
+        await this.chain.auditEarlyRefusal({
+          tool,
+          requestId: context.request.id,
+          credential: context.authInfo,
+          args: (context.request.params as { arguments?: unknown } | undefined)?.arguments,
+          reason: `missing scope ${scopes.filter((scope) => !held.has(scope)).join(', ')}: answered 403 insufficient_scope`,
+        });
+      }
+      return challenge;
+    };
   }
 
   /** Who calls: the verified credential's principal, else the configured one (stdio). */
@@ -108,6 +148,6 @@ export class ToolGuard {
 }
 
 /** Guards the tools registered through the returned object on an SDK 2.x `server`. */
-export function guardTools(server: McpServer, options: ToolGuardOptions): ToolGuard {
+export function guardTools(server: McpServer, options: V2ToolGuardOptions): ToolGuard {
   return new ToolGuard(server, options);
 }

@@ -13,16 +13,24 @@ describe('reference MCP server configuration', () => {
     }
   });
 
-  it('session limits: 15 minutes idle and 16 sessions per principal unless MCP_SESSION_IDLE_TIMEOUT_MS / MCP_MAX_SESSIONS_PER_PRINCIPAL say otherwise', () => {
-    const defaults = loadMcpServerConfig({});
-    expect(defaults.MCP_SESSION_IDLE_TIMEOUT_MS).toBe(900_000);
-    expect(defaults.MCP_MAX_SESSIONS_PER_PRINCIPAL).toBe(16);
-    const set = loadMcpServerConfig({ MCP_SESSION_IDLE_TIMEOUT_MS: '60000', MCP_MAX_SESSIONS_PER_PRINCIPAL: '2' });
-    expect(set.MCP_SESSION_IDLE_TIMEOUT_MS).toBe(60_000);
-    expect(set.MCP_MAX_SESSIONS_PER_PRINCIPAL).toBe(2);
-    expect(() => loadMcpServerConfig({ MCP_SESSION_IDLE_TIMEOUT_MS: '0' })).toThrow(/MCP_SESSION_IDLE_TIMEOUT_MS/);
-    expect(() => loadMcpServerConfig({ MCP_MAX_SESSIONS_PER_PRINCIPAL: '0' })).toThrow(/MCP_MAX_SESSIONS_PER_PRINCIPAL/);
-    expect(() => loadMcpServerConfig({ MCP_MAX_SESSIONS_PER_PRINCIPAL: 'many' })).toThrow(/MCP_MAX_SESSIONS_PER_PRINCIPAL/);
+  it('MCP_AUTHORIZATION_SERVER and MCP_RESOURCE_URL: http(s) URLs; the resource URL defaults to the bound port', () => {
+    const set = loadMcpServerConfig({ MCP_AUTHORIZATION_SERVER: 'https://auth.example.com', MCP_RESOURCE_URL: 'https://mcp.example.com/mcp' });
+    expect(set.MCP_AUTHORIZATION_SERVER).toBe('https://auth.example.com');
+    expect(set.resourceUrl?.href).toBe('https://mcp.example.com/mcp');
+    expect(loadMcpServerConfig({}).resourceUrl).toBeUndefined();
+    expect(() => loadMcpServerConfig({ MCP_AUTHORIZATION_SERVER: 'auth.example.com' })).toThrow(/MCP_AUTHORIZATION_SERVER/);
+    expect(() => loadMcpServerConfig({ MCP_RESOURCE_URL: 'ftp://mcp.example.com/mcp' })).toThrow(/MCP_RESOURCE_URL/);
+  });
+
+  it('the stdio principal: MCP_STDIO_SUBJECT, MCP_STDIO_TENANT, and comma-separated MCP_STDIO_SCOPES and MCP_STDIO_ROLES', () => {
+    const config = loadMcpServerConfig({ MCP_STDIO_SUBJECT: 'ops', MCP_STDIO_SCOPES: 'tickets:read, tickets:write', MCP_STDIO_ROLES: 'agent' });
+    expect([config.MCP_STDIO_SUBJECT, config.MCP_STDIO_TENANT, config.MCP_STDIO_SCOPES, config.MCP_STDIO_ROLES]).toEqual([
+      'ops',
+      undefined,
+      ['tickets:read', 'tickets:write'],
+      ['agent'],
+    ]);
+    expect(loadMcpServerConfig({}).MCP_STDIO_SCOPES).toEqual([]);
   });
 
   it('MCP_APPROVAL_SECRET: unset means elicitation approval; set, at least 32 characters', () => {

@@ -2,9 +2,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadDevClients } from '../../../clients/mcp-server/dev-issuer/dev-clients.js';
+import { startDevIssuer, type RunningDevIssuer } from '../../../clients/mcp-server/dev-issuer/dev-issuer.js';
 import { closedPort } from '../../support/closed-port.js';
 import { startMcpServerProcess, type McpServerProcess } from '../../support/mcp-server-process.js';
+import { ALICE, toolsCall } from './http-harness.js';
 
 // The reference server's error answers, as a client on the network sees them: a
 // real process started from main.ts, under both NODE_ENV values Express treats
@@ -38,68 +42,78 @@ function expectPlainJsonError(response: RawResponse) {
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-const ALICE = { authorization: 'Bearer dev-alice-agent-token' };
+
+let issuer: RunningDevIssuer;
+beforeAll(async () => {
+  issuer = await startDevIssuer({
+    host: '127.0.0.1',
+    port: 0,
+    clients: await loadDevClients('config/mcp-dev-clients.yaml'),
+    logger: pino({ level: 'silent' }),
+  });
+});
+afterAll(async () => {
+  await issuer?.close();
+});
+
+/** alice's bearer header, for the server on `port` (the token's audience is its resource URL). */
+async function aliceFor(port: number): Promise<Record<string, string>> {
+  const form = new URLSearchParams({ grant_type: 'client_credentials', resource: `http://localhost:${port}/mcp` });
+  const basic = Buffer.from(`${ALICE.id}:${ALICE.secret}`).toString('base64');
+  const response = await fetch(`${issuer.issuer}/token`, { method: 'POST', headers: { authorization: `Basic ${basic}` }, body: form });
+  return { authorization: `Bearer ${((await response.json()) as { access_token: string }).access_token}` };
+}
 
 describe.each(['development', 'production'])('reference MCP server error answers with NODE_ENV=%s', (nodeEnv) => {
   let server: McpServerProcess;
   let dir: string;
+  let alice: Record<string, string>;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'mcp-errors-'));
     server = await startMcpServerProcess({
       NODE_ENV: nodeEnv,
       MCP_QUOTA_ADDR: `127.0.0.1:${await closedPort()}`,
-      MCP_DEV_TOKENS: 'config/mcp-dev-tokens.yaml',
-      // The dev tokens' audience.
-      MCP_RESOURCE_URL: 'http://localhost:3333/mcp',
+      MCP_AUTHORIZATION_SERVER: issuer.issuer,
       MCP_AUDIT_FILE: join(dir, 'audit.jsonl'),
     });
+    alice = await aliceFor(server.port);
   });
   afterAll(async () => {
     await server?.stop();
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
-  it('malformed JSON: 400 with the JSON-RPC parse error, with or without a token', async () => {
-    for (const headers of [JSON_HEADERS, { ...JSON_HEADERS, ...ALICE }]) {
-      const response = await raw(server.port, 'POST', '/mcp', headers, '{"jsonrpc": "2.0", "method": ');
-      expect(response.status).toBe(400);
-      expect(JSON.parse(response.body)).toEqual({ jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null });
-      expectPlainJsonError(response);
-    }
-    // The server is unharmed: a well-formed initialize opens a session.
-    const good = await raw(
-      server.port,
-      'POST',
-      '/mcp',
-      { ...JSON_HEADERS, ...ALICE },
-      JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-      }),
-    );
+  it('malformed JSON: 400 with the JSON-RPC parse error (after authentication: 401 without a token)', async () => {
+    const response = await raw(server.port, 'POST', '/mcp', { ...JSON_HEADERS, ...alice }, '{"jsonrpc": "2.0", "method": ');
+    expect(response.status).toBe(400);
+    expect(JSON.parse(response.body)).toEqual({ jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null });
+    expectPlainJsonError(response);
+    const anonymous = await raw(server.port, 'POST', '/mcp', JSON_HEADERS, '{"jsonrpc": "2.0", "method": ');
+    expect(anonymous.status).toBe(401);
+    expect(JSON.parse(anonymous.body)).toEqual({ error: 'invalid_token', error_description: 'Missing Authorization header' });
+    expectPlainJsonError(anonymous);
+    // The server is unharmed: a well-formed call is served (refused as a tool result: there is no quota service here).
+    const call = toolsCall(1, 'bulk_update_tickets', { ticketIds: ['T-9'], status: 'closed' });
+    const good = await raw(server.port, 'POST', '/mcp', { ...JSON_HEADERS, ...call.headers, ...alice }, JSON.stringify(call.body));
     expect(good.status).toBe(200);
-    expect(good.headers['mcp-session-id']).toEqual(expect.any(String));
+    expect(JSON.parse(good.body)).toMatchObject({ id: 1, result: { isError: true, _meta: { 'dev.quota-service/refusal': { reason: 'quota_unavailable' } } } });
   });
 
   it('a body over 100 KB: 413 with a JSON-RPC error naming the limit', async () => {
     const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { pad: 'x'.repeat(200_000) } });
-    for (const headers of [JSON_HEADERS, { ...JSON_HEADERS, ...ALICE }]) {
-      const response = await raw(server.port, 'POST', '/mcp', headers, big);
-      expect(response.status).toBe(413);
-      expect(JSON.parse(response.body)).toEqual({
-        jsonrpc: '2.0',
-        error: { code: -32000, message: 'Payload Too Large: Request body must not exceed 102400 bytes' },
-        id: null,
-      });
-      expectPlainJsonError(response);
-    }
+    const response = await raw(server.port, 'POST', '/mcp', { ...JSON_HEADERS, ...alice }, big);
+    expect(response.status).toBe(413);
+    expect(JSON.parse(response.body)).toEqual({
+      jsonrpc: '2.0',
+      error: { code: -32000, message: 'Payload Too Large: Request body must not exceed 102400 bytes' },
+      id: null,
+    });
+    expectPlainJsonError(response);
   });
 
   it('a charset the JSON parser cannot read: 415 as JSON', async () => {
-    const response = await raw(server.port, 'POST', '/mcp', { ...JSON_HEADERS, 'content-type': 'application/json; charset=latin1' }, '{}');
+    const response = await raw(server.port, 'POST', '/mcp', { ...JSON_HEADERS, ...alice, 'content-type': 'application/json; charset=latin1' }, '{}');
     expect(response.status).toBe(415);
     expect(JSON.parse(response.body)).toEqual({ jsonrpc: '2.0', error: { code: -32000, message: 'Unsupported Media Type' }, id: null });
     expectPlainJsonError(response);

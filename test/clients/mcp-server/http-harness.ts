@@ -2,15 +2,14 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { OAuthTokenVerifier } from '@modelcontextprotocol/sdk/server/auth/provider.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { pino } from 'pino';
+import { Client, ClientCredentialsProvider, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { pino, type Logger } from 'pino';
 import { createQuotaClient, type QuotaClient } from '@quota-service/client';
 import { VirtualClock } from '@quota-service/core';
 import type { AuditRecord } from '@quota-service/mcp';
-import { loadDevCredentials } from '../../../clients/mcp-server/dev-tokens.js';
+import { discoverAuthorizationServer } from '../../../clients/mcp-server/authorization-server.js';
+import { loadDevClients } from '../../../clients/mcp-server/dev-issuer/dev-clients.js';
+import { startDevIssuer, type RunningDevIssuer } from '../../../clients/mcp-server/dev-issuer/dev-issuer.js';
 import { HelpDesk } from '../../../clients/mcp-server/help-desk.js';
 import { startHttpTransport, type HttpTransportOptions } from '../../../clients/mcp-server/http-transport.js';
 import { createReferenceServer, type ReferenceServerDeps } from '../../../clients/mcp-server/reference-server.js';
@@ -19,11 +18,14 @@ import { MemoryStore } from '../../../src/store/memory.js';
 import { startTestService, type TestService } from '../../support/quota-service.js';
 import { T0 } from '../../support/store-fixtures.js';
 
-// Tokens from the shipped dev token file (config/mcp-dev-tokens.yaml).
-export const ALICE = 'dev-alice-agent-token';
-export const BOB = 'dev-bob-viewer-token';
-export const CAROL = 'dev-carol-approver-token';
-export const RESOURCE = new URL('http://localhost:3333/mcp');
+/** Clients of the shipped development client file (config/mcp-dev-clients.yaml). */
+export const ALICE = { id: 'alice-cli', secret: 'dev-alice-secret' };
+export const BOB = { id: 'bob-cli', secret: 'dev-bob-secret' };
+export const CAROL = { id: 'carol-console', secret: 'dev-carol-secret' };
+export type DevCredentials = typeof ALICE;
+
+/** The protocol revision the reference server speaks, and its per-request envelope keys. */
+export const REVISION = '2026-07-28';
 
 export interface RawResponse {
   status: number;
@@ -31,58 +33,75 @@ export interface RawResponse {
   body: string;
 }
 
-/** The reference server on real Streamable HTTP, a real quota service behind it, and helpers to talk to it. */
+/** The reference server on real Streamable HTTP, its development authorization server, a real quota service, and helpers. */
 export interface ReferenceHttp {
   base: string;
   port: number;
-  /** How many MCP sessions the server closed so far (their McpServer saw the transport close). */
-  closedSessions(): number;
-  /** An SDK client with this bearer token; `elicit` answers every approval form with yes. */
-  connect(
-    token: string,
-    options?: { elicit?: boolean; headers?: Record<string, string> },
-  ): Promise<{ client: Client; transport: StreamableHTTPClientTransport }>;
-  /** A raw request, so any header (Host, Origin) and any body can be sent. */
+  /** The server's resource URL: the audience its tokens must have. */
+  resource: URL;
+  issuer: RunningDevIssuer;
+  /** An access token from the development issuer (client credentials), for `resource` unless told otherwise. */
+  token(client: DevCredentials, options?: { resource?: string; scope?: string }): Promise<string>;
+  /**
+   * A 2.x SDK client pinned to 2026-07-28 that gets its own token: on the first 401
+   * it follows the server's resource metadata to the issuer (client credentials).
+   * `elicit` answers every approval form with yes.
+   */
+  connect(client: DevCredentials, options?: { elicit?: boolean; onElicit?: () => void; headers?: Record<string, string> }): Promise<Client>;
+  /** A raw request, so any header (Host, Origin, Mcp-Method, ...) and any body can be sent. */
   raw(method: string, headers: Record<string, string>, body?: unknown): Promise<RawResponse>;
   audit(): Promise<AuditRecord[]>;
   close(): Promise<void>;
 }
 
-export const initialize = {
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-};
+/** A tools/call as a 2026-07-28 client sends it: the per-request envelope in `_meta` and the standard headers. */
+export function toolsCall(id: number, name: string, args: Record<string, unknown>, headers: Record<string, string> = {}) {
+  return {
+    headers: { 'mcp-protocol-version': REVISION, 'mcp-method': 'tools/call', 'mcp-name': name, ...headers },
+    body: {
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: {
+        name,
+        arguments: args,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': REVISION,
+          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    },
+  };
+}
 
 export async function startReferenceHttp(
   options: {
-    transport?: Partial<Omit<HttpTransportOptions, 'createServer' | 'logger' | 'verifier'>>;
+    transport?: Partial<Omit<HttpTransportOptions, 'createServer' | 'logger' | 'authorizationServer'>>;
     /** Reference server options: signed approvals. */
     server?: Pick<ReferenceServerDeps, 'approvals'>;
-    /** Wraps the dev token verifier (e.g. to hold requests until several have arrived). */
-    verifier?: (verifier: OAuthTokenVerifier) => OAuthTokenVerifier;
+    logger?: Logger;
+    /** The issuer's clock (ms since the epoch); default Date.now. */
+    issuerNow?: () => number;
   } = {},
 ): Promise<ReferenceHttp> {
+  const logger = options.logger ?? pino({ level: 'silent' });
   const service: TestService = await startTestService(new MemoryStore(new VirtualClock(T0)), await loadPolicyFile('config/mcp-policies.yaml'));
   const quota: QuotaClient = createQuotaClient({ address: `127.0.0.1:${service.server.port}` });
   const dir = await mkdtemp(join(tmpdir(), 'mcp-http-'));
-  const credentials = await loadDevCredentials('config/mcp-dev-tokens.yaml');
-  const logger = pino({ level: 'silent' });
+  const issuer = await startDevIssuer({
+    host: '127.0.0.1',
+    port: 0,
+    clients: await loadDevClients('config/mcp-dev-clients.yaml'),
+    logger,
+    ...(options.issuerNow === undefined ? {} : { now: options.issuerNow }),
+  });
   const desk = new HelpDesk();
-  let closed = 0;
   const http = await startHttpTransport({
     host: '127.0.0.1',
     port: 0,
-    resourceUrl: RESOURCE,
-    allowedHosts: ['localhost', '127.0.0.1'],
-    authorizationServers: [],
-    verifier: options.verifier === undefined ? credentials.verifier : options.verifier(credentials.verifier),
-    createServer: () => {
-      const server = createReferenceServer({ desk, quota, audit: join(dir, 'audit.jsonl'), logger, ...options.server });
-      server.server.onclose = () => void closed++;
-      return server;
-    },
+    authorizationServer: await discoverAuthorizationServer(issuer.issuer),
+    createServer: () => createReferenceServer({ desk, quota, audit: join(dir, 'audit.jsonl'), logger, ...options.server }),
     logger,
     ...options.transport,
   });
@@ -92,21 +111,43 @@ export async function startReferenceHttp(
   return {
     base,
     port: http.port,
-    closedSessions: () => closed,
-    async connect(token, connectOptions = {}) {
-      const transport = new StreamableHTTPClientTransport(new URL('/mcp', base), {
-        requestInit: { headers: { Authorization: `Bearer ${token}`, ...connectOptions.headers } },
+    resource: http.resourceUrl,
+    issuer,
+    async token(client, tokenOptions = {}) {
+      const form = new URLSearchParams({ grant_type: 'client_credentials', resource: tokenOptions.resource ?? http.resourceUrl.href });
+      if (tokenOptions.scope !== undefined) form.set('scope', tokenOptions.scope);
+      const response = await fetch(`${issuer.issuer}/token`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${Buffer.from(`${client.id}:${client.secret}`).toString('base64')}` },
+        body: form,
       });
-      const client = new Client({ name: 'http-test', version: '1.0.0' }, { capabilities: connectOptions.elicit ? { elicitation: { form: {} } } : {} });
-      if (connectOptions.elicit) client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { approve: true } }));
+      if (!response.ok) throw new Error(`token request failed: ${response.status} ${await response.text()}`);
+      return ((await response.json()) as { access_token: string }).access_token;
+    },
+    async connect(credentials, connectOptions = {}) {
+      const authProvider = new ClientCredentialsProvider({ clientId: credentials.id, clientSecret: credentials.secret, expectedIssuer: issuer.issuer });
+      const transport = new StreamableHTTPClientTransport(http.resourceUrl, {
+        authProvider,
+        ...(connectOptions.headers === undefined ? {} : { requestInit: { headers: connectOptions.headers } }),
+      });
+      const client = new Client(
+        { name: 'http-test', version: '1.0.0' },
+        { capabilities: connectOptions.elicit ? { elicitation: { form: {} } } : {}, versionNegotiation: { mode: { pin: REVISION } } },
+      );
+      if (connectOptions.elicit) {
+        client.setRequestHandler('elicitation/create', async () => {
+          connectOptions.onElicit?.();
+          return { action: 'accept', content: { approve: true } };
+        });
+      }
       await client.connect(transport);
       clients.push(client);
-      return { client, transport };
+      return client;
     },
     raw(method, headers, body) {
       return new Promise((resolve, reject) => {
         const req = request(
-          `${base}/mcp`,
+          `${base}${http.resourceUrl.pathname}`,
           { method, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } },
           (res) => {
             let text = '';
@@ -127,6 +168,7 @@ export async function startReferenceHttp(
     async close() {
       await Promise.all(clients.splice(0).map((c) => c.close().catch(() => {})));
       await http.close();
+      await issuer.close();
       await quota.close();
       await service.stop();
       await rm(dir, { recursive: true, force: true });

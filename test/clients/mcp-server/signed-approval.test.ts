@@ -1,5 +1,4 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Client } from '@modelcontextprotocol/client';
 import { VirtualClock } from '@quota-service/core';
 import { APPROVAL_META_KEY, ApprovalTokens, argumentsDigest, REFUSAL_META_KEY, type ApprovalRequestDetails } from '@quota-service/mcp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -44,12 +43,8 @@ async function approve(approver: Client, request: ApprovalRequestDetails): Promi
 
 /** alice, whose client says yes to every elicitation (and counts them). */
 async function scriptedAlice() {
-  const { client } = await server.connect(ALICE, { elicit: true });
   const asked = { count: 0 };
-  client.setRequestHandler(ElicitRequestSchema, async () => {
-    asked.count++;
-    return { action: 'accept', content: { approve: true } };
-  });
+  const client = await server.connect(ALICE, { elicit: true, onElicit: () => void asked.count++ });
   return { client, asked };
 }
 
@@ -81,7 +76,7 @@ describe('signed approval of delete_customer', () => {
 
   it("an approver's token lets the requester run exactly that call, once, and the audit names the approver", async () => {
     const { client: alice } = await scriptedAlice();
-    const { client: carol } = await server.connect(CAROL);
+    const carol = await server.connect(CAROL);
     const request = refusalOf(await deleteCustomer(alice, 'c-100')).approvalRequest!;
     const token = await approve(carol, request);
 
@@ -101,7 +96,7 @@ describe('signed approval of delete_customer', () => {
 
   it('a token for another call, a forged, tampered or expired token is refused and nothing runs', async () => {
     const { client: alice } = await scriptedAlice();
-    const { client: carol } = await server.connect(CAROL);
+    const carol = await server.connect(CAROL);
     const problemOf = async (customerId: string, token: string) => refusalOf(await deleteCustomer(alice, customerId, token)).problem;
 
     // Other arguments, another requester.
@@ -133,7 +128,7 @@ describe('signed approval of delete_customer', () => {
   });
 
   it('an approver cannot approve its own calls', async () => {
-    const { client: carol } = await server.connect(CAROL);
+    const carol = await server.connect(CAROL);
     const own = (await carol.callTool({
       name: 'approve_tool_call',
       arguments: { tool: 'delete_customer', arguments: { customerId: 'c-100' }, requester: { subject: 'carol', tenant: 'acme' } },

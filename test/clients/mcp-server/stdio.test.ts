@@ -1,9 +1,8 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, Client } from '@modelcontextprotocol/client';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REFUSAL_META_KEY } from '../../../clients/mcp/src/refusals.js';
 import { VirtualClock } from '@quota-service/core';
@@ -14,7 +13,8 @@ import { T0 } from '../../support/store-fixtures.js';
 import { TS_NODE_ARGS } from '../../support/ts-node-args.js';
 
 // The reference server as an MCP host runs it: a child process on stdio, here
-// under tsx so no build is needed, talking to a real quota service.
+// under tsx so no build is needed, talking to a real quota service. The 2.x client
+// is pinned to 2026-07-28: no initialize handshake, the revision's envelope per request.
 let service: TestService;
 let dir: string;
 let client: Client;
@@ -30,14 +30,18 @@ beforeAll(async () => {
       ...getDefaultEnvironment(),
       MCP_TRANSPORT: 'stdio',
       MCP_QUOTA_ADDR: `127.0.0.1:${service.server.port}`,
+      // A loaded test machine must not turn a slow answer into a fail-closed refusal.
+      MCP_QUOTA_TIMEOUT_MS: '5000',
       MCP_AUDIT_FILE: join(dir, 'audit.jsonl'),
-      MCP_DEV_TOKENS: 'config/mcp-dev-tokens.yaml',
+      MCP_STDIO_SUBJECT: 'local-operator',
+      MCP_STDIO_SCOPES: 'tickets:read,tickets:write,customers:read',
+      MCP_STDIO_ROLES: 'agent',
     },
     cwd: process.cwd(),
     stderr: 'pipe',
   });
   transport.stderr?.on('data', (chunk) => (stderr += String(chunk)));
-  client = new Client({ name: 'stdio-test', version: '1.0.0' });
+  client = new Client({ name: 'stdio-test', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
   await client.connect(transport);
 });
 afterAll(async () => {
