@@ -53,6 +53,13 @@ export interface RunningHttpServer {
   close(): Promise<void>;
 }
 
+/** A failed bind in words, naming the cause the operator can act on. */
+const LISTEN_ERRORS: Record<string, string> = {
+  EADDRINUSE: 'address in use (another process listens there)',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'no network interface of this machine has that address',
+};
+
 /**
  * Streamable HTTP with the protections the MCP spec asks of a remote server:
  * Host and Origin header validation, bearer tokens checked for this resource (audience),
@@ -145,7 +152,13 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
   app.use(errorHandler(logger));
 
   const http = await new Promise<HttpServer>((resolve, reject) => {
-    const listening = app.listen(options.port, options.host, (error?: Error) => (error ? reject(error) : resolve(listening)));
+    const listening = app.listen(options.port, options.host, (error?: NodeJS.ErrnoException) =>
+      error
+        ? reject(
+            new Error(`MCP_HTTP_HOST, MCP_HTTP_PORT: cannot listen on ${options.host}:${options.port}: ${LISTEN_ERRORS[error.code ?? ''] ?? error.message}`),
+          )
+        : resolve(listening),
+    );
   });
   const port = (http.address() as AddressInfo).port;
   logger.info({ host: options.host, port, resource: options.resourceUrl.href }, 'MCP Streamable HTTP listening');
