@@ -1,4 +1,5 @@
 // The only place that reads the environment, handles signals and wires the parts.
+import { CallerPolicyCheck } from './config/caller-policies.js';
 import { CallersFileError, readCallersFile } from './config/callers.js';
 import { ReloadableCallerRegistry, watchCallersFile } from './config/callers-watcher.js';
 import { ConfigError, loadConfig } from './config/env.js';
@@ -36,6 +37,8 @@ async function main(): Promise<void> {
   const callers = callersFile === undefined ? undefined : new ReloadableCallerRegistry(callersFile.callers);
   const { text: policyText, policies } = await readPolicyFile(config.QUOTA_POLICIES);
   logger.info({ file: config.QUOTA_POLICIES, policies: [...policies.keys()] }, 'policies loaded');
+  const callerPolicies = new CallerPolicyCheck(logger.child({ component: 'callers' }));
+  if (callers !== undefined) callerPolicies.check(callers, policies, 'start');
 
   // Read and checked before any connection: a bad file stops the start naming its variable.
   const redisTlsFiles = { ca: config.QUOTA_REDIS_TLS_CA, cert: config.QUOTA_REDIS_TLS_CERT, key: config.QUOTA_REDIS_TLS_KEY };
@@ -83,13 +86,22 @@ async function main(): Promise<void> {
     path: config.QUOTA_POLICIES,
     loadedText: policyText,
     logger: logger.child({ component: 'policies' }),
-    onReload: (next) => engine.replacePolicies(next),
+    onReload: (next) => {
+      engine.replacePolicies(next);
+      if (callers !== undefined) callerPolicies.check(callers, next, 'policies reloaded');
+    },
     onResult: (success) => metrics.reloaded(success),
   });
   const callersWatcher =
     callers === undefined || callersFile === undefined
       ? undefined
-      : watchCallersFile({ path: config.QUOTA_AUTH_TOKENS!, loadedText: callersFile.text, registry: callers, logger: logger.child({ component: 'callers' }) });
+      : watchCallersFile({
+          path: config.QUOTA_AUTH_TOKENS!,
+          loadedText: callersFile.text,
+          registry: callers,
+          logger: logger.child({ component: 'callers' }),
+          onReload: (next) => callerPolicies.check(next, new Map(engine.listPolicies().map((policy) => [policy.name, policy])), 'callers reloaded'),
+        });
   const server = await startQuotaServer({
     engine,
     address: config.QUOTA_GRPC_ADDR,
