@@ -38,7 +38,8 @@ function run(change: (sample: Sample, i: number) => Partial<Sample> = () => ({})
     samples,
     warmupMs: 120_000,
     fixedKeys: 10_200,
-    memoWindowMs: 40_000,
+    memoWindowMs: 35_000,
+    staleShare: 0.1,
     longestTtlMs: 60_000,
     idleGraceMs: 30_000,
     errors: 0,
@@ -83,8 +84,10 @@ describe('the soak verdict', () => {
   });
 
   it('fails keys above what the TTLs allow, and a key without a TTL', () => {
-    // Remembered decisions that outlive their TTL: 60 s of them instead of 30 s.
-    expect(failed(run((s) => (s.phase === 'load' ? { keys: 10_200 + Math.min(s.atMs, 60_000) } : {})))).toEqual(['keys']);
+    // Redis may keep up to 10% of the keys expired but not deleted yet: within the bound.
+    expect(failed(run((s) => (s.phase === 'load' ? { keys: Math.floor((10_200 + Math.min(s.atMs, 30_000)) * 1.1) } : {})))).toEqual([]);
+    // Remembered decisions that outlive their TTL: 45 s of them instead of 30 s.
+    expect(failed(run((s) => (s.phase === 'load' ? { keys: 10_200 + Math.min(s.atMs, 45_000) } : {})))).toEqual(['keys']);
     expect(failed(run((_s, i) => (i === 50 ? { keysWithoutTtl: 1 } : {})))).toEqual(['keys']);
   });
 
