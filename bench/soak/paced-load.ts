@@ -33,6 +33,8 @@ class LatencyBuckets {
  * loop, for the maximum.)
  */
 export class PacedLoad {
+  /** Calls sent: answered, failed or in flight. */
+  sent = 0;
   calls = 0;
   allowed = 0;
   errors = 0;
@@ -90,6 +92,7 @@ export class PacedLoad {
       await new Promise<void>((resolve) => this.waiting.push(resolve));
       if (!this.running) return;
       const sent = performance.now();
+      this.sent++;
       try {
         if (await this.call(signal)) this.allowed++;
         this.calls++;

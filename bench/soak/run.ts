@@ -57,15 +57,17 @@ async function main(run: BenchRun): Promise<number> {
 
   const sampler = new Sampler(service.pid, redisClient, out);
   let measured = 0;
+  let measureSent = 0;
   let measureErrors = 0;
   const counted: Call = async (signal) => {
+    measureSent++;
     const allowed = await caller.call(signal);
     measured++;
     return allowed;
   };
   let rate = options.rate;
   if (rate === undefined) {
-    sampler.start({ phase: 'measure', decisions: () => measured, errors: () => measureErrors, extra: () => '' }, options.sampleMs);
+    sampler.start({ phase: 'measure', decisions: () => measured, sent: () => measureSent, errors: () => measureErrors, extra: () => '' }, options.sampleMs);
     measureErrors += (await driveLoad({ call: counted, concurrency: MEASURE.concurrency, durationMs: MEASURE.warmupMs, graceMs: 10_000 })).errors;
     const max = await driveLoad({ call: counted, concurrency: MEASURE.concurrency, durationMs: MEASURE.durationMs, graceMs: 10_000 });
     measureErrors += max.errors;
@@ -80,6 +82,7 @@ async function main(run: BenchRun): Promise<number> {
   const loadSource = {
     phase: 'load' as const,
     decisions: () => measured + load.calls,
+    sent: () => measureSent + load.sent,
     errors: () => measureErrors + load.errors,
     extra: () => (load.calls === 0 ? '' : `p99 ${load.percentileMs(99).toFixed(1)} ms`),
   };

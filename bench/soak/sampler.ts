@@ -11,11 +11,15 @@ export function rssBytes(pid: number): number {
 /** Open file descriptors of a process: sockets, files, watchers, pipes. */
 export const openFds = (pid: number): number => readdirSync(`/proc/${pid}/fd`).length;
 
-/** Keys in db 0, and those among them without an expiry (INFO keyspace: keys=N,expires=M). */
-export async function keyCounts(redis: Redis): Promise<{ keys: number; withoutTtl: number }> {
+/**
+ * Keys in db 0, those among them without an expiry (INFO keyspace: keys=N,expires=M),
+ * and Redis's estimate of the share already expired but not yet deleted.
+ */
+export async function keyCounts(redis: Redis): Promise<{ keys: number; withoutTtl: number; stale: number }> {
   const line = /^db0:keys=(\d+),expires=(\d+)/m.exec(await redis.info('keyspace'));
+  const stale = Number(/^expired_stale_perc:([\d.]+)/m.exec(await redis.info('stats'))?.[1] ?? 0) / 100;
   const keys = Number(line?.[1] ?? 0);
-  return { keys, withoutTtl: keys - Number(line?.[2] ?? 0) };
+  return { keys, withoutTtl: keys - Number(line?.[2] ?? 0), stale };
 }
 
 /** The longest remaining TTL of any key, ms (SCAN with PTTL: the whole keyspace, in pipelines). */
@@ -35,6 +39,7 @@ export async function longestTtlMs(redis: Redis): Promise<number> {
 export interface SampleSource {
   phase: Sample['phase'];
   decisions(): number;
+  sent(): number;
   errors(): number;
   /** Decisions/s over the last interval, p99 and the like: the progress line's end. */
   extra(): string;
@@ -67,11 +72,13 @@ export class Sampler {
 
   async sample(source: SampleSource): Promise<Sample> {
     const atMs = Date.now() - this.started;
-    const { keys, withoutTtl } = await keyCounts(this.redis);
+    const { keys, withoutTtl, stale } = await keyCounts(this.redis);
     const sample: Sample = {
       atMs,
       phase: source.phase,
       decisions: source.decisions(),
+      sent: source.sent(),
+      stale,
       rssBytes: rssBytes(this.pid),
       fds: openFds(this.pid),
       keys,
