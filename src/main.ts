@@ -1,4 +1,5 @@
 // The only place that reads the environment, handles signals and wires the parts.
+import { CallerPolicyCheck } from './config/caller-policies.js';
 import { CallersFileError, readCallersFile } from './config/callers.js';
 import { ReloadableCallerRegistry, watchCallersFile } from './config/callers-watcher.js';
 import { ConfigError, loadConfig } from './config/env.js';
@@ -7,6 +8,8 @@ import { watchPolicyFile } from './config/policy-watcher.js';
 import { QuotaEngine } from './engine/engine.js';
 import { startQuotaServer } from './grpc/server.js';
 import { serverTls } from './grpc/tls.js';
+import { routeGrpcLogs } from './grpc/grpc-js-logs.js';
+import { ListenError, listenNamed } from './listen-error.js';
 import { createLogger } from './logger.js';
 import { QuotaMetrics } from './metrics/metrics.js';
 import { startMetricsServer, type MetricsServer } from './metrics/metrics-server.js';
@@ -21,6 +24,7 @@ import { PolicyFileError } from '@quota-service/core';
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.QUOTA_LOG_LEVEL);
+  routeGrpcLogs(logger.child({ component: 'grpc-js' }));
   if (config.unknownVariables.length > 0) {
     logger.warn({ variables: config.unknownVariables }, 'ignoring unknown QUOTA_* variables (typo?)');
   }
@@ -33,6 +37,8 @@ async function main(): Promise<void> {
   const callers = callersFile === undefined ? undefined : new ReloadableCallerRegistry(callersFile.callers);
   const { text: policyText, policies } = await readPolicyFile(config.QUOTA_POLICIES);
   logger.info({ file: config.QUOTA_POLICIES, policies: [...policies.keys()] }, 'policies loaded');
+  const callerPolicies = new CallerPolicyCheck(logger.child({ component: 'callers' }));
+  if (callers !== undefined) callerPolicies.check(callers, policies, 'start');
 
   // Read and checked before any connection: a bad file stops the start naming its variable.
   const redisTlsFiles = { ca: config.QUOTA_REDIS_TLS_CA, cert: config.QUOTA_REDIS_TLS_CERT, key: config.QUOTA_REDIS_TLS_KEY };
@@ -71,7 +77,8 @@ async function main(): Promise<void> {
   metrics.watchStore({ shared: store, local: () => failure.localKeyCount() });
   let metricsServer: MetricsServer | undefined;
   if (config.QUOTA_METRICS_ADDR) {
-    metricsServer = await startMetricsServer(config.QUOTA_METRICS_ADDR, metrics.registry);
+    const addr = config.QUOTA_METRICS_ADDR;
+    metricsServer = await listenNamed('QUOTA_METRICS_ADDR', addr, () => startMetricsServer(addr, metrics.registry));
     logger.info({ addr: config.QUOTA_METRICS_ADDR, port: metricsServer.port }, 'metrics at GET /metrics');
   }
   const engine = new QuotaEngine(policies, store, { failure, onDecision: (policy, decision, seconds) => metrics.decided(policy, decision, seconds) });
@@ -79,13 +86,22 @@ async function main(): Promise<void> {
     path: config.QUOTA_POLICIES,
     loadedText: policyText,
     logger: logger.child({ component: 'policies' }),
-    onReload: (next) => engine.replacePolicies(next),
+    onReload: (next) => {
+      engine.replacePolicies(next);
+      if (callers !== undefined) callerPolicies.check(callers, next, 'policies reloaded');
+    },
     onResult: (success) => metrics.reloaded(success),
   });
   const callersWatcher =
     callers === undefined || callersFile === undefined
       ? undefined
-      : watchCallersFile({ path: config.QUOTA_AUTH_TOKENS!, loadedText: callersFile.text, registry: callers, logger: logger.child({ component: 'callers' }) });
+      : watchCallersFile({
+          path: config.QUOTA_AUTH_TOKENS!,
+          loadedText: callersFile.text,
+          registry: callers,
+          logger: logger.child({ component: 'callers' }),
+          onReload: (next) => callerPolicies.check(next, new Map(engine.listPolicies().map((policy) => [policy.name, policy])), 'callers reloaded'),
+        });
   const server = await startQuotaServer({
     engine,
     address: config.QUOTA_GRPC_ADDR,
@@ -94,6 +110,7 @@ async function main(): Promise<void> {
     callers,
     ...(config.QUOTA_HEALTH_ADDR === undefined ? {} : { healthAddress: config.QUOTA_HEALTH_ADDR }),
     admission: { total: config.QUOTA_MAX_PENDING_DECISIONS, perCaller: config.QUOTA_MAX_PENDING_DECISIONS_PER_CALLER },
+    settingNames: { address: 'QUOTA_GRPC_ADDR', healthAddress: 'QUOTA_HEALTH_ADDR' },
   });
   if (config.QUOTA_HEALTH_ADDR !== undefined) {
     logger.info({ addr: config.QUOTA_HEALTH_ADDR, port: server.healthPort }, 'grpc.health.v1 also on a plaintext health-only port');
@@ -144,7 +161,7 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // Before the logger exists (bad env) this is the only voice we have.
-  const known = error instanceof ConfigError || error instanceof PolicyFileError || error instanceof CallersFileError;
+  const known = error instanceof ConfigError || error instanceof PolicyFileError || error instanceof CallersFileError || error instanceof ListenError;
   process.stderr.write(`quota-service: ${known ? (error as Error).message : ((error as Error).stack ?? String(error))}\n`);
   process.exit(1);
 });

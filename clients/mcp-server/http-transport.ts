@@ -45,6 +45,13 @@ export interface RunningHttpServer {
   close(): Promise<void>;
 }
 
+/** A failed bind in words, naming the cause the operator can act on. */
+const LISTEN_ERRORS: Record<string, string> = {
+  EADDRINUSE: 'address in use (another process listens there)',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'no network interface of this machine has that address',
+};
+
 /**
  * Streamable HTTP for the 2026-07-28 revision (and, statelessly, for 2025-era
  * clients), with what the MCP authorization spec asks of a server: Host and
@@ -60,7 +67,9 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
   // Listen first: the default resource URL names the port the OS picked.
   const http: HttpServer = createServer();
   await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
+    http.once('error', (error: NodeJS.ErrnoException) =>
+      reject(new Error(`MCP_HTTP_HOST, MCP_HTTP_PORT: cannot listen on ${options.host}:${options.port}: ${LISTEN_ERRORS[error.code ?? ''] ?? error.message}`)),
+    );
     http.listen(options.port, options.host, () => resolve());
   });
   const port = (http.address() as AddressInfo).port;

@@ -10,6 +10,13 @@ import { OrderStore } from './order-store.js';
 /** The demo's catalogue. */
 const DEMO_STOCK = { widget: 1000, gadget: 25 };
 
+/** A failed bind in words, naming the cause the operator can act on. */
+const LISTEN_ERRORS: Record<string, string> = {
+  EADDRINUSE: 'address in use (another process listens there)',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'no network interface of this machine has that address',
+};
+
 async function main(): Promise<void> {
   const config = loadOrderApiConfig(process.env);
   const logger = createOrderApiLogger(config.logLevel);
@@ -29,7 +36,9 @@ async function main(): Promise<void> {
     trustedProxies: config.trustedProxies,
     maxInFlight: config.maxInFlight,
   });
-  await app.listen({ host: config.host, port: config.port });
+  await app.listen({ host: config.host, port: config.port }).catch((error: NodeJS.ErrnoException) => {
+    throw new Error(`ORDER_API_ADDR: cannot listen on ${config.host}:${config.port}: ${LISTEN_ERRORS[error.code ?? ''] ?? error.message}`);
+  });
   const stop = async () => {
     await app.close();
     await quota.close();

@@ -17,6 +17,10 @@ export class ReloadableCallerRegistry implements CallerRegistry {
     return this.current.size;
   }
 
+  get list(): readonly Caller[] {
+    return this.current.list;
+  }
+
   replace(next: CallerRegistry): void {
     this.current = next;
   }
@@ -28,7 +32,15 @@ export class ReloadableCallerRegistry implements CallerRegistry {
  * Kubernetes Secret applies without a restart; an invalid file keeps the loaded
  * callers. Log lines name the file and the reason, never its content (tokens).
  */
-export function watchCallersFile(options: { path: string; loadedText: string; registry: ReloadableCallerRegistry; logger: Logger; debounceMs?: number }): {
+export function watchCallersFile(options: {
+  path: string;
+  loadedText: string;
+  registry: ReloadableCallerRegistry;
+  logger: Logger;
+  debounceMs?: number;
+  /** Told of each valid new file, once it is in force. */
+  onReload?(callers: CallerRegistry): void;
+}): {
   close(): void;
 } {
   return watchConfigFile({
@@ -37,7 +49,10 @@ export function watchCallersFile(options: { path: string; loadedText: string; re
     logger: options.logger,
     ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
     parse: parseCallers,
-    onReload: (next) => options.registry.replace(next),
+    onReload: (next) => {
+      options.registry.replace(next);
+      options.onReload?.(next);
+    },
     describe: (callers) => ({ callers: callers.size }),
     messages: {
       unreadable: 'callers file unreadable: keeping the loaded callers',

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { type Document, isMap, isNode, isScalar, LineCounter, type Pair, parseDocument } from 'yaml';
 import { z } from 'zod';
+import { KEY_SEGMENT_PATTERN } from '@quota-service/core';
 import { type CallerPlace, describeCaller, describeCallerIssues, shortSha256 } from './callers-file-problems.js';
 
 /**
@@ -23,7 +24,20 @@ const callerSchema = z
       .string()
       .regex(/^[0-9a-f]{64}$/i, 'must be 64 hex digits (sha256sum of the token)')
       .optional(),
-    policies: z.array(z.string().min(1)).min(1, 'list the policies this caller may use, or ["*"] for all'),
+    // A name no policy can have is a certain typo: refused here. A well-formed name the
+    // policy file lacks is only warned about (src/config/caller-policies.ts): the two
+    // files reload independently, so either may be updated first.
+    policies: z
+      .array(
+        z
+          .string()
+          .min(1)
+          .refine(
+            (policy) => policy === '*' || KEY_SEGMENT_PATTERN.test(policy),
+            'not a policy name (1-64 lowercase letters, digits, "_", "." or "-", starting with a letter or digit) nor "*"',
+          ),
+      )
+      .min(1, 'list the policies this caller may use, or ["*"] for all'),
   })
   .refine((c) => (c.token === undefined) !== (c.token_sha256 === undefined), { message: 'give exactly one of token, token_sha256', path: ['token'] });
 
@@ -40,6 +54,8 @@ export interface Caller {
 export interface CallerRegistry {
   byToken(token: string): Caller | undefined;
   readonly size: number;
+  /** Every caller, in file order. */
+  readonly list: readonly Caller[];
 }
 
 export class CallersFileError extends Error {
@@ -92,6 +108,7 @@ export function parseCallers(text: string, source = 'callers'): CallerRegistry {
     // A map lookup by hash: the timing of the lookup says nothing about the token.
     byToken: (token) => byHash.get(tokenSha256(token))?.caller,
     size: byHash.size,
+    list: [...byHash.values()].map(({ caller }) => caller),
   };
 }
 

@@ -13,6 +13,7 @@ import { quotaService } from './quota-service.js';
 import { quotaServiceDefinition } from './service-definition.js';
 import { addReflection } from './reflection.js';
 import { Admission, DEFAULT_ADMISSION, type AdmissionLimits } from './admission.js';
+import { listenNamed } from '../listen-error.js';
 
 export interface QuotaServer {
   /** The bound port (useful with an address ending in :0). */
@@ -45,6 +46,8 @@ export async function startQuotaServer(options: {
   healthAddress?: string;
   /** Bounds on pending decisions, past which calls are shed (src/grpc/admission.ts). */
   admission?: AdmissionLimits;
+  /** What a bind error calls the two addresses (the environment variables that gave them); default: the option names. */
+  settingNames?: { address: string; healthAddress: string };
 }): Promise<QuotaServer> {
   // Logging outermost, so it sees the status the error middleware chose.
   let chain = createServer().use(loggingMiddleware(options.logger)).use(errorMiddleware(options.logger));
@@ -65,11 +68,22 @@ export async function startQuotaServer(options: {
   };
   // NOT_SERVING until the caller says the store is ready.
   setServing(false);
-  const port = await server.listen(options.address, options.credentials);
+  const names = options.settingNames ?? { address: 'address', healthAddress: 'healthAddress' };
+  const port = await listenNamed(names.address, options.address, () => server.listen(options.address, options.credentials));
   // The same HealthState: both ports always report the same status.
   const healthServer = options.healthAddress === undefined ? undefined : createServer();
   healthServer?.add(HealthDefinition, boundedHealthService(health, draining.signal));
-  const healthPort = healthServer === undefined ? undefined : await healthServer.listen(options.healthAddress!);
+  let healthPort: number | undefined;
+  try {
+    healthPort =
+      healthServer === undefined
+        ? undefined
+        : await listenNamed(names.healthAddress, options.healthAddress!, () => healthServer.listen(options.healthAddress!));
+  } catch (error) {
+    // Half a server is none: the main port must not stay open behind a failed start.
+    server.forceShutdown();
+    throw error;
+  }
 
   return {
     port,
