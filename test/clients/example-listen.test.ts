@@ -3,17 +3,24 @@
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDevIssuerProcess, type McpProcess } from '../support/mcp-server-process.js';
 import { own } from '../support/owned-child.js';
 import { TS_NODE_ARGS } from '../support/ts-node-args.js';
 
 let taken: Server;
 let port: number;
+// The MCP server asks its authorization server for metadata before it listens.
+let issuer: McpProcess;
 beforeAll(async () => {
+  issuer = await startDevIssuerProcess();
   taken = createServer();
   await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
   port = (taken.address() as { port: number }).port;
 });
-afterAll(() => new Promise<void>((resolve) => taken.close(() => resolve())));
+afterAll(async () => {
+  await issuer.stop();
+  await new Promise<void>((resolve) => taken.close(() => resolve()));
+});
 
 /** Runs an example's main to its exit; its exit code and stderr. */
 async function run(main: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
@@ -33,7 +40,12 @@ describe('an example on a listen address in use', () => {
   });
 
   it('the MCP server names MCP_HTTP_HOST and MCP_HTTP_PORT', async () => {
-    const { code, stderr } = await run('clients/mcp-server/main.ts', { MCP_TRANSPORT: 'http', MCP_HTTP_HOST: '127.0.0.1', MCP_HTTP_PORT: String(port) });
+    const { code, stderr } = await run('clients/mcp-server/main.ts', {
+      MCP_TRANSPORT: 'http',
+      MCP_HTTP_HOST: '127.0.0.1',
+      MCP_HTTP_PORT: String(port),
+      MCP_AUTHORIZATION_SERVER: `http://localhost:${issuer.port}`,
+    });
     expect(code).toBe(1);
     // Its log (JSON lines) shares stderr: the last line is the error.
     expect(stderr.trimEnd().split('\n').at(-1)).toBe(
