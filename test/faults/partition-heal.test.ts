@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AllowResponse } from '@quota-service/contract';
+import { openAllowStream } from '../support/allow-stream-probe.js';
+import { auditAgainstModel, recoveryMs, windowFigures } from '../support/fault-figures.js';
+import { answerOf, faultPolicies, serviceTrouble, startFaultService, type FaultService } from '../support/fault-service.js';
+import { createNetworkNamespace, netnsSupport, type NetworkNamespace } from '../support/netns.js';
+import { startPacedLoad } from '../support/paced-load.js';
+import { startRedisServer, type RedisServer } from '../support/redis-server.js';
+
+/**
+ * Redis on another host (a network namespace) is cut off by a real partition:
+ * its link goes down, packets vanish, TCP waits. The service process keeps
+ * answering from each policy's failure mode within the budget, and when the
+ * link comes back the store decides again, with no call failed, no error
+ * logged, the AllowStream opened before the partition answering every batch,
+ * and no quota granted twice against the reference model.
+ */
+const support = netnsSupport();
+const BUDGET_MS = 100;
+const HALF_OPEN_MS = 250;
+const CAPACITY = 60;
+const HEALTHY_MS = 1_000;
+const PARTITION_MS = 3_000;
+/** Well below ioredis's own 1 s command timeout: a call that waited for it would show here. */
+const CEILING_MS = 900;
+/** TCP retransmits on a backoff (200 ms doubling): after a 3 s partition the next try can be 3.2 s away. */
+const RECOVERY_LIMIT_MS = 8_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.skipIf(!support.ok)(`Redis partitioned from the service, then healed${support.ok ? '' : ` (skipped: ${support.reason})`}`, () => {
+  let netns: NetworkNamespace | undefined;
+  let redis: RedisServer | undefined;
+  let service: FaultService | undefined;
+  const policies = faultPolicies(CAPACITY);
+
+  beforeAll(async () => {
+    netns = createNetworkNamespace();
+    redis = await startRedisServer({ netns });
+    service = await startFaultService({
+      policies: policies.text,
+      env: {
+        QUOTA_REDIS_URL: redis.url,
+        QUOTA_STORE_TIMEOUT_MS: String(BUDGET_MS),
+        QUOTA_BREAKER_HALF_OPEN_MS: String(HALF_OPEN_MS),
+      },
+    });
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await redis?.stop();
+    netns?.destroy();
+  });
+
+  it('each failure mode answers within the budget during the partition; after the heal the store decides again, and nothing is granted twice', async () => {
+    const client = service!.client;
+    const stream = openAllowStream(client);
+    let batches = 0;
+    const streamTimer = setInterval(() => stream.send(++batches, [{ policy: 'fo', identity: { user: 'stream' }, cost: 1, requestId: '' }]), 100);
+    const load = startPacedLoad<AllowResponse>({
+      policies: ['fo', 'fc', 'lo'],
+      users: ['a', 'b'],
+      intervalMs: 40,
+      call: (policy, user) => client.allow({ policy, identity: { user } }),
+    });
+
+    await sleep(HEALTHY_MS);
+    const partitionedAt = performance.now();
+    netns!.partition();
+    await sleep(PARTITION_MS);
+    netns!.heal();
+    const healedAt = performance.now();
+    // Until every policy's calls are decided by the store again, and a while after, for the audit.
+    const deadline = healedAt + RECOVERY_LIMIT_MS;
+    const recovered = () =>
+      ['fo', 'fc', 'lo'].every((p) => recoveryMs(load.calls.filter((c) => c.policy === p && c.endedAt >= 0).map(answerOf), healedAt) !== undefined);
+    while (!recovered() && performance.now() < deadline) await sleep(100);
+    await sleep(1_000);
+    await load.stop();
+    clearInterval(streamTimer);
+    stream.end();
+
+    const answers = load.calls.map(answerOf);
+    expect(answers.filter((a) => a.error !== undefined).map((a) => a.error)).toEqual([]);
+    const figures = Object.fromEntries(
+      Object.entries(policies.byMode).map(([mode, policy]) => {
+        const mine = answers.filter((a) => a.policy === policy);
+        return [
+          mode,
+          {
+            during: windowFigures(mine, partitionedAt, healedAt),
+            recoveryMs: recoveryMs(mine, healedAt),
+            audit: auditAgainstModel(mine, policies.set, healedAt),
+          },
+        ];
+      }),
+    );
+    console.log('partition figures', JSON.stringify(figures));
+
+    for (const [mode, policy] of Object.entries(policies.byMode)) {
+      const mine = answers.filter((a) => a.policy === policy);
+      // Started once the link was down and over before it came back: the failure mode answered each.
+      const cut = mine.filter((a) => a.startedAt >= partitionedAt && a.endedAt < healedAt);
+      expect(cut.length).toBeGreaterThan(20);
+      expect(new Set(cut.map((a) => a.source))).toEqual(new Set([mode]));
+      const { during, recoveryMs: back, audit } = figures[mode]!;
+      expect(during.p99Ms).toBeLessThan(CEILING_MS);
+      expect(back).toBeDefined();
+      expect(back!).toBeLessThan(RECOVERY_LIMIT_MS);
+      expect(audit.checked).toBeGreaterThan(10);
+      expect(audit.overGranted).toBe(0);
+    }
+
+    // The stream opened before the partition answered every batch and ended cleanly.
+    expect(await stream.ended).toBe('OK');
+    expect(stream.answers.length).toBe(batches);
+    expect(service!.process.output().stdout).toMatch(/store circuit open/);
+    expect(service!.process.output().stdout).toMatch(/circuit closed, decisions from the store again/);
+    expect(serviceTrouble(service!.process)).toEqual([]);
+    expect(await service!.stop()).toBe(0);
+    service = undefined;
+  });
+});
