@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AllowResponse } from '@quota-service/contract';
-import { openAllowStream } from '../support/allow-stream-probe.js';
 import { auditAgainstModel, recoveryMs, windowFigures } from '../support/fault-figures.js';
-import { answerOf, faultPolicies, serviceTrouble, startFaultService, type FaultService } from '../support/fault-service.js';
+import { runFaultPhase } from '../support/fault-phase.js';
+import { faultPolicies, serviceTrouble, startFaultService, type FaultService } from '../support/fault-service.js';
 import { createNetworkNamespace, netnsSupport, type NetworkNamespace } from '../support/netns.js';
-import { startPacedLoad } from '../support/paced-load.js';
+import { asIfOnItsOwnHost } from '../support/own-cpu.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 
 /**
@@ -26,8 +25,6 @@ const CEILING_MS = 900;
 /** TCP retransmits on a backoff (200 ms doubling): after a 3 s partition the next try can be 3.2 s away. */
 const RECOVERY_LIMIT_MS = 8_000;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe.skipIf(!support.ok)(`Redis partitioned from the service, then healed${support.ok ? '' : ` (skipped: ${support.reason})`}`, () => {
   let netns: NetworkNamespace | undefined;
   let redis: RedisServer | undefined;
@@ -37,6 +34,7 @@ describe.skipIf(!support.ok)(`Redis partitioned from the service, then healed${s
   beforeAll(async () => {
     netns = createNetworkNamespace();
     redis = await startRedisServer({ netns });
+    asIfOnItsOwnHost(redis.pid);
     service = await startFaultService({
       policies: policies.text,
       env: {
@@ -53,45 +51,26 @@ describe.skipIf(!support.ok)(`Redis partitioned from the service, then healed${s
   });
 
   it('each failure mode answers within the budget during the partition; after the heal the store decides again, and nothing is granted twice', async () => {
-    const client = service!.client;
-    const stream = openAllowStream(client);
-    let batches = 0;
-    const streamTimer = setInterval(() => stream.send(++batches, [{ policy: 'fo', identity: { user: 'stream' }, cost: 1, requestId: '' }]), 100);
-    const load = startPacedLoad<AllowResponse>({
+    const phase = await runFaultPhase({
+      client: service!.client,
       policies: ['fo', 'fc', 'lo'],
       users: ['a', 'b'],
       intervalMs: 40,
-      call: (policy, user) => client.allow({ policy, identity: { user } }),
+      healthyMs: HEALTHY_MS,
+      faultMs: PARTITION_MS,
+      inject: () => netns!.partition(),
+      heal: () => netns!.heal(),
+      recoveryLimitMs: RECOVERY_LIMIT_MS,
+      settleMs: 1_000,
     });
-
-    await sleep(HEALTHY_MS);
-    const partitionedAt = performance.now();
-    netns!.partition();
-    await sleep(PARTITION_MS);
-    netns!.heal();
-    const healedAt = performance.now();
-    // Until every policy's calls are decided by the store again, and a while after, for the audit.
-    const deadline = healedAt + RECOVERY_LIMIT_MS;
-    const recovered = () =>
-      ['fo', 'fc', 'lo'].every((p) => recoveryMs(load.calls.filter((c) => c.policy === p && c.endedAt >= 0).map(answerOf), healedAt) !== undefined);
-    while (!recovered() && performance.now() < deadline) await sleep(100);
-    await sleep(1_000);
-    await load.stop();
-    clearInterval(streamTimer);
-    stream.end();
-
-    const answers = load.calls.map(answerOf);
+    const { answers, faultAt, healedAt } = phase;
     expect(answers.filter((a) => a.error !== undefined).map((a) => a.error)).toEqual([]);
     const figures = Object.fromEntries(
       Object.entries(policies.byMode).map(([mode, policy]) => {
         const mine = answers.filter((a) => a.policy === policy);
         return [
           mode,
-          {
-            during: windowFigures(mine, partitionedAt, healedAt),
-            recoveryMs: recoveryMs(mine, healedAt),
-            audit: auditAgainstModel(mine, policies.set, healedAt),
-          },
+          { during: windowFigures(mine, faultAt, healedAt), recoveryMs: recoveryMs(mine, healedAt), audit: auditAgainstModel(mine, policies.set, healedAt) },
         ];
       }),
     );
@@ -100,7 +79,7 @@ describe.skipIf(!support.ok)(`Redis partitioned from the service, then healed${s
     for (const [mode, policy] of Object.entries(policies.byMode)) {
       const mine = answers.filter((a) => a.policy === policy);
       // Started once the link was down and over before it came back: the failure mode answered each.
-      const cut = mine.filter((a) => a.startedAt >= partitionedAt && a.endedAt < healedAt);
+      const cut = mine.filter((a) => a.startedAt >= faultAt && a.endedAt < healedAt);
       expect(cut.length).toBeGreaterThan(20);
       expect(new Set(cut.map((a) => a.source))).toEqual(new Set([mode]));
       const { during, recoveryMs: back, audit } = figures[mode]!;
@@ -112,10 +91,11 @@ describe.skipIf(!support.ok)(`Redis partitioned from the service, then healed${s
     }
 
     // The stream opened before the partition answered every batch and ended cleanly.
-    expect(await stream.ended).toBe('OK');
-    expect(stream.answers.length).toBe(batches);
-    expect(service!.process.output().stdout).toMatch(/store circuit open/);
-    expect(service!.process.output().stdout).toMatch(/circuit closed, decisions from the store again/);
+    expect(phase.stream).toEqual({ sent: phase.stream.sent, answered: phase.stream.sent, ended: 'OK' });
+    expect(phase.stream.sent).toBeGreaterThan(30);
+    const { stdout } = service!.process.output();
+    expect(stdout).toMatch(/store circuit open/);
+    expect(stdout).toMatch(/circuit closed, decisions from the store again/);
     expect(serviceTrouble(service!.process)).toEqual([]);
     expect(await service!.stop()).toBe(0);
     service = undefined;

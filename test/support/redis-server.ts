@@ -19,6 +19,8 @@ export interface RedisServer {
   /** With `tls`: the TLS port, and rediss://127.0.0.1:<tlsPort>. */
   readonly tlsPort?: number;
   readonly tlsUrl?: string;
+  /** The redis-server process. */
+  readonly pid: number;
   /** A fresh client; the caller closes it (or `stop` does). */
   client(): Redis;
   /** Sends a signal to the process, e.g. SIGSTOP to freeze it (a hung store) or SIGKILL (a dead one). */
@@ -193,6 +195,7 @@ async function launch(
     port: via.port,
     host,
     url,
+    pid: child.pid!,
     ...(tls === undefined ? {} : { tlsPort: tls.port, tlsUrl: `rediss://${host}:${tls.port}` }),
     client() {
       const client = new Redis(via.port, host, { maxRetriesPerRequest: 1, ...clientOptions });
