@@ -80,6 +80,13 @@ export interface AuditFigures {
   readonly underGranted: number;
   /** Same decision, different `remaining`: the store's state has drifted from what callers were told. */
   readonly drifted: number;
+  /**
+   * Units the store spent that no store answer accounts for, summed over users:
+   * calls answered by a failure mode whose script still ran in Redis (it was on
+   * its way when the call gave up). Per user the largest gap between the
+   * model's remaining and the store's (once both run dry the gap closes again).
+   */
+  readonly ghostCharges: number;
 }
 
 /**
@@ -99,11 +106,17 @@ export function auditAgainstModel(answers: readonly Answer[], policies: PolicySe
   let overGranted = 0;
   let underGranted = 0;
   let drifted = 0;
+  const gap = new Map<string, number>();
   const ordered = [...answers].sort((a, b) => a.startedAt - b.startedAt);
   for (const answer of ordered) {
     if (answer.source !== 'store') continue;
     clock = performance.timeOrigin + answer.startedAt;
     const expected = model.allow({ policy: answer.policy, identity: { user: answer.user } });
+    const modelRemaining = expected.limits[0]?.remaining;
+    if (answer.remaining !== undefined && modelRemaining !== undefined) {
+      const user = `${answer.policy}\u0000${answer.user}`;
+      gap.set(user, Math.max(gap.get(user) ?? 0, Math.round(modelRemaining - answer.remaining)));
+    }
     if (answer.endedAt < from) continue;
     checked++;
     if (answer.allowed && !expected.allowed) overGranted++;
@@ -111,5 +124,7 @@ export function auditAgainstModel(answers: readonly Answer[], policies: PolicySe
     // Remaining is fractional (a token bucket refills continuously); a whole unit apart is a unit spent elsewhere.
     else if (answer.remaining !== undefined && Math.abs(answer.remaining - (expected.limits[0]?.remaining ?? Number.NaN)) >= 0.5) drifted++;
   }
-  return { checked, overGranted, underGranted, drifted };
+  let ghostCharges = 0;
+  for (const units of gap.values()) ghostCharges += Math.max(0, units);
+  return { checked, overGranted, underGranted, drifted, ghostCharges };
 }
