@@ -12,7 +12,8 @@ import { startRedisServer, type RedisServer } from '../support/redis-server.js';
  * answering from each policy's failure mode within the budget, and when the
  * link comes back the store decides again, with no call failed, no error
  * logged, the AllowStream opened before the partition answering every batch,
- * and no quota granted twice against the reference model.
+ * and no quota granted twice against the reference model; nor is any call that
+ * the failure mode answered during the partition spent in the store once it heals.
  */
 const support = netnsSupport();
 const BUDGET_MS = 100;
@@ -88,6 +89,11 @@ describe.skipIf(!support.ok)(`Redis partitioned from the service, then healed${s
       expect(back!).toBeLessThan(RECOVERY_LIMIT_MS);
       expect(audit.checked).toBeGreaterThan(10);
       expect(audit.overGranted).toBe(0);
+      // The only calls that may still spend in the store after the heal are those already on
+      // the wire when the link went down (Redis may have run them, their answers lost): none
+      // made during the partition, which the failure mode answered, may spend later.
+      const onTheWire = mine.filter((a) => a.startedAt < faultAt && a.endedAt > faultAt && a.source !== 'store').length;
+      expect(audit.ghostCharges).toBeLessThanOrEqual(onTheWire);
     }
 
     // The stream opened before the partition answered every batch and ended cleanly.

@@ -28,7 +28,7 @@ export interface FaultPhaseOptions {
 
 export interface FaultPhase {
   readonly answers: readonly Answer[];
-  /** performance.now() of inject() and of heal(). */
+  /** performance.now() once inject() and heal() were done. */
   readonly faultAt: number;
   readonly healedAt: number;
   /** The AllowStream: batches sent, answered, and how it ended ('OK' or the status). */
@@ -53,8 +53,9 @@ export async function runFaultPhase(options: FaultPhaseOptions): Promise<FaultPh
   });
   try {
     await sleep(options.healthyMs);
-    const faultAt = performance.now();
     await options.inject();
+    // Once the fault is in place (the proxy's runs in another process): calls made before may have gone through.
+    const faultAt = performance.now();
     await sleep(options.faultMs);
     await options.heal();
     const healedAt = performance.now();
