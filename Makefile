@@ -7,7 +7,7 @@ NPM_INSTALL_STAMP := node_modules/.install-stamp
 # TypeScript run without a build: the workspace packages resolve to their sources.
 TS_NODE := node --conditions=@quota-service/source --import tsx
 
-.PHONY: help deps redis gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-cluster soak helm-check helm-bin node22 clean
+.PHONY: help deps redis gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-cluster soak soak-faults helm-check helm-bin node22 clean
 
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER is set)"
@@ -17,6 +17,7 @@ help:
 	@echo "make bench  run the benchmarks in bench/ (not part of make test)"
 	@echo "make bench-cluster  the service on a 3-master Redis Cluster vs one node, same run"
 	@echo "make soak   SOAK_MINUTES (default 10) at half the measured maximum on one Redis, then idle; RSS, fds, keys, errors judged (not part of make test)"
+	@echo "make soak-faults  network faults (partitions, latency, loss, stalls) per failure mode: the table of docs/operations.md (needs root; not part of make test)"
 	@echo "make run-mcp-quota  the quota service with the MCP demo policies (config/mcp-policies.yaml)"
 	@echo "make run-mcp        the reference MCP server on Streamable HTTP :3333 and its development authorization server :3334 (clients/mcp/README.md)"
 	@echo "make helm-check  the chart tests: static checks, then helm lint --strict and helm template per values file (fetches helm if missing)"
@@ -91,10 +92,18 @@ bench: build redis
 bench-cluster: build redis
 	$(TS_NODE) bench/cluster.ts
 
-# The built service (dist/src/main.js) under steady load, then idle: exits 1 if a bar fails
+# The built service (dist/src/main.js) under steady load, then idle: exits 1 if a bar fails;
+# then the network-fault scenarios (soak-faults).
 # (docs/operations.md#soak). SOAK_MINUTES, SOAK_RATE, SOAK_SAMPLE_SECONDS: bench/soak/options.ts.
 soak: build redis
 	$(TS_NODE) bench/soak/run.ts
+	$(MAKE) --no-print-directory soak-faults
+
+# Network faults against a real service process (docs/operations.md, "Network faults"):
+# Redis partitioned in a network namespace, a slow, lossy or stalled link through a fault
+# proxy, the client cut off from the service; each with every failure mode. Needs root.
+soak-faults: gen redis
+	$(TS_NODE) bench/faults/run.ts
 
 # The chart (docs/deploy.md): test/helm checks its files, schema, values paths, env names,
 # ports and dashboard, and renders it with a real helm (helm on PATH, else the one

@@ -78,6 +78,8 @@ export class StoreFailurePolicy {
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly deadlines: TurnDeadlines;
   private silence: SilenceProbe;
+  /** Drops the store's connection to a partition whose circuit opened (QuotaStore.abandonCalls). */
+  private abandon: ((partition: string) => void) | undefined;
 
   constructor(private readonly options: StoreFailureOptions) {
     this.deadlines = new TurnDeadlines(options.timeoutMs, () => this.silence);
@@ -87,10 +89,13 @@ export class StoreFailurePolicy {
   /**
    * The store whose calls this policy times: its silence (QuotaStore.silentForMs),
    * not the time a call waited, is what the budget bounds. A store that does
-   * not measure it is timed from the moment each call is made.
+   * not measure it is timed from the moment each call is made. When a circuit
+   * opens, the store drops its connection to that partition
+   * (QuotaStore.abandonCalls), so calls still on their way never spend later.
    */
   timeCallsOf(store: QuotaStore): void {
     this.silence = store.silentForMs === undefined ? undefined : (partition) => store.silentForMs!(partition);
+    this.abandon = store.abandonCalls === undefined ? undefined : (partition) => store.abandonCalls!(partition);
   }
 
   /** Partitions (shards) seen so far, counted by the state of their breaker. */
@@ -116,6 +121,8 @@ export class StoreFailurePolicy {
       halfOpenAfterMs: this.options.halfOpenAfterMs,
       counts: (error) => error instanceof StoreUnavailableError || error instanceof StoreTimeoutError,
       onBreak: (error) => {
+        // Calls made before the circuit opened may still be on their way: they must not spend later.
+        this.abandon?.(partition);
         const cause = String((error as Error).message);
         if (outage) {
           log.debug({ cause }, 'store probe failed: circuit open again');

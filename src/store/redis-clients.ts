@@ -21,6 +21,16 @@ export interface RedisConnectionOptions {
 /** Fail fast on the decision path: a request waits at most about a second, never in a queue. */
 export const COMMAND_TIMEOUT_MS = 1_000;
 
+/**
+ * Reconnecting to one node: each attempt gives up after COMMAND_TIMEOUT_MS, and
+ * the next starts at most RECONNECT_MAX_MS later. When a partition heals, the
+ * next attempt finds Redis within about a second and a half, however long the
+ * partition lasted; an attempt left waiting for its own SYN retransmissions
+ * (1, 3, 7 s) or ioredis's default back-off (up to 5 s) took several seconds.
+ */
+const RECONNECT_MAX_MS = 500;
+const reconnectDelay = (times: number) => Math.min(50 * 2 ** (times - 1), RECONNECT_MAX_MS) + Math.floor(Math.random() * 50);
+
 /** A client tuned for a decision path: fail fast instead of queueing while Redis is away. */
 export function singleNodeClient(url: string, options: RedisConnectionOptions = {}): Redis {
   // The scheme is read as the URL standard does (case-insensitive), not by ioredis's own prefix test.
@@ -39,6 +49,11 @@ export function singleNodeClient(url: string, options: RedisConnectionOptions = 
     enableAutoPipelining: false,
     maxRetriesPerRequest: 1,
     commandTimeout: COMMAND_TIMEOUT_MS,
+    connectTimeout: COMMAND_TIMEOUT_MS,
+    retryStrategy: reconnectDelay,
+    // Never resend a command whose connection closed: Redis may have run it already (a
+    // decision run twice spends twice), and its caller has had the failure mode's answer.
+    autoResendUnfulfilledCommands: false,
     lazyConnect: false,
   });
   // ioredis reconnects by itself; without a listener an 'error' event would crash the process.

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import calculateSlot from 'cluster-key-slot';
 // ioredis 6, not 5.11: with 5.11 a service whose Redis refuses its TLS client
 // certificate crashed now and then on an unhandled socket 'error' (ECONNRESET)
@@ -175,6 +176,18 @@ export class RedisStore implements QuotaStore {
     return this.traffic.get(this.redis instanceof Cluster ? partition : SINGLE_NODE)?.silentForMs() ?? 0;
   }
 
+  /**
+   * Closes the connection to the node with a TCP reset: the kernel drops the
+   * commands it still holds unsent or unacknowledged, where a normal close
+   * would go on retransmitting them, and Redis would run them once the
+   * network healed. ioredis connects anew by itself. One node only: on a
+   * cluster ioredis manages each node's connection itself (docs/operations.md).
+   */
+  abandonCalls(_partition: string): void {
+    if (this.redis instanceof Cluster || this.redis.status !== 'ready') return;
+    resetConnection(this.redis.stream);
+  }
+
   private trafficOf(partition: string): PartitionTraffic {
     let traffic = this.traffic.get(partition);
     if (traffic === undefined) {
@@ -246,6 +259,15 @@ export class RedisStore implements QuotaStore {
 
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+/** A TCP reset where the socket allows it (a TLS socket does not: it is closed as usual). */
+function resetConnection(stream: Socket): void {
+  try {
+    stream.resetAndDestroy();
+  } catch {
+    stream.destroy();
   }
 }
 

@@ -55,5 +55,13 @@ export interface QuotaStore {
    * down. A store that omits it is taken as silent from the moment a call is made.
    */
   silentForMs?(partition: string): number;
+  /**
+   * The failure policy gave up on `partition` (its circuit opened): drop the
+   * connection to it at once, so that calls still on their way (in TCP's send
+   * buffer while the network is partitioned) never reach the store later and
+   * spend there after their callers got the failure mode's answer. Stores
+   * without such connections omit it.
+   */
+  abandonCalls?(partition: string): void;
   close(): Promise<void>;
 }

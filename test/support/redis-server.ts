@@ -5,17 +5,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ConnectionOptions } from 'node:tls';
 import { Redis } from 'ioredis';
+import type { NetworkNamespace } from './netns.js';
 import { own } from './owned-child.js';
 
 /** A real redis-server process on a free loopback port, owned by the test that started it. */
 export interface RedisServer {
   /** The port the harness's own clients use: the plain one, or the TLS one on a TLS-only server. */
   readonly port: number;
-  /** redis://127.0.0.1:<port>, or rediss:// on a TLS-only server. */
+  /** Where it listens: 127.0.0.1, or the namespace's address with `netns`. */
+  readonly host: string;
+  /** redis://<host>:<port>, or rediss:// on a TLS-only server. */
   readonly url: string;
   /** With `tls`: the TLS port, and rediss://127.0.0.1:<tlsPort>. */
   readonly tlsPort?: number;
   readonly tlsUrl?: string;
+  /** The redis-server process. */
+  readonly pid: number;
   /** A fresh client; the caller closes it (or `stop` does). */
   client(): Redis;
   /** Sends a signal to the process, e.g. SIGSTOP to freeze it (a hung store) or SIGKILL (a dead one). */
@@ -58,6 +63,11 @@ export interface RedisServerOptions {
   password?: string;
   /** Also listen for TLS, on a free port of its own. */
   tls?: RedisServerTls;
+  /**
+   * Run inside this namespace (test/support/netns.ts), listening on its address,
+   * reached over its link: a Redis on another host, which a partition cuts off.
+   */
+  netns?: NetworkNamespace;
 }
 
 /** PEM files for redis-server's TLS port (see test/support/test-certificates.ts). */
@@ -87,7 +97,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     const tlsPort = options.tls === undefined ? undefined : await freePort();
     if (tlsPort === port) continue;
     try {
-      return await launch(binary, port, extraArgs, options.password, options.tls === undefined ? undefined : { ...options.tls, port: tlsPort! });
+      return await launch(binary, port, extraArgs, options.password, options.tls === undefined ? undefined : { ...options.tls, port: tlsPort! }, options.netns);
     } catch (error) {
       lastError = error;
     }
@@ -101,7 +111,12 @@ async function launch(
   extraArgs: string[],
   password: string | undefined,
   tls: (RedisServerTls & { port: number }) | undefined,
+  netns: NetworkNamespace | undefined,
 ): Promise<RedisServer> {
+  // A port free here is as good as any inside a fresh namespace, where nothing else listens.
+  const host = netns?.address ?? '127.0.0.1';
+  // Off the loopback interface Redis refuses clients without a password unless told otherwise.
+  const netnsArgs = netns === undefined ? [] : ['--protected-mode', 'no'];
   const plain = tls?.plainPort ?? true;
   // The port the harness itself talks to, and how (TLS options for ioredis when it is the TLS one).
   const via = plain ? { port, tls: undefined } : { port: tls!.port, tls: clientTls(tls!) };
@@ -122,11 +137,24 @@ async function launch(
           '--tls-auth-clients',
           tls.authClients ? 'yes' : 'no',
         ];
-  const child = spawn(
+  const argv = [
     binary,
-    ['--port', plain ? String(port) : '0', '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...tlsArgs, ...extraArgs],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+    '--port',
+    plain ? String(port) : '0',
+    '--bind',
+    host,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    ...netnsArgs,
+    ...tlsArgs,
+    ...extraArgs,
+  ];
+  const [command, args] = netns === undefined ? [binary, argv.slice(1)] : netns.command(argv);
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const owner = own(child);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -139,8 +167,8 @@ async function launch(
     rmSync(dir, { recursive: true, force: true });
   };
 
-  const url = `${via.tls === undefined ? 'redis' : 'rediss'}://127.0.0.1:${via.port}`;
-  const probe = new Redis(via.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...clientOptions });
+  const url = `${via.tls === undefined ? 'redis' : 'rediss'}://${host}:${via.port}`;
+  const probe = new Redis(via.port, host, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...clientOptions });
   probe.on('error', () => {});
   try {
     const deadline = Date.now() + 5_000;
@@ -165,10 +193,12 @@ async function launch(
 
   return {
     port: via.port,
+    host,
     url,
-    ...(tls === undefined ? {} : { tlsPort: tls.port, tlsUrl: `rediss://127.0.0.1:${tls.port}` }),
+    pid: child.pid!,
+    ...(tls === undefined ? {} : { tlsPort: tls.port, tlsUrl: `rediss://${host}:${tls.port}` }),
     client() {
-      const client = new Redis(via.port, '127.0.0.1', { maxRetriesPerRequest: 1, ...clientOptions });
+      const client = new Redis(via.port, host, { maxRetriesPerRequest: 1, ...clientOptions });
       clients.push(client);
       return client;
     },

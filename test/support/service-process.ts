@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createClient, type Channel } from 'nice-grpc';
 import { HealthDefinition } from 'nice-grpc-server-health';
+import type { NetworkNamespace } from './netns.js';
 import { own } from './owned-child.js';
 import { TS_NODE_ARGS } from './ts-node-args.js';
 
@@ -18,8 +19,15 @@ export interface ServiceProcess {
   signal(signal: NodeJS.Signals): void;
 }
 
-export function startServiceProcess(env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, [...TS_NODE_ARGS, 'src/main.ts'], {
+export interface ServiceProcessOptions {
+  /** Run inside this namespace (test/support/netns.ts): set QUOTA_GRPC_ADDR to its address to reach it from here. */
+  netns?: NetworkNamespace;
+}
+
+export function startServiceProcess(env: Record<string, string>, options: ServiceProcessOptions = {}): ServiceProcess {
+  const argv = [process.execPath, ...TS_NODE_ARGS, 'src/main.ts'];
+  const [command, args] = options.netns === undefined ? [process.execPath, argv.slice(1)] : options.netns.command(argv);
+  const child = spawn(command, args, {
     // A generous store budget unless the test sets one: on a busy CI machine a stall past the
     // production default (50 ms) would hand a decision to the failure mode and skew counts.
     env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', QUOTA_STORE_TIMEOUT_MS: '2000', ...env },
