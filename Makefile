@@ -92,9 +92,9 @@ bench: build redis
 bench-cluster: build redis
 	$(TS_NODE) bench/cluster.ts
 
-# The built service (dist/src/main.js) under steady load, then idle: exits 1 if a bar fails;
-# then the network-fault scenarios (soak-faults).
-# (docs/operations.md#soak). SOAK_MINUTES, SOAK_RATE, SOAK_SAMPLE_SECONDS: bench/soak/options.ts.
+# The built service (dist/src/main.js) under steady load, then idle: exits 1 if a bar fails
+# (docs/operations.md#soak); then the network-fault scenarios (soak-faults).
+# SOAK_MINUTES, SOAK_RATE, SOAK_SAMPLE_SECONDS: bench/soak/options.ts.
 soak: build redis
 	$(TS_NODE) bench/soak/run.ts
 	$(MAKE) --no-print-directory soak-faults
