@@ -65,9 +65,18 @@ async function main(run: BenchRun): Promise<number> {
     measured++;
     return allowed;
   };
+  const measureSource = {
+    phase: 'measure' as const,
+    decisions: () => measured,
+    sent: () => measureSent,
+    errors: () => measureErrors,
+    extra: () => 'before any load',
+  };
+  // At rest, before any load: the RSS the end of the idle phase is compared with.
+  await sampler.sample(measureSource);
   let rate = options.rate;
   if (rate === undefined) {
-    sampler.start({ phase: 'measure', decisions: () => measured, sent: () => measureSent, errors: () => measureErrors, extra: () => '' }, options.sampleMs);
+    sampler.start({ ...measureSource, extra: () => '' }, options.sampleMs);
     measureErrors += (await driveLoad({ call: counted, concurrency: MEASURE.concurrency, durationMs: MEASURE.warmupMs, graceMs: 10_000 })).errors;
     const max = await driveLoad({ call: counted, concurrency: MEASURE.concurrency, durationMs: MEASURE.durationMs, graceMs: 10_000 });
     measureErrors += max.errors;

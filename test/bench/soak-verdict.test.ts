@@ -69,7 +69,7 @@ describe('the soak verdict', () => {
       ['idle', true],
     ]);
     expect(bars[1]!.detail).toMatch(
-      /^after warm-up 140-158 MiB \(median 149\); floor of the last third 140 MiB, \+0\.0% against the first third's 140 MiB \(bar \+10%\); least-squares trend [+-]0\.\d MiB\/min$/,
+      /^after warm-up 140-158 MiB \(median 149\); last third against the first: floor \+0\.0%, median [+-]\d\.\d% \(bar: \+10% for both\); least-squares trend [+-]0\.\d MiB\/min; at rest 140 MiB before the load, 150 MiB at the end of idle$/,
     );
     expect(bars[4]!.detail).toBe('keys 0 55 s after the load stopped (longest TTL at the end of the load 60.0 s, bar: it + 30 s)');
   });
@@ -85,6 +85,11 @@ describe('the soak verdict', () => {
     expect(failed(run((s, i) => (s.phase === 'load' ? { rssBytes: sawtooth(i) } : {})))).toEqual([]);
     // The same, with the floor rising 3 MiB a minute (a leak): from 123 MiB after warm-up to 139 in the last third.
     expect(failed(run((s, i) => (s.phase === 'load' ? { rssBytes: sawtooth(i) + (i / 12) * 3 * MiB } : {})))).toEqual(['RSS']);
+  });
+
+  it('passes a floor that rises while the band does not: freed pages V8 has not returned yet', () => {
+    // 150-158 MiB, but for 50 s in the first third after warm-up when it fell to 136 MiB (the shape of a run on this machine).
+    expect(failed(run((s, i) => (s.phase === 'load' ? { rssBytes: (i >= 30 && i < 40 ? 136 + (i % 3) : 150 + (i % 9)) * MiB } : {})))).toEqual([]);
   });
 
   it('ignores growth during warm-up', () => {
