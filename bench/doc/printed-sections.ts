@@ -75,6 +75,11 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'What reading one reply of a batch of 100 decisions costs the service: the binary string the batch script returns, against the same ' +
       'decisions as a RESP array.',
   },
+  {
+    id: 'sizes',
+    title: 'Package sizes',
+    about: 'What each package in clients/ weighs as npm would publish it (packed tarball, unpacked files), from the builds of the same run.',
+  },
 ];
 
 /** The benches `make bench` does not run, with what they measure. */
