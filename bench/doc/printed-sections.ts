@@ -108,7 +108,11 @@ export function printedOutput(output: string): string {
   let text: string[] = [];
   const flush = () => {
     if (table.length > 0) blocks.push(table.join('\n'));
-    const trimmed = text.join('\n').trim();
+    // Dropped round lines leave runs of blank lines: one is enough.
+    const trimmed = text
+      .join('\n')
+      .replace(/\n{3,}/g, '\n\n')
+      .trim();
     if (trimmed !== '') blocks.push(`\`\`\`text\n${trimmed}\n\`\`\``);
     table = [];
     text = [];
