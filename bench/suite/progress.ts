@@ -13,7 +13,8 @@ export class Progress {
     if (text === this.last) return;
     this.last = text;
     if (this.stream.isTTY) {
-      const width = Math.max(20, (this.stream.columns ?? 100) - 1);
+      // A pseudo-terminal with no size set reports 0 columns.
+      const width = Math.max(20, (this.stream.columns || 100) - 1);
       this.stream.write(`\r\x1b[2K${text.length > width ? `${text.slice(0, width - 1)}…` : text}`);
       this.open = true;
     } else {
