@@ -23,7 +23,7 @@ export function clusterSection(results: Results): Section {
     return { markdown: `${intro}\n\n${trouble ?? measuredLine(step as NonNullable<typeof step>)}${why}`, charts: [] };
   }
   const figures = parsed.data;
-  const chart: Chart = clusterChart(figures, 'cluster.svg');
+  const chart: Chart = clusterChart(figures, 'bench-cluster.svg');
   const ratios = clusterRatios(figures);
   const name = (store: string) => STORE_NAMES[store] ?? store;
   const rows: string[] = [];

@@ -55,13 +55,13 @@ export function limitersSection(results: Results): Section {
   const { figures, head } = got;
   const charts = [
     throughputChart(figures, {
-      file: 'limiters-throughput.svg',
+      file: 'bench-limiters-throughput.svg',
       title: 'Decisions/s against calls in flight',
       yTitle: 'decisions/s',
       alt: 'Line chart: decisions/s of the quota client and of rate-limiter-flexible against calls in flight',
     }),
     latencyChart(figures, {
-      file: 'limiters-latency.svg',
+      file: 'bench-limiters-latency.svg',
       title: 'Latency against load (p50 solid, p99 dashed; numbers: calls in flight)',
       xTitle: 'decisions/s reached',
       alt: 'Line chart: p50 and p99 latency of each limiter against the decisions/s it reached',
@@ -104,13 +104,13 @@ export function httpSection(results: Results): Section {
   const { figures, head } = got;
   const charts = [
     throughputChart(figures, {
-      file: 'http-throughput.svg',
+      file: 'bench-http-throughput.svg',
       title: 'Requests/s against requests in flight',
       yTitle: 'requests/s',
       alt: 'Line charts for Express and Fastify: requests/s with no limiter, the quota service and the framework limiter against requests in flight',
     }),
     latencyChart(figures, {
-      file: 'http-latency.svg',
+      file: 'bench-http-latency.svg',
       title: 'Latency against load (p50 solid, p99 dashed; numbers: requests in flight)',
       xTitle: 'requests/s reached',
       alt: 'Line charts for Express and Fastify: p50 and p99 latency of each limiter against the requests/s it reached',

@@ -5,8 +5,10 @@ import { renderSvg } from './render-svg.js';
 import type { Results } from './results.js';
 
 /**
- * Writes docs/benchmarks.md and its plots (docs/img/*.svg) under `repoRoot`;
- * a plot this report no longer draws is removed. Returns the files written.
+ * Writes docs/benchmarks.md and its plots (docs/img/bench-*.svg) under
+ * `repoRoot`; a plot of an earlier report that this one no longer draws (its
+ * bench failed, or the report changed) is removed, so no stale plot stays
+ * beside the page. Returns the files written.
  */
 export async function writeReport(results: Results, repoRoot: string): Promise<string[]> {
   const report = buildReport(results);
@@ -19,7 +21,7 @@ export async function writeReport(results: Results, repoRoot: string): Promise<s
   }
   const drawn = new Set(report.charts.map((c) => c.file));
   for (const file of await readdir(imgDir)) {
-    if (file.endsWith('.svg') && !drawn.has(file)) await rm(join(imgDir, file));
+    if (file.startsWith('bench-') && file.endsWith('.svg') && !drawn.has(file)) await rm(join(imgDir, file));
   }
   await writeFile(join(repoRoot, 'docs', 'benchmarks.md'), report.markdown);
   return ['docs/benchmarks.md', ...written];

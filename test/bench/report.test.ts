@@ -110,7 +110,13 @@ describe('the benchmark report', () => {
     expect(markdown).toContain('| Express, express-rate-limit | 0.50× | 0.50× |');
     expect(markdown).toContain('| Fastify, quota service | 0.25× | 0.25× |');
     expect(markdown).toContain('Versions: rate-limiter-flexible 11.4.0.');
-    expect(charts.map((c) => c.file)).toEqual(['limiters-throughput.svg', 'limiters-latency.svg', 'http-throughput.svg', 'http-latency.svg', 'cluster.svg']);
+    expect(charts.map((c) => c.file)).toEqual([
+      'bench-limiters-throughput.svg',
+      'bench-limiters-latency.svg',
+      'bench-http-throughput.svg',
+      'bench-http-latency.svg',
+      'bench-cluster.svg',
+    ]);
     for (const chart of charts) expect(markdown).toContain(`](img/${chart.file})`);
   });
 
@@ -142,7 +148,7 @@ describe('the benchmark report', () => {
     expect(markdown).toMatch(/## Behind an HTTP route[^#]*Not measured yet: `make bench-quick` measures it\./);
     expect(markdown).toContain('**The bench failed (exit 1); figures below, if any, are not trustworthy.**');
     expect(markdown).toContain('bench: some calls failed');
-    expect(charts.map((c) => c.file)).toEqual(['cluster.svg']);
+    expect(charts.map((c) => c.file)).toEqual(['bench-cluster.svg']);
   });
 
   it('shows a printed bench as its tables and text, without the per-round lines', () => {
