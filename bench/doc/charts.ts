@@ -69,14 +69,23 @@ function colourScale(series: readonly string[]): { domain: string[]; range: stri
 }
 
 /** Decisions/s against calls in flight: a line per limiter, x on a log scale (the concurrencies grow by factors). */
-export function throughputChart(figures: SweepFigures, text: { file: string; title: string; yTitle: string; alt: string }): Chart {
+export function throughputChart(figures: SweepFigures, text: { file: string; title: string; xTitle: string; yTitle: string; alt: string }): Chart {
   const { medians, rounds } = sweepRows(figures);
   const colour = { field: 'series', type: 'nominal' as const, title: null, scale: colourScale(medians.map((m) => m.series)) };
-  const x = { field: 'concurrency', type: 'quantitative' as const, title: 'calls in flight (closed loop)', scale: { type: 'log' as const, base: 2 } };
+  const concurrencies = [...new Set(medians.map((m) => m.concurrency))].sort((a, b) => a - b);
+  // A tick at each concurrency measured, and no others.
+  const x = {
+    field: 'concurrency',
+    type: 'quantitative' as const,
+    title: text.xTitle,
+    scale: { type: 'log' as const, base: 2 },
+    axis: { values: concurrencies },
+  };
   const y = { field: 'decisionsPerSecond', type: 'quantitative' as const, title: text.yTitle, axis: { format: ',d' } };
-  const spec = layered(text.title, [
-    { rows: rounds, mark: { type: 'point', filled: true, size: 28, opacity: 0.35 }, encoding: { x, y, color: colour } },
+  const spec = layered({ text: text.title, subtitle: 'lines: medians over the rounds; faint dots: the rounds' }, [
+    // Lines first: the legend takes its symbols from the first layer, and the round dots are faint.
     { rows: medians, mark: { type: 'line', point: true, strokeWidth: 2.5 }, encoding: { x, y, color: colour } },
+    { rows: rounds, mark: { type: 'point', filled: true, size: 28, opacity: 0.35 }, encoding: { x, y, color: colour } },
   ]);
   return { file: text.file, alt: text.alt, spec };
 }
@@ -161,7 +170,7 @@ interface Layer {
  * only. A panel per group when the rows have groups (the HTTP bench's
  * frameworks), else one plot.
  */
-function layered(title: string, layers: readonly Layer[]): TopLevelSpec {
+function layered(title: string | { text: string; subtitle: string }, layers: readonly Layer[]): TopLevelSpec {
   const values = layers.flatMap((l, i) => l.rows.map((row) => ({ ...row, layer: i })));
   const layer = layers.map((l, i) => ({ transform: [{ filter: `datum.layer === ${i}` }], mark: l.mark, encoding: l.encoding }));
   const groups = [...new Set(values.map((r) => r.group))];

@@ -57,6 +57,7 @@ export function limitersSection(results: Results): Section {
     throughputChart(figures, {
       file: 'bench-limiters-throughput.svg',
       title: 'Decisions/s against calls in flight',
+      xTitle: 'calls in flight (closed loop)',
       yTitle: 'decisions/s',
       alt: 'Line chart: decisions/s of the quota client and of rate-limiter-flexible against calls in flight',
     }),
@@ -106,6 +107,7 @@ export function httpSection(results: Results): Section {
     throughputChart(figures, {
       file: 'bench-http-throughput.svg',
       title: 'Requests/s against requests in flight',
+      xTitle: 'requests in flight (closed loop)',
       yTitle: 'requests/s',
       alt: 'Line charts for Express and Fastify: requests/s with no limiter, the quota service and the framework limiter against requests in flight',
     }),
