@@ -102,7 +102,11 @@ export function printedSection(results: Results, bench: PrintedBench): string {
  * lines are dropped (the medians say it).
  */
 export function printedOutput(output: string): string {
-  const lines = output.split('\n').filter((line) => !/^round \d+ /.test(line));
+  const lines = output
+    .split('\n')
+    .filter((line) => !/^round \d+ /.test(line))
+    // A bench's pass/fail mark against its development target, and the port of its throwaway Redis, say nothing to a reader.
+    .map((line) => line.replace(/\s+target [<>]=? [\d.]+( ms)?: (NOT )?MET/, '').replace(/(redis:\/\/127\.0\.0\.1):\d+/g, '$1'));
   const blocks: string[] = [];
   let table: string[] = [];
   let text: string[] = [];

@@ -155,6 +155,12 @@ describe('the benchmark report', () => {
     expect(printedOutput('Header line\n\nround 1 noop 5000\nround 2 noop 5100\n\nmedians:\n| a | b |\n|---|---|\n| 1 | 2 |\nratio 1.2\n')).toBe(
       '```text\nHeader line\n\nmedians:\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```text\nratio 1.2\n```',
     );
+    expect(printedOutput('Service on Redis redis://127.0.0.1:36043\n\nratio batched/flexible (median decisions/s): 0.59  target >= 1.0: NOT MET\n')).toBe(
+      '```text\nService on Redis redis://127.0.0.1\n\nratio batched/flexible (median decisions/s): 0.59\n```',
+    );
+    expect(printedOutput('p99 added by the limiter: 0.81 ms (p50 0.27 ms)  target <= 1.5 ms: MET')).toBe(
+      '```text\np99 added by the limiter: 0.81 ms (p50 0.27 ms)\n```',
+    );
     expect(buildReport(fullResults()).markdown).toContain('### Unary Allow against a no-op gRPC server');
   });
 
