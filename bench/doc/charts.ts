@@ -241,7 +241,10 @@ export function clusterChart(figures: ClusterFigures, file: string): Chart {
   const xOffset = { field: 'store', type: 'nominal' as const, sort: stores };
   const y = { field: 'decisionsPerSecond', type: 'quantitative' as const, title: 'decisions/s', axis: { format: ',d' } };
   const spec: TopLevelSpec = {
-    title: { text: 'Redis Cluster against one node, same run', subtitle: 'bars: median over rounds; dots: rounds; above a bar: its ratio to one node' },
+    title: {
+      text: 'Redis Cluster against one node, same run',
+      subtitle: 'bars: medians over the rounds; dots: the rounds; above a bar: the median of its per-round ratios to one node',
+    },
     width: 520,
     height: 300,
     layer: [
