@@ -1,7 +1,7 @@
 import rateLimit from '@fastify/rate-limit';
 import { fastifyRateLimit } from '@quota-service/http/fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { type RouteLimiter, ROUTE_USER_HEADER, WINDOW_LIMIT, WINDOW_MS } from './route-limiter.js';
+import { ROUTE_KEEP_ALIVE_MS, type RouteLimiter, ROUTE_USER_HEADER, WINDOW_LIMIT, WINDOW_MS } from './route-limiter.js';
 
 /**
  * POST /api/orders on Fastify, answering 201, behind `limiter`: none, the quota
@@ -9,7 +9,8 @@ import { type RouteLimiter, ROUTE_USER_HEADER, WINDOW_LIMIT, WINDOW_MS } from '.
  * up (plugin registered, limit in the route's config).
  */
 export async function fastifyRoute(limiter: RouteLimiter): Promise<FastifyInstance> {
-  const app = Fastify();
+  // Idle connections stay open for the whole run (see ROUTE_KEEP_ALIVE_MS).
+  const app = Fastify({ keepAliveTimeout: ROUTE_KEEP_ALIVE_MS });
   const userOf = (headers: Record<string, string | string[] | undefined>) => String(headers[ROUTE_USER_HEADER] ?? '');
   if (limiter.kind === 'native') {
     await app.register(rateLimit, { global: false, redis: limiter.redis, skipOnError: false });

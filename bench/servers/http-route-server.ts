@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { expressRoute } from './express-route.js';
 import { fastifyRoute } from './fastify-route.js';
 import { failStart, serveUntilParentLeaves } from './lifecycle.js';
-import type { RouteLimiter } from './route-limiter.js';
+import { ROUTE_KEEP_ALIVE_MS, type RouteLimiter } from './route-limiter.js';
 
 const USAGE = 'usage: http-route-server.ts express|fastify none|quota|native <quota service port> redis://127.0.0.1:<port>';
 
@@ -35,7 +35,7 @@ async function main(): Promise<void> {
     return;
   }
   const server = expressRoute(limiter);
-  server.keepAliveTimeout = 60_000;
+  server.keepAliveTimeout = ROUTE_KEEP_ALIVE_MS;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   serveUntilParentLeaves((server.address() as AddressInfo).port, async () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
