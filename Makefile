@@ -7,14 +7,16 @@ NPM_INSTALL_STAMP := node_modules/.install-stamp
 # TypeScript run without a build: the workspace packages resolve to their sources.
 TS_NODE := node --conditions=@quota-service/source --import tsx
 
-.PHONY: help deps redis gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-cluster soak soak-faults helm-check helm-bin node22 clean
+.PHONY: help deps redis gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-quick bench-report bench-cluster soak soak-faults helm-check helm-bin node22 clean
 
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER is set)"
 	@echo "make run-demo  the quota service (embedded store) and the reference order API on http://127.0.0.1:8080"
 	@echo "make test   install what is missing (node packages, redis-server, helm, Node 22), then lint, typecheck and run the whole suite"
 	@echo "make build  the packages in clients/ and the service (the same as npm run build)"
-	@echo "make bench  run the benchmarks in bench/ (not part of make test)"
+	@echo "make bench  run the benchmarks in bench/ (not part of make test, about 25 min); writes docs/benchmarks.md and docs/img/"
+	@echo "make bench-quick  only the plotted comparisons, shorter (about 3 min); the other sections keep their figures"
+	@echo "make bench-report  write docs/benchmarks.md and docs/img/ again from the last results, without measuring"
 	@echo "make bench-cluster  the service on a 3-master Redis Cluster vs one node, same run"
 	@echo "make soak   SOAK_MINUTES (default 10) at half the measured maximum on one Redis, then idle; RSS, fds, keys, errors judged (not part of make test)"
 	@echo "make soak-faults  network faults (partitions, latency, loss, stalls) per failure mode: the table of docs/operations.md (needs root; not part of make test)"
@@ -79,15 +81,17 @@ node22:
 test: deps redis helm-bin node22 lint typecheck
 	npx vitest run
 
+# Each bench in its own process, then docs/benchmarks.md and docs/img/*.svg from
+# .tmp/bench/results.json (bench/suite/, bench/doc/). BENCH_NOTE="..." goes into
+# the report's machine lines (what else ran on the machine).
 bench: build redis
-	$(TS_NODE) bench/run.ts
-	$(TS_NODE) bench/algorithms.ts
-	$(TS_NODE) bench/many-keys.ts
-	$(TS_NODE) bench/batch-run.ts
-	$(TS_NODE) bench/flexible-run.ts
-	$(TS_NODE) bench/resp-decode.ts
-	$(TS_NODE) bench/hop-floor.ts
-	$(TS_NODE) bench/order-api-run.ts
+	$(TS_NODE) bench/suite/main.ts
+
+bench-quick: build redis
+	$(TS_NODE) bench/suite/main.ts --quick
+
+bench-report: deps
+	$(TS_NODE) bench/doc/main.ts
 
 bench-cluster: build redis
 	$(TS_NODE) bench/cluster.ts

@@ -7,6 +7,7 @@ import { cpus } from 'node:os';
 import { startRedisCluster } from '../test/support/redis-cluster.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { startServerChild, type ServerChild } from './children.js';
+import { writeBenchOut } from './bench-out.js';
 import { allowCaller } from './client.js';
 import { driveLoad, type LoadResult } from './load.js';
 import { parseOptions } from './options.js';
@@ -23,6 +24,8 @@ const KINDS = [
   ['cluster', 'bench-multi'],
 ] as const satisfies ReadonlyArray<readonly [Store, Policy]>;
 type Kind = `${Store} ${Policy}`;
+/** How the report (bench/doc/) names each policy. */
+const POLICY_LABELS: Record<Policy, string> = { bench: 'one limit (user)', 'bench-multi': 'user + tenant (two slots)' };
 
 async function main(): Promise<number> {
   const options = parseOptions(process.argv.slice(2));
@@ -82,6 +85,13 @@ async function main(): Promise<number> {
         `| ${store} | ${policy} | ${m((r) => r.decisionsPerSecond).toFixed(0)} | ${m((r) => r.p50Ms).toFixed(2)} | ${m((r) => r.p95Ms).toFixed(2)} | ${m((r) => r.p99Ms).toFixed(2)} | ${errors} |\n`,
       );
     }
+    // Every round of every kind, for the report's plots and ratios (bench/doc/).
+    writeBenchOut({
+      rows: kinds.flatMap((kind) => {
+        const [store, policy] = kind.split(' ') as [Store, Policy];
+        return results[kind].map((r, i) => ({ store, policy: POLICY_LABELS[policy], round: i + 1, ...pick(r) }));
+      }),
+    });
     const shards = (await cluster.topology()).shards;
     const perShard = await Promise.all(shards.map((s) => cluster.node(s.masterPort).dbsize()));
     process.stdout.write(`\nkeys: single node ${await redis.client().dbsize()}; cluster masters ${perShard.join(' / ')}\n`);
@@ -92,6 +102,10 @@ async function main(): Promise<number> {
     clearTimeout(watchdog);
     for (const stop of stops.reverse()) await stop().catch(() => {});
   }
+}
+
+function pick(r: LoadResult) {
+  return { decisionsPerSecond: r.decisionsPerSecond, p50Ms: r.p50Ms, p95Ms: r.p95Ms, p99Ms: r.p99Ms, errors: r.errors };
 }
 
 main().then(

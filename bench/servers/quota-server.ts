@@ -44,6 +44,14 @@ policies:
         algorithm: fixed_window
         limit: 1000000000000
         window: minute
+  bench-window:
+    description: Benchmark only; a fixed window per user that never fills, the algorithm of the limiters it is compared with.
+    limits:
+      - name: bench-window
+        key_by: user
+        algorithm: fixed_window
+        limit: 1000000000000
+        window: hour
 `;
 
 async function main(): Promise<void> {

@@ -1,0 +1,149 @@
+// The two plotted comparisons: limiters in the caller's process
+// (bench/limiters-run.ts) and behind an HTTP route (bench/http-limiters-run.ts).
+import { formatSweepTable, type SweepMedian, sweepMedians } from '../sweep-table.js';
+import { type Chart, latencyChart, throughputChart } from './charts.js';
+import { measuredLine, missingOrFailed } from './measured.js';
+import { type Results, type SweepFigures, sweepFiguresSchema } from './results.js';
+
+export interface Section {
+  markdown: string;
+  charts: Chart[];
+}
+
+/** The step's figures if it ran and wrote readable ones; otherwise what the section says instead. */
+function sweepOf(results: Results, id: string, target: 'make bench' | 'make bench-quick'): { figures: SweepFigures; head: string } | { text: string } {
+  const step = results.steps[id];
+  const trouble = missingOrFailed(step, target);
+  const parsed = sweepFiguresSchema.safeParse(step?.figures);
+  if (step === undefined || !parsed.success) {
+    const why = step !== undefined && !parsed.success ? `\n\nIts figures file could not be read: ${parsed.error.issues[0]?.message ?? 'invalid'}.` : '';
+    return { text: `${trouble ?? measuredLine(step as NonNullable<typeof step>)}${why}` };
+  }
+  return { figures: parsed.data, head: trouble ?? measuredLine(step) };
+}
+
+function image(chart: Chart): string {
+  return `![${chart.alt}](img/${chart.file})`;
+}
+
+function versionsLine(figures: SweepFigures): string {
+  const entries = Object.entries(figures.versions ?? {});
+  return entries.length === 0 ? '' : `Versions: ${entries.map(([name, version]) => `${name} ${version}`).join(', ')}.`;
+}
+
+/** "a / b" per concurrency, as a one-row table, from the medians. */
+function ratioRow(medians: readonly SweepMedian[], over: string, under: string, label: string): string {
+  const concurrencies = [...new Set(medians.map((m) => m.concurrency))].sort((a, b) => a - b);
+  const cells = concurrencies.map((c) => {
+    const a = medians.find((m) => m.kind === over && m.concurrency === c);
+    const b = medians.find((m) => m.kind === under && m.concurrency === c);
+    return a === undefined || b === undefined || b.decisionsPerSecond === 0 ? '' : `${(a.decisionsPerSecond / b.decisionsPerSecond).toFixed(2)}×`;
+  });
+  return `| ${label} | ${cells.join(' | ')} |`;
+}
+
+export function limitersSection(results: Results): Section {
+  const intro = [
+    '## The quota client against rate-limiter-flexible',
+    "Both limiters run in the caller's process and decide on one Redis. **quota client (batched)** = `@quota-service/client` with its " +
+      'default batching (the calls of one event-loop turn go as one batch on one `AllowStream`) to the quota service, which decides in ' +
+      'Redis; **rate-limiter-flexible** = `RateLimiterRedis` as its README sets it up on ioredis (auto-pipelining on). Both keep a fixed ' +
+      'window per user over 10,000 users that never fills, so every call is an allowed decision of the same algorithm.',
+  ].join('\n\n');
+  const got = sweepOf(results, 'limiters', 'make bench-quick');
+  if ('text' in got) return { markdown: `${intro}\n\n${got.text}`, charts: [] };
+  const { figures, head } = got;
+  const charts = [
+    throughputChart(figures, {
+      file: 'bench-limiters-throughput.svg',
+      title: 'Decisions/s against calls in flight',
+      xTitle: 'calls in flight (closed loop)',
+      yTitle: 'decisions/s',
+      alt: 'Line chart: decisions/s of the quota client and of rate-limiter-flexible against calls in flight',
+    }),
+    latencyChart(figures, {
+      file: 'bench-limiters-latency.svg',
+      title: 'Latency against load (p50 solid, p99 dashed; numbers: calls in flight)',
+      xTitle: 'decisions/s reached',
+      alt: 'Line chart: p50 and p99 latency of each limiter against the decisions/s it reached',
+    }),
+  ];
+  const medians = sweepMedians(
+    figures.points,
+    figures.kinds.map((k) => k.id),
+  );
+  const labels = new Map(figures.kinds.map((k) => [k.id, k.label]));
+  const table = formatSweepTable(medians, labels);
+  const [ours, theirs] = figures.kinds;
+  const ratio = ours !== undefined && theirs !== undefined ? ratioRow(medians, ours.id, theirs.id, `${ours.label} / ${theirs.label}`) : '';
+  const markdown = [
+    intro,
+    head,
+    ...charts.map(image),
+    `Medians over the rounds, decisions/s (p99):\n\n${table}${ratio === '' ? '' : `\n${ratio}`}`,
+    versionsLine(figures),
+    'The batched path spreads each decision over three processes (caller, quota service, Redis) and two loopback hops; ' +
+      "rate-limiter-flexible takes one hop from the caller's thread. With few calls in flight the hops set the pace; with many, batching " +
+      'shares each hop and script call among the calls of a turn. Both need free cores: on a busy machine every figure falls, the ' +
+      'three-process path the most.',
+  ];
+  return { markdown: markdown.filter((p) => p !== '').join('\n\n'), charts };
+}
+
+export function httpSection(results: Results): Section {
+  const intro = [
+    '## Behind an HTTP route: Express and Fastify',
+    'One route, `POST /api/orders` answering 201 with a small JSON body, in a process of its own, on Express and on Fastify, behind: ' +
+      '**no limiter** (the baseline); **quota service** = `@quota-service/http` (Express middleware, Fastify `onRequest` hook) with the ' +
+      'quota client batching as it does by default, the quota service, Redis; **express-rate-limit** with **rate-limit-redis** on Express, ' +
+      '**@fastify/rate-limit** with its Redis store on Fastify, each on ioredis as its README shows. Every limiter keeps a fixed window ' +
+      'per user (taken from a request header, as an authentication layer would set it) over 10,000 users, on one Redis, never full. ' +
+      'The load keeps one keep-alive connection per request in flight.',
+  ].join('\n\n');
+  const got = sweepOf(results, 'http-limiters', 'make bench-quick');
+  if ('text' in got) return { markdown: `${intro}\n\n${got.text}`, charts: [] };
+  const { figures, head } = got;
+  const charts = [
+    throughputChart(figures, {
+      file: 'bench-http-throughput.svg',
+      title: 'Requests/s against requests in flight',
+      xTitle: 'requests in flight (closed loop)',
+      yTitle: 'requests/s',
+      alt: 'Line charts for Express and Fastify: requests/s with no limiter, the quota service and the framework limiter against requests in flight',
+    }),
+    latencyChart(figures, {
+      file: 'bench-http-latency.svg',
+      title: 'Latency against load (p50 solid, p99 dashed; numbers: requests in flight)',
+      xTitle: 'requests/s reached',
+      alt: 'Line charts for Express and Fastify: p50 and p99 latency of each limiter against the requests/s it reached',
+    }),
+  ];
+  const medians = sweepMedians(
+    figures.points,
+    figures.kinds.map((k) => k.id),
+  );
+  const labels = new Map(figures.kinds.map((k) => [k.id, k.label]));
+  const concurrencies = [...new Set(medians.map((m) => m.concurrency))].sort((a, b) => a - b);
+  const shares = [...new Set(figures.kinds.map((k) => k.group ?? ''))].flatMap((group) => {
+    const mine = figures.kinds.filter((k) => (k.group ?? '') === group);
+    const bare = mine.find((k) => k.series === 'no limiter');
+    return bare === undefined ? [] : mine.filter((k) => k !== bare).map((k) => ratioRow(medians, k.id, bare.id, k.label));
+  });
+  const shareTable =
+    shares.length === 0
+      ? ''
+      : `Share of the same route's requests/s without a limiter:\n\n| limiter | ${concurrencies.map((c) => `${c} in flight`).join(' | ')} |\n` +
+        `|---|${concurrencies.map(() => '---:').join('|')}|\n${shares.join('\n')}`;
+  const markdown = [
+    intro,
+    head,
+    ...charts.map(image),
+    `Medians over the rounds, requests/s (p99):\n\n${formatSweepTable(medians, labels)}`,
+    shareTable,
+    versionsLine(figures),
+    'Each request through the quota service takes two more loopback hops (to the service, on to Redis) than the bare route, and the ' +
+      "frameworks' own limiters one (to Redis). What the quota service buys for its hop: one place for every policy, all-or-nothing " +
+      'multi-limit decisions, failure modes, and batching that shares that hop among the requests of an event-loop turn.',
+  ];
+  return { markdown: markdown.filter((p) => p !== '').join('\n\n'), charts };
+}

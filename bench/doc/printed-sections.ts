@@ -1,0 +1,135 @@
+// The benches that print their own tables (they write no figures file): the
+// report shows what each printed, less the per-round lines, under a heading and
+// a note on what it measures and how to read it.
+import { measuredLine, missingOrFailed } from './measured.js';
+import type { Results } from './results.js';
+
+interface PrintedBench {
+  id: string;
+  title: string;
+  /** What it measures and how to read it: no figures here, they come from the run. */
+  about: string;
+}
+
+export const PRINTED_BENCHES: readonly PrintedBench[] = [
+  {
+    id: 'flexible',
+    title: 'Batching client against rate-limiter-flexible, token bucket',
+    about:
+      '**batched** = the quota service through the quota client with its default batching (batches of up to 100 on one `AllowStream`), ' +
+      'a token bucket per user over 10,000 users; **flexible** = rate-limiter-flexible `RateLimiterRedis` inside the load driver, on an ' +
+      'ioredis client with auto-pipelining, the same keys. Every call is an allowed decision. The batched path spreads its work over three ' +
+      "processes that run in parallel (client, service, Redis); flexible runs on the caller's one thread, so with other work on the same " +
+      'cores the ratio falls. `--calls` adds a kind that sends each batch as its own `AllowBatch` call.',
+  },
+  {
+    id: 'batch',
+    title: 'Batching client against one Allow per call',
+    about:
+      '**raw** = bare nice-grpc unary `Allow`; **unary** = the quota client with `batch: false`; **batched** = its default batching. ' +
+      'raw against unary shows what the client itself costs; batched against unary, what batching saves in CPU per decision in the caller and the service.',
+  },
+  {
+    id: 'order-api',
+    title: 'Order API latency with and without the limiter',
+    about:
+      '`POST /api/orders` through the reference order API **with** its limiter (quota client, quota service, Redis) and **without** ' +
+      '(the limiter allows without asking), one request in flight: latency below saturation. Most of what the limiter adds is its two ' +
+      'loopback hops, to the quota service and on to Redis: compare with the hop floor below. `--hop`, `--calls` and `--unbatched` add kinds.',
+  },
+  {
+    id: 'unary',
+    title: 'Unary Allow against a no-op gRPC server',
+    about:
+      'Two gRPC servers in their own processes: the quota service on Redis with a token bucket that never runs dry over 10,000 users, and ' +
+      'a no-op server with the same proto that answers at once. On two cores this compares the whole machine; the load driver uses the most CPU.',
+  },
+  {
+    id: 'algorithms',
+    title: 'Per algorithm: decisions/s and Redis memory',
+    about:
+      'Per algorithm, a fresh Redis and many identities, one decision each through the store (no gRPC). Memory is the `used_memory` growth ' +
+      "per identity. Read decisions/s as one short script call each, not as a ranking. Most of the memory is Redis's fixed cost of a key " +
+      'with an expiry, whatever the script; GCRA and the leaky bucket keep no key for an identity whose limit is full again; a sliding ' +
+      'window log grows with its entries.',
+  },
+  {
+    id: 'many-keys',
+    title: 'Many keys: a million identities, then the expiries',
+    about:
+      'A million users each make one decision of a token bucket whose idle key lives for the TTL; then nobody reads, and the bench samples ' +
+      '`DBSIZE` and memory until no key is left. Budget `used_memory per key` per recently active identity of one token bucket limit, plus ' +
+      'allocator overhead (rss). Expiry alone brings the count to zero.',
+  },
+  {
+    id: 'hop-floor',
+    title: 'One loopback hop',
+    about:
+      'One request in flight to an echo server: a TCP round trip, a grpc-js unary call, and a message on one open grpc-js stream (what the ' +
+      "quota client's `AllowStream` rides on). The order API's added latency is judged against these floors.",
+  },
+  {
+    id: 'resp-decode',
+    title: 'Reading one batch reply',
+    about:
+      'What reading one reply of a batch of 100 decisions costs the service: the binary string the batch script returns, against the same ' +
+      'decisions as a RESP array.',
+  },
+  {
+    id: 'sizes',
+    title: 'Package sizes',
+    about: 'What each package in clients/ weighs as npm would publish it (packed tarball, unpacked files), from the builds of the same run.',
+  },
+];
+
+/** The benches `make bench` does not run, with what they measure. */
+export const BY_HAND = [
+  ['`npx tsx bench/store-batch.ts`', 'the store alone, waves of 100 decisions: batched against one script call per decision'],
+  ['`npx tsx bench/service-path-run.ts`', "the service's own CPU and garbage per decision, store and network left out"],
+  ['`npx tsx bench/client-profile.ts`', 'only the batching client, to profile its CPU per decision (`node --cpu-prof`)'],
+] as const;
+
+export function printedSection(results: Results, bench: PrintedBench): string {
+  const step = results.steps[bench.id];
+  const trouble = missingOrFailed(step, 'make bench');
+  const body = step === undefined ? '' : printedOutput(step.output);
+  return [`### ${bench.title}`, bench.about, trouble ?? (step === undefined ? '' : measuredLine(step)), body].filter((p) => p !== '').join('\n\n');
+}
+
+/**
+ * A bench's stdout as markdown: its tables as tables, its other lines (the
+ * setup it describes first, the ratios after) as text blocks; the per-round
+ * lines are dropped (the medians say it).
+ */
+export function printedOutput(output: string): string {
+  const lines = output
+    .split('\n')
+    .filter((line) => !/^round \d+ /.test(line))
+    // A bench's pass/fail mark against its development target, and the port of its throwaway Redis, say nothing to a reader.
+    .map((line) => line.replace(/\s+target [<>]=? [\d.]+( ms)?: (NOT )?MET/, '').replace(/(redis:\/\/127\.0\.0\.1):\d+/g, '$1'));
+  const blocks: string[] = [];
+  let table: string[] = [];
+  let text: string[] = [];
+  const flush = () => {
+    if (table.length > 0) blocks.push(table.join('\n'));
+    // Dropped round lines leave runs of blank lines: one is enough.
+    const trimmed = text
+      .join('\n')
+      .replace(/\n{3,}/g, '\n\n')
+      .trim();
+    if (trimmed !== '') blocks.push(`\`\`\`text\n${trimmed}\n\`\`\``);
+    table = [];
+    text = [];
+  };
+  for (const line of lines) {
+    if (line.startsWith('|')) {
+      if (text.length > 0) flush();
+      table.push(line.trimEnd());
+    } else {
+      if (table.length > 0) flush();
+      text.push(line.trimEnd());
+    }
+  }
+  flush();
+  return blocks.join('\n\n');
+}
