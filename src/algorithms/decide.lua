@@ -50,6 +50,19 @@
   The service knows each group's n (ARGV[3]), so a record needs no count of
   its own (src/algorithms/decide-batch.ts).
 
+  Node batch (a Redis Cluster master, docs/decide-script.md): ARGV[1] =
+  'node-batch', ARGV[2] = the number of keys K, ARGV[3 .. K + 2] every
+  call's keys (as KEYS above), then ARGV[K + 3] = the number of groups and
+  the groups as above; no KEYS. Redis 7.0 refuses declared keys of several
+  slots (CROSSSLOT) even with allow-cross-slot-keys, which only lets a script
+  reach keys it did not declare, on its own node. The script is sent with a
+  `#!lua flags=allow-cross-slot-keys` line (decide-script.ts). Before a call
+  is decided, one EXISTS of all its keys (one slot) asks Redis whether this
+  node serves them now; when it does not (the slot moved, is migrating and a
+  key is elsewhere, the cluster is down), the call answers one more kind and
+  touches nothing:
+    4        not run here: a 4-byte length, then Redis's error text
+
   Reply: { all_allowed (1|0), then per limit:
            allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms,
            then now }
@@ -228,7 +241,7 @@ local function decide(keys, argv, k, a, reply)
   return m
 end
 
-if ARGV[1] ~= 'batch' then
+if ARGV[1] ~= 'batch' and ARGV[1] ~= 'node-batch' then
   -- Room for a one-limit reply from the start (Lua 5.1 has no table.new):
   -- growing an empty table to 7 elements rehashes it 4 times.
   local reply = { nil, nil, nil, nil, nil, nil, nil }
@@ -252,19 +265,33 @@ end
 -- takes each call's reply in turn: a table per call was garbage.
 local pack = struct.pack
 local DECISION_ONE, LIMIT, NOW, TEXT = '<BBdddd', '<Bdddd', '<d', '<BI4'
-local KIND_TEXT, KIND_ERROR = 2, 3
+local KIND_TEXT, KIND_ERROR, KIND_ELSEWHERE = 2, 3, 4
 local replies, reply, r = {}, {}, 0
-local k, a = 0, 2
-for _ = 1, tonumber(ARGV[2]) do
+-- keys: KEYS from k + 1 on; groups: ARGV from a + 1 on, after their count at ARGV[a].
+local keys, k, a = KEYS, 0, 2
+local node_batch = ARGV[1] == 'node-batch'
+if node_batch then
+  keys, a = ARGV, tonumber(ARGV[2]) + 3
+  k = 2
+end
+for _ = 1, tonumber(ARGV[a]) do
   local ncalls, nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   -- The calls of a group share their ARGV, so their `now` (parse): sent once,
   -- first, instead of with every call's reply.
   r = r + 1
   replies[r] = pack(NOW, tonumber(ARGV[a + 5]) or redis_now())
   for _ = 1, ncalls do
-    local ok, m = pcall(decide, KEYS, ARGV, k, a + 3, reply)
+    -- A node batch: does this node serve every key of the call, now? An
+    -- error reply (a table) says no, and the call is not run: the service
+    -- sends it again where it belongs.
+    local elsewhere = node_batch and redis.pcall('EXISTS', unpack(keys, k + 1, k + nkeys))
+    local ok, m = true, 0
+    if type(elsewhere) ~= 'table' then ok, m = pcall(decide, keys, ARGV, k, a + 3, reply) end
     r = r + 1
-    if not ok then
+    if type(elsewhere) == 'table' then
+      local text = tostring(elsewhere.err)
+      replies[r] = pack(TEXT, KIND_ELSEWHERE, #text) .. text
+    elseif not ok then
       -- redis.call raises the reply's error text (a table), Lua its own message.
       local text = type(m) == 'table' and m.err or tostring(m)
       replies[r] = pack(TEXT, KIND_ERROR, #text) .. text

@@ -18,10 +18,18 @@ import {
   parseDecideReply,
   StoreUnavailableError,
 } from '@quota-service/core';
-import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from '../algorithms/decide-script.js';
+import {
+  decideArguments,
+  decideLua,
+  DECIDE_SCRIPT_NAME,
+  NODE_BATCH_SCRIPT_NAME,
+  nodeBatchLua,
+  rememberArguments,
+  type ScriptCall,
+} from '../algorithms/decide-script.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { clusterClient, singleNodeClient, type RedisConnectionOptions } from './redis-clients.js';
-import { ScriptBatcher } from './script-batcher.js';
+import { BATCH_LIMITS, BatchNotRun, ScriptBatcher, type BatchRoutes } from './script-batcher.js';
 import { PartitionTraffic } from './partition-traffic.js';
 import type { QuotaStore } from './store.js';
 
@@ -32,14 +40,22 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
    */
   testClock?: Clock;
   /**
-   * Coalesce one event-loop turn's script calls into one (default true; a
-   * cluster never does). Off only to measure the difference (bench/store-batch.ts).
+   * Coalesce one event-loop turn's script calls into one (default true; one
+   * per master on a cluster). Off only to measure the difference
+   * (bench/store-batch.ts) or to decide one by one in tests.
    */
   batch?: boolean;
 }
 
 /** Redis errors that mean "not now" rather than "this script is wrong". */
 const TRANSIENT_REPLY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/;
+
+/**
+ * A node's refusals of a whole node batch before its script ran: the node is
+ * no master now (READONLY), or no longer serves what it was sent. Its calls
+ * go again, each by its own slot.
+ */
+const NOT_RUN_REPLY = /^(READONLY|MASTERDOWN|CLUSTERDOWN|MOVED|ASK|TRYAGAIN|CROSSSLOT)\b/;
 
 type ScriptRunner = (...args: (string | number)[]) => Promise<unknown>;
 
@@ -63,11 +79,12 @@ const SINGLE_NODE = 'redis';
  * a freshly promoted replica). On a cluster, ioredis routes each script call by
  * its key's slot and follows MOVED and ASK.
  *
- * On one node, the script calls issued within one event-loop turn go as one
- * script call (ScriptBatcher, driver batch mode): an AllowBatch of 100
- * requests costs Redis one EVALSHA instead of 100. On a cluster each call goes
- * alone: one script may touch one slot only, and random identities almost
- * never share one (docs/decide-script.md, "Batch mode").
+ * The script calls issued within one event-loop turn go as one script call
+ * (ScriptBatcher, driver batch mode): an AllowBatch of 100 requests costs
+ * Redis one EVALSHA instead of 100. On a cluster, one per master: a node
+ * batch, sent on that master's own connection, reaches keys of every slot the
+ * master serves, and a call whose slot it no longer serves comes back unrun
+ * and goes again alone by its slot (docs/decide-script.md, "Batch mode").
  */
 export class RedisStore implements QuotaStore {
   readonly description: string;
@@ -75,6 +92,8 @@ export class RedisStore implements QuotaStore {
   private readonly batcher: ScriptBatcher | undefined;
   /** One per partition: the node, or each master of a cluster. */
   private readonly traffic = new Map<string, PartitionTraffic>();
+  /** A cluster's node connections by host:port (ioredis's own, as it adds and drops them). */
+  private readonly nodeClients = new Map<string, Redis>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -83,10 +102,29 @@ export class RedisStore implements QuotaStore {
     this.description = redis instanceof Cluster ? `redis cluster seeds ${describeSeeds(redis)}` : `redis ${redis.options.host}:${redis.options.port}`;
     // No numberOfKeys: the key count varies with the limits, so each call passes it first.
     redis.defineCommand(DECIDE_SCRIPT_NAME, { lua: decideLua });
-    this.batcher =
-      redis instanceof Cluster || options.batch === false
-        ? undefined
-        : new ScriptBatcher((call, binary, weight) => this.send(call, binary, weight), storeError);
+    const send = (call: ScriptCall, binary: boolean, weight: number, node?: string) =>
+      node !== undefined && binary ? this.sendToNode(call, weight, node) : this.send(call, binary, weight);
+    if (options.batch === false) this.batcher = undefined;
+    else if (redis instanceof Cluster) this.batcher = new ScriptBatcher(send, storeError, BATCH_LIMITS, this.clusterRoutes(redis));
+    else this.batcher = new ScriptBatcher(send, storeError);
+  }
+
+  /** Node batches on a cluster: each master's connection learns the batch script as ioredis adds it. */
+  private clusterRoutes(cluster: Cluster): BatchRoutes {
+    const add = (node: Redis) => {
+      node.defineCommand(NODE_BATCH_SCRIPT_NAME, { lua: nodeBatchLua });
+      this.nodeClients.set(`${node.options.host}:${node.options.port}`, node);
+    };
+    for (const node of cluster.nodes()) add(node);
+    cluster.on('+node', add);
+    cluster.on('-node', (node: Redis) => {
+      const key = `${node.options.host}:${node.options.port}`;
+      if (this.nodeClients.get(key) === node) this.nodeClients.delete(key);
+    });
+    return {
+      nodeOf: (call) => cluster.slots[calculateSlot(call.keys[0] ?? '')]?.[0],
+      resend: (call) => this.send(call, false, 1),
+    };
   }
 
   /** A store on one Redis node (redis-clients.ts: a client that fails fast instead of queueing). */
@@ -121,7 +159,7 @@ export class RedisStore implements QuotaStore {
 
   decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode): Promise<Array<GroupDecision | Error>> {
     if (this.batcher === undefined) {
-      // A cluster (a script call per decision anyway) or batching off: one call each.
+      // Batching off: one call each.
       return Promise.all(list.map((calls) => this.decideGroup(calls, mode).then(undefined, asError)));
     }
     const now = this.options.testClock?.now();
@@ -169,6 +207,35 @@ export class RedisStore implements QuotaStore {
         throw storeError(error);
       }),
     );
+  }
+
+  /**
+   * A node batch on one master's own connection, keys in ARGV (decide.lua,
+   * "Node batch"). A refusal before the script ran, or no connection to the
+   * node (it left the cluster), rejects with BatchNotRun: its calls go again,
+   * each alone by its slot, and the slot map is read again.
+   */
+  private sendToNode({ args }: ScriptCall, weight: number, node: string): Promise<unknown> {
+    const client = this.nodeClients.get(node);
+    const run = client === undefined ? undefined : (client as unknown as Record<string, ScriptRunner>)[`${NODE_BATCH_SCRIPT_NAME}Buffer`];
+    if (run === undefined) {
+      this.refreshSlots();
+      return Promise.reject(new BatchNotRun(`no connection to ${node}`));
+    }
+    return this.trafficOf(node).send(weight, () => (run.call(client, 0, ...args) as Promise<unknown>).catch(this.nodeBatchError));
+  }
+
+  private readonly nodeBatchError = (error: unknown): never => {
+    if (error instanceof Error && error.name === 'ReplyError' && NOT_RUN_REPLY.test(error.message)) {
+      this.refreshSlots();
+      throw new BatchNotRun(error.message);
+    }
+    throw storeError(error);
+  };
+
+  /** Reads the cluster's slot map again (ioredis runs one refresh at a time). */
+  private refreshSlots(): void {
+    if (this.redis instanceof Cluster) this.redis.refreshSlotsCache();
   }
 
   silentForMs(partition: string): number {
