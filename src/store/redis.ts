@@ -1,4 +1,3 @@
-import calculateSlot from 'cluster-key-slot';
 // ioredis 6, not 5.11: with 5.11 a service whose Redis refuses its TLS client
 // certificate crashed now and then on an unhandled socket 'error' (ECONNRESET)
 // at shutdown, 2 of 100 tries under load, none of 100 with 6.0. 6.0's RESP decoder is slow on arrays (about 100 µs for the
@@ -28,10 +27,11 @@ import {
   type ScriptCall,
 } from '../algorithms/decide-script.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
+import { keySlot } from './key-slot.js';
 import { clusterClient, singleNodeClient, type RedisConnectionOptions } from './redis-clients.js';
 import { BATCH_LIMITS, BatchNotRun, ScriptBatcher, type BatchRoutes } from './script-batcher.js';
 import { PartitionTraffic } from './partition-traffic.js';
-import type { QuotaStore } from './store.js';
+import type { DecideStep, QuotaStore } from './store.js';
 
 export interface RedisStoreOptions extends RedisConnectionOptions {
   /**
@@ -122,7 +122,7 @@ export class RedisStore implements QuotaStore {
       if (this.nodeClients.get(key) === node) this.nodeClients.delete(key);
     });
     return {
-      nodeOf: (call) => cluster.slots[calculateSlot(call.keys[0] ?? '')]?.[0],
+      nodeOf: (call) => cluster.slots[keySlot(call.keys[0] ?? '')]?.[0],
       resend: (call) => this.send(call, false, 1),
     };
   }
@@ -157,15 +157,19 @@ export class RedisStore implements QuotaStore {
     }
   }
 
-  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode): Promise<Array<GroupDecision | Error>> {
+  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode | readonly DecideStep[]): Promise<Array<GroupDecision | Error>> {
+    const stepOf = (i: number): DecideStep => (typeof mode === 'string' ? { mode } : mode[i]!);
     if (this.batcher === undefined) {
       // Batching off: one call each.
-      return Promise.all(list.map((calls) => this.decideGroup(calls, mode).then(undefined, asError)));
+      return Promise.all(list.map((calls, i) => this.decideGroup(calls, stepOf(i).mode, stepOf(i)).then(undefined, asError)));
     }
     const now = this.options.testClock?.now();
     let calls: ScriptCall[];
     try {
-      calls = list.map((group) => decideArguments(group, mode, now));
+      calls = new Array<ScriptCall>(list.length);
+      for (let i = 0; i < list.length; i++) {
+        calls[i] = typeof mode === 'string' ? decideArguments(list[i]!, mode, now) : decideArguments(list[i]!, mode[i]!.mode, now, mode[i]!);
+      }
     } catch (error) {
       return Promise.reject(error);
     }
@@ -257,12 +261,12 @@ export class RedisStore implements QuotaStore {
    * slots belong to a new partition that starts closed. One node: one partition.
    */
   slotOf(key: string): number | undefined {
-    return this.redis instanceof Cluster ? calculateSlot(key) : undefined;
+    return this.redis instanceof Cluster ? keySlot(key) : undefined;
   }
 
   partitionOf(key: string): string {
     if (!(this.redis instanceof Cluster)) return SINGLE_NODE;
-    const slot = calculateSlot(key);
+    const slot = keySlot(key);
     return this.redis.slots[slot]?.[0] ?? `slot ${slot}`;
   }
 
