@@ -28,7 +28,7 @@ import {
 } from '../algorithms/decide-script.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { keySlot } from './key-slot.js';
-import { clusterClient, singleNodeClient, type RedisConnectionOptions } from './redis-clients.js';
+import { clusterClient, singleNodeClient, whenConnected, type RedisConnectionOptions } from './redis-clients.js';
 import { BATCH_LIMITS, BatchNotRun, ScriptBatcher, type BatchRoutes } from './script-batcher.js';
 import { PartitionTraffic } from './partition-traffic.js';
 import type { DecideStep, QuotaStore } from './store.js';
@@ -216,30 +216,36 @@ export class RedisStore implements QuotaStore {
   /**
    * A node batch on one master's own connection, keys in ARGV (decide.lua,
    * "Node batch"). A refusal before the script ran, or no connection to the
-   * node (it left the cluster), rejects with BatchNotRun: its calls go again,
-   * each alone by its slot, and the slot map is read again.
+   * node (it left the cluster), reads the slot map again and then rejects with
+   * BatchNotRun: its calls go again, each alone, to the masters that serve
+   * them now. (Sent again before the map is read, a call could go to the old
+   * node just as ioredis drops its connection there, and fail as one that
+   * may have run.)
    */
   private sendToNode({ args }: ScriptCall, weight: number, node: string): Promise<unknown> {
     const client = this.nodeClients.get(node);
     const run = client === undefined ? undefined : (client as unknown as Record<string, ScriptRunner>)[`${NODE_BATCH_SCRIPT_NAME}Buffer`];
-    if (run === undefined) {
-      this.refreshSlots();
-      return Promise.reject(new BatchNotRun(`no connection to ${node}`));
-    }
+    if (run === undefined) return this.refreshSlots().then(() => Promise.reject(new BatchNotRun(`no connection to ${node}`)));
     return this.trafficOf(node).send(weight, () => (run.call(client, 0, ...args) as Promise<unknown>).catch(this.nodeBatchError));
   }
 
-  private readonly nodeBatchError = (error: unknown): never => {
+  private readonly nodeBatchError = (error: unknown): Promise<never> => {
     if (error instanceof Error && error.name === 'ReplyError' && NOT_RUN_REPLY.test(error.message)) {
-      this.refreshSlots();
-      throw new BatchNotRun(error.message);
+      return this.refreshSlots().then(() => Promise.reject(new BatchNotRun(error.message)));
     }
-    throw storeError(error);
+    return Promise.reject(storeError(error));
   };
 
-  /** Reads the cluster's slot map again (ioredis runs one refresh at a time). */
-  private refreshSlots(): void {
-    if (this.redis instanceof Cluster) this.redis.refreshSlotsCache();
+  /**
+   * Reads the cluster's slot map again (ioredis runs one refresh at a time),
+   * then waits for the connections to its masters (whenConnected); never rejects.
+   */
+  private refreshSlots(): Promise<void> {
+    const cluster = this.redis;
+    if (!(cluster instanceof Cluster)) return Promise.resolve();
+    return new Promise<void>((resolve) => cluster.refreshSlotsCache(() => resolve()))
+      .then(() => Promise.all(cluster.nodes('master').map(whenConnected)))
+      .then(() => undefined);
   }
 
   silentForMs(partition: string): number {
