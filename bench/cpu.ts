@@ -45,7 +45,7 @@ function processCpuMs(pid: number): number {
 }
 
 /** Redis's own used_cpu_user + used_cpu_sys (INFO cpu), in ms; includes its background threads. */
-async function redisCpuMs(redis: Redis): Promise<number> {
+export async function redisCpuMs(redis: Redis): Promise<number> {
   const info = await redis.info('cpu');
   const read = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
   return (read('used_cpu_user') + read('used_cpu_sys')) * 1000;

@@ -26,6 +26,19 @@ policies:
         algorithm: token_bucket
         capacity: 1000000000
         refill_per_second: 1000000
+  bench-tenant:
+    description: Benchmark only; a user bucket and a per-minute window per tenant (two slots on a cluster), never runs dry.
+    limits:
+      - name: bench
+        key_by: user
+        algorithm: token_bucket
+        capacity: 1000000000
+        refill_per_second: 1000000
+      - name: bench-tenant-minute
+        key_by: tenant
+        algorithm: fixed_window
+        limit: 1000000000000
+        window: minute
   bench-multi:
     description: Benchmark only; the orders.create shape (user bucket, user and tenant per minute), never runs dry.
     limits:

@@ -24,8 +24,12 @@ export interface BatchCall extends ScriptCall {
  * Consecutive calls with the same ARGV and key count form a group that sends
  * its ARGV once: a batch is mostly one policy at one cost, so Redis parses and
  * this process encodes about one argument per call (its key) instead of 16.
+ *
+ * `node`: a node batch for one master of a Redis Cluster (decide.lua, "Node
+ * batch"), whose calls' keys span several slots: the keys go first in ARGV and
+ * KEYS stays empty, since Redis refuses declared keys of several slots.
  */
-export function batchArguments(calls: readonly ScriptCall[]): BatchCall {
+export function batchArguments(calls: readonly ScriptCall[], node = false): BatchCall {
   const keys: string[] = [];
   const args = ['batch', '0'];
   const groups: { at: number; nkeys: number; args: readonly string[]; calls: number }[] = [];
@@ -44,7 +48,15 @@ export function batchArguments(calls: readonly ScriptCall[]): BatchCall {
   args[1] = String(groups.length);
   for (const { at, calls: count } of groups) args[at] = String(count);
   // ARGV[3] of a driver call is its number of limits ('0' to remember a decision).
-  return { keys, args, groups: groups.map((g) => ({ calls: g.calls, limits: Number(g.args[2]) })) };
+  const shapes = groups.map((g) => ({ calls: g.calls, limits: Number(g.args[2]) }));
+  if (!node) return { keys, args, groups: shapes };
+  // 'node-batch', the key count and the keys, then the groups from their count on.
+  const nodeArgs = new Array<string>(2 + keys.length + args.length - 1);
+  nodeArgs[0] = 'node-batch';
+  nodeArgs[1] = String(keys.length);
+  for (let i = 0; i < keys.length; i++) nodeArgs[2 + i] = keys[i]!;
+  for (let i = 1; i < args.length; i++) nodeArgs[1 + keys.length + i] = args[i]!;
+  return { keys: [], args: nodeArgs, groups: shapes };
 }
 
 function sameStrings(a: readonly string[], b: readonly string[]): boolean {
@@ -56,6 +68,17 @@ function sameStrings(a: readonly string[], b: readonly string[]): boolean {
 /** Record kinds of a batch reply (decide.lua): 0 and 1 are decisions, the byte their all_allowed. */
 const KIND_TEXT = 2;
 const KIND_ERROR = 3;
+const KIND_ELSEWHERE = 4;
+
+/**
+ * A call of a node batch that did not run: the node does not serve its keys
+ * now (its slot moved or is migrating, or the cluster is down). `reason` is
+ * Redis's error text. Safe to send again, where the keys are.
+ */
+export class NotRunHere {
+  constructor(readonly reason: string) {}
+}
+
 /** A limit of a decision record: allowed (a byte), then four doubles. */
 const LIMIT_BYTES = 1 + 4 * 8;
 
@@ -67,11 +90,12 @@ const LIMIT_BYTES = 1 + 4 * 8;
  *   allowed (a byte) and retry_after_ms, remaining, reset_after_ms, delay_ms (doubles);
  * - kind 2, a 4-byte length and a text: 'remembered', or 'replay' and a
  *   replayed decision's fields, separated by one space;
- * - kind 3, a 4-byte length and the text of its error.
+ * - kind 3, a 4-byte length and the text of its error;
+ * - kind 4 (a node batch), a 4-byte length and why the node did not run it.
  * Back to each call's own reply, as the call alone would have answered it
- * (a ReplyError in its place for an error), except that `remaining` is the
- * exact number instead of its "%.17g" text; or an Error for the whole batch
- * when the reply is not that shape.
+ * (a ReplyError in its place for an error, a NotRunHere for a call not
+ * run), except that `remaining` is the exact number instead of its "%.17g"
+ * text; or an Error for the whole batch when the reply is not that shape.
  */
 export function splitBatchReply(reply: unknown, { groups }: BatchCall): unknown[] | Error {
   const replies: unknown[] = [];
@@ -102,12 +126,13 @@ export function splitBatchReply(reply: unknown, { groups }: BatchCall): unknown[
         one.push(now);
         replies.push(one);
         at = end;
-      } else if (kind === KIND_TEXT || kind === KIND_ERROR) {
+      } else if (kind === KIND_TEXT || kind === KIND_ERROR || kind === KIND_ELSEWHERE) {
         if (at + 5 > reply.length) return malformed(`the length of a text at byte ${at} is cut short`);
         const end = at + 5 + reply.readUInt32LE(at + 1);
         if (end > reply.length) return malformed(`a text of ${end - at - 5} bytes at byte ${at} is cut short`);
         const text = reply.toString('utf8', at + 5, end);
         if (kind === KIND_ERROR) replies.push(new ReplyError(asRedisError(text)));
+        else if (kind === KIND_ELSEWHERE) replies.push(new NotRunHere(text));
         else if (text === 'remembered' || text === 'replay' || text.startsWith('replay ')) replies.push(text.split(' '));
         else return malformed(`the text at byte ${at} is neither 'remembered' nor a replay`);
         at = end;

@@ -39,6 +39,15 @@ export const decideLua = [
   luaScripts['decide.lua'],
 ].join('\n');
 
+/**
+ * The same script for node batches on a Redis Cluster master (decide.lua,
+ * "Node batch"): the shebang line lets it reach keys of several slots served
+ * by the node it runs on. Redis 7.0 or later; a single node never needs it,
+ * so its script stays without the line.
+ */
+export const NODE_BATCH_SCRIPT_NAME = 'quotaDecideNode';
+export const nodeBatchLua = `#!lua flags=allow-cross-slot-keys\n${decideLua}`;
+
 /** KEYS and ARGV of the driver, without `numkeys` (ioredis adds it from the first element). */
 export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, nowMs?: number, options: DecideOptions = {}): ScriptCall {
   const { spentAtMs, memo } = options;

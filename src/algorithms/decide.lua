@@ -50,6 +50,22 @@
   The service knows each group's n (ARGV[3]), so a record needs no count of
   its own (src/algorithms/decide-batch.ts).
 
+  Node batch (a Redis Cluster master, docs/decide-script.md): ARGV[1] =
+  'node-batch', ARGV[2] = the number of keys K, ARGV[3 .. K + 2] every
+  call's keys (as KEYS above), then ARGV[K + 3] = the number of groups and
+  the groups as above; no KEYS. Redis 7.0 refuses declared keys of several
+  slots (CROSSSLOT) even with allow-cross-slot-keys, which only lets a script
+  reach keys it did not declare, on its own node. The script is sent with a
+  `#!lua flags=allow-cross-slot-keys` line (decide-script.ts). Redis checks
+  each command against the node's slots: a key this node does not serve now
+  (its slot moved, or is migrating and the key is gone, or the cluster is
+  down) raises an error. A call that fails before it wrote anything answers
+  one more kind, and the service sends it again alone, by its slot:
+    4        not run here: a 4-byte length, then the error's text
+  A call's first write comes after all its reads (a decision reads, then
+  writes), except for 'refund' and 'remember', which first ask with one
+  EXISTS of all their keys (they share a slot).
+
   Reply: { all_allowed (1|0), then per limit:
            allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms,
            then now }
@@ -132,6 +148,11 @@ local outcomes, writes = {}, {}
   limit's remaining is left a number: the single path writes it as text,
   the batch packs it as a double, both exact.
 ]]
+-- Whether the call being decided has begun to write: until then it has only
+-- read, so an error means it changed nothing (a node batch sends it again).
+-- Algorithms' decisions (A.<name>) only read; their writes and refunds write.
+local writing = false
+
 local function decide(keys, argv, k, a, reply)
   local call = parse(argv, a)
   local mode, now, memo_ttl, limits = call.mode, call.now, call.memo_ttl, call.limits
@@ -146,6 +167,7 @@ local function decide(keys, argv, k, a, reply)
   local memo = memo_ttl and keys[k + 1]
 
   if mode == 'remember' then
+    writing = true
     if call.memo_arg == '' then
       redis.call('DEL', memo)
     else
@@ -174,6 +196,7 @@ local function decide(keys, argv, k, a, reply)
   if n == 1 and mode == 'spend' and not memo then
     local limit = limits[1]
     local o, write = A[limit.name](limit.keys, limit.args, now)
+    writing = true
     if write then write(limit.keys, limit.args, now, o) end
     reply[1], reply[2], reply[3], reply[4], reply[5], reply[6], reply[7] = o[1] == 0 and 0 or 1, o[1], o[2], o[3], o[4], o[5], now
     return 7
@@ -181,6 +204,7 @@ local function decide(keys, argv, k, a, reply)
 
   local all = 1
   if mode == 'refund' then
+    writing = true
     for i = 1, n do
       local limit = limits[i]
       R[limit.name](limit.keys, limit.args, now, call.spent_at)
@@ -194,6 +218,7 @@ local function decide(keys, argv, k, a, reply)
       if outcome[1] == 0 then all = 0 end
     end
     local spends = mode == 'spend' and all == 1
+    writing = mode ~= 'peek'
     if mode == 'spend' or mode == 'check' then
       for i = 1, n do
         if writes[i] and (spends or outcomes[i][1] == 0) then writes[i](limits[i].keys, limits[i].args, now, outcomes[i]) end
@@ -228,7 +253,7 @@ local function decide(keys, argv, k, a, reply)
   return m
 end
 
-if ARGV[1] ~= 'batch' then
+if ARGV[1] ~= 'batch' and ARGV[1] ~= 'node-batch' then
   -- Room for a one-limit reply from the start (Lua 5.1 has no table.new):
   -- growing an empty table to 7 elements rehashes it 4 times.
   local reply = { nil, nil, nil, nil, nil, nil, nil }
@@ -252,19 +277,42 @@ end
 -- takes each call's reply in turn: a table per call was garbage.
 local pack = struct.pack
 local DECISION_ONE, LIMIT, NOW, TEXT = '<BBdddd', '<Bdddd', '<d', '<BI4'
-local KIND_TEXT, KIND_ERROR = 2, 3
+local KIND_TEXT, KIND_ERROR, KIND_ELSEWHERE = 2, 3, 4
 local replies, reply, r = {}, {}, 0
-local k, a = 0, 2
-for _ = 1, tonumber(ARGV[2]) do
+-- keys: KEYS from k + 1 on; groups: ARGV from a + 1 on, after their count at ARGV[a].
+local keys, k, a = KEYS, 0, 2
+local node_batch = ARGV[1] == 'node-batch'
+if node_batch then
+  keys, a = ARGV, tonumber(ARGV[2]) + 3
+  k = 2
+end
+for _ = 1, tonumber(ARGV[a]) do
   local ncalls, nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   -- The calls of a group share their ARGV, so their `now` (parse): sent once,
   -- first, instead of with every call's reply.
   r = r + 1
   replies[r] = pack(NOW, tonumber(ARGV[a + 5]) or redis_now())
+  -- A node batch: a refund or a remember writes from its first command on,
+  -- so it first asks whether this node serves every key of the call now (one
+  -- EXISTS; all its keys share a slot). The other modes read first.
+  local mode = ARGV[a + 4]
+  local probe = node_batch and mode ~= 'spend' and mode ~= 'peek' and mode ~= 'check'
   for _ = 1, ncalls do
-    local ok, m = pcall(decide, KEYS, ARGV, k, a + 3, reply)
+    local ok, m = true, 0
+    writing = false
+    local elsewhere = probe and redis.pcall('EXISTS', unpack(keys, k + 1, k + nkeys))
+    if type(elsewhere) == 'table' then
+      ok, m = false, elsewhere
+    else
+      ok, m = pcall(decide, keys, ARGV, k, a + 3, reply)
+    end
     r = r + 1
-    if not ok then
+    if not ok and node_batch and not writing then
+      -- It failed before writing anything (its node does not serve its keys
+      -- now, typically): not run, the service sends it again where it belongs.
+      local text = type(m) == 'table' and m.err or tostring(m)
+      replies[r] = pack(TEXT, KIND_ELSEWHERE, #text) .. text
+    elseif not ok then
       -- redis.call raises the reply's error text (a table), Lua its own message.
       local text = type(m) == 'table' and m.err or tostring(m)
       replies[r] = pack(TEXT, KIND_ERROR, #text) .. text

@@ -10,6 +10,7 @@ import {
   type GroupDecision,
   type Limit,
   type LimitCall,
+  type LimitOutcome,
   type LimitStatus,
   type PeekInput,
   type Policy,
@@ -20,6 +21,7 @@ import {
 import { createLogger } from '../logger.js';
 import { StoreFailurePolicy } from './failure.js';
 import type { QuotaStore } from '../store/store.js';
+import { spendInPhases, type PhasedRequest } from './phased-spend.js';
 import { peekAcrossSlots, slotGroups, spendAcrossSlots, type SlotGroups } from './slot-groups.js';
 
 export interface QuotaEngineOptions {
@@ -80,6 +82,7 @@ export class QuotaEngine {
     const results = new Array<PromiseSettledResult<R>>(inputs.length);
     const waits: Array<Promise<unknown>> = [];
     let run: Map<string | undefined, Indexed[]> | undefined;
+    let phased: Map<string | undefined, Indexed[]> | undefined;
     for (let index = 0; index < inputs.length; index++) {
       let prepared: Prepared;
       try {
@@ -88,25 +91,34 @@ export class QuotaEngine {
         results[index] = { status: 'rejected', reason: error };
         continue;
       }
-      if (prepared.groups.length === 1 && prepared.request.requestId === '') {
-        run ??= new Map();
-        const partition = run.get(prepared.partition);
-        if (partition === undefined) run.set(prepared.partition, [{ index, prepared }]);
+      if (prepared.request.requestId === '') {
+        // One store call each, or (keys in several slots of a cluster) reserve and refund in phases.
+        let together: Map<string | undefined, Indexed[]>;
+        if (prepared.groups.length === 1) together = run ??= new Map();
+        else together = phased ??= new Map();
+        const partition = together.get(prepared.partition);
+        if (partition === undefined) together.set(prepared.partition, [{ index, prepared }]);
         else partition.push({ index, prepared });
         continue;
       }
-      // Not one store call: decided on its own, after the ones before it.
-      if (run !== undefined) this.decideRun(run, map, results, waits);
-      run = undefined;
+      // A request id: decided on its own (it remembers its decision), after the ones before it.
+      if (run !== undefined) this.decideRun(run, false, map, results, waits);
+      if (phased !== undefined) this.decideRun(phased, true, map, results, waits);
+      run = phased = undefined;
       waits.push(this.settleInto(results, index, this.decidePrepared(prepared, map)));
     }
-    if (run !== undefined) this.decideRun(run, map, results, waits);
+    if (run !== undefined) this.decideRun(run, false, map, results, waits);
+    if (phased !== undefined) this.decideRun(phased, true, map, results, waits);
     return Promise.all(waits).then(() => results);
   }
 
-  /** Requests that one store call each decides, together per partition (allowEach). */
+  /**
+   * Requests decided together per partition (allowEach): one store call each
+   * (one decideGroups), or, `phased`, keys in several slots (spendInPhases).
+   */
   private decideRun<R>(
     run: Map<string | undefined, Indexed[]>,
+    phased: boolean,
     map: (decision: Decision) => R,
     results: Array<PromiseSettledResult<R>>,
     waits: Array<Promise<unknown>>,
@@ -115,7 +127,9 @@ export class QuotaEngine {
     const started = onDecision === undefined ? 0 : performance.now();
     for (const [partition, entries] of run) {
       const together = this.failure.decideTogether(
-        () => this.store.decideGroups(entries.map(callsOf), 'spend').then((answers) => answers.map((answer, j) => decisionFrom(entries[j]!, answer))),
+        phased
+          ? () => spendInPhases(this.store, entries.map(phasedOf)).then((answers) => answers.map((answer, j) => decisionFromOutcomes(entries[j]!, answer)))
+          : () => this.store.decideGroups(entries.map(callsOf), 'spend').then((answers) => answers.map((answer, j) => decisionFrom(entries[j]!, answer))),
         {
           count: entries.length,
           policy: (j) => entries[j]!.prepared.request.policy,
@@ -241,6 +255,7 @@ interface Indexed {
 }
 
 const callsOf = (entry: Indexed): LimitCall[] => entry.prepared.calls;
+const phasedOf = (entry: Indexed): PhasedRequest => entry.prepared;
 
 /** The partition the first reservation goes to (slot order, src/engine/slot-groups.ts): its breaker and budget apply. */
 function firstPartition(store: QuotaStore, calls: readonly LimitCall[], groups: SlotGroups): string | undefined {
@@ -250,4 +265,9 @@ function firstPartition(store: QuotaStore, calls: readonly LimitCall[], groups: 
 /** The store's answer for one request decided together: its decision, or the error its call failed with. */
 function decisionFrom(entry: Indexed, answer: GroupDecision | Error): SourcelessDecision | Error {
   return answer instanceof Error ? answer : decisionOf(entry.prepared.request.policy.limits, answer.outcomes);
+}
+
+/** The outcomes of one request decided in phases as its decision, or the error it failed with. */
+function decisionFromOutcomes(entry: Indexed, answer: LimitOutcome[] | Error): SourcelessDecision | Error {
+  return answer instanceof Error ? answer : decisionOf(entry.prepared.request.policy.limits, answer);
 }

@@ -12,7 +12,7 @@ import {
   type LimitOutcome,
   type Memo,
 } from '@quota-service/core';
-import type { QuotaStore } from './store.js';
+import type { DecideStep, QuotaStore } from './store.js';
 
 /** How often expired keys are dropped when nobody reads them. */
 const SWEEP_INTERVAL_MS = 10_000;
@@ -47,12 +47,14 @@ export class MemoryStore implements QuotaStore {
     return (await this.decideGroup(calls, mode)).outcomes;
   }
 
-  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode): Promise<Array<GroupDecision | Error>> {
+  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode | readonly DecideStep[]): Promise<Array<GroupDecision | Error>> {
     const now = this.clock.now();
     const answers = new Array<GroupDecision | Error>(list.length);
     for (let i = 0; i < list.length; i++) {
       try {
-        answers[i] = decideInMemory(this.space, list[i]!, mode, now);
+        const step = typeof mode === 'string' ? undefined : mode[i]!;
+        answers[i] =
+          step === undefined ? decideInMemory(this.space, list[i]!, mode as DecideMode, now) : decideInMemory(this.space, list[i]!, step.mode, now, step);
       } catch (error) {
         answers[i] = asError(error);
       }

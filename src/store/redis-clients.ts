@@ -122,3 +122,26 @@ export function clusterClient(seeds: readonly string[], options: RedisConnection
   }
   return cluster;
 }
+
+/**
+ * Resolves once `node` is connected, or has ended, or after the command
+ * timeout, whichever comes first; starts a lazy connection. A Cluster client
+ * without an offline queue refuses a command for a node whose connection is
+ * still being made ("Connection is closed.", as if it may have run), so calls
+ * sent again after a slot map change first wait for the new masters here.
+ */
+export function whenConnected(node: Redis): Promise<void> {
+  if (node.status === 'ready' || node.status === 'end') return Promise.resolve();
+  if (node.status === 'wait') node.connect().catch(() => {});
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      node.off('ready', done);
+      node.off('end', done);
+      resolve();
+    };
+    const timer = setTimeout(done, COMMAND_TIMEOUT_MS);
+    node.once('ready', done);
+    node.once('end', done);
+  });
+}

@@ -1,5 +1,4 @@
 import type { Socket } from 'node:net';
-import calculateSlot from 'cluster-key-slot';
 // ioredis 6, not 5.11: with 5.11 a service whose Redis refuses its TLS client
 // certificate crashed now and then on an unhandled socket 'error' (ECONNRESET)
 // at shutdown, 2 of 100 tries under load, none of 100 with 6.0. 6.0's RESP decoder is slow on arrays (about 100 µs for the
@@ -19,12 +18,21 @@ import {
   parseDecideReply,
   StoreUnavailableError,
 } from '@quota-service/core';
-import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from '../algorithms/decide-script.js';
+import {
+  decideArguments,
+  decideLua,
+  DECIDE_SCRIPT_NAME,
+  NODE_BATCH_SCRIPT_NAME,
+  nodeBatchLua,
+  rememberArguments,
+  type ScriptCall,
+} from '../algorithms/decide-script.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
-import { clusterClient, singleNodeClient, type RedisConnectionOptions } from './redis-clients.js';
-import { ScriptBatcher } from './script-batcher.js';
+import { keySlot } from './key-slot.js';
+import { clusterClient, singleNodeClient, whenConnected, type RedisConnectionOptions } from './redis-clients.js';
+import { BATCH_LIMITS, BatchNotRun, ScriptBatcher, type BatchRoutes } from './script-batcher.js';
 import { PartitionTraffic } from './partition-traffic.js';
-import type { QuotaStore } from './store.js';
+import type { DecideStep, QuotaStore } from './store.js';
 
 export interface RedisStoreOptions extends RedisConnectionOptions {
   /**
@@ -33,14 +41,22 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
    */
   testClock?: Clock;
   /**
-   * Coalesce one event-loop turn's script calls into one (default true; a
-   * cluster never does). Off only to measure the difference (bench/store-batch.ts).
+   * Coalesce one event-loop turn's script calls into one (default true; one
+   * per master on a cluster). Off only to measure the difference
+   * (bench/store-batch.ts) or to decide one by one in tests.
    */
   batch?: boolean;
 }
 
 /** Redis errors that mean "not now" rather than "this script is wrong". */
 const TRANSIENT_REPLY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/;
+
+/**
+ * A node's refusals of a whole node batch before its script ran: the node is
+ * no master now (READONLY), or no longer serves what it was sent. Its calls
+ * go again, each by its own slot.
+ */
+const NOT_RUN_REPLY = /^(READONLY|MASTERDOWN|CLUSTERDOWN|MOVED|ASK|TRYAGAIN|CROSSSLOT)\b/;
 
 type ScriptRunner = (...args: (string | number)[]) => Promise<unknown>;
 
@@ -64,11 +80,12 @@ const SINGLE_NODE = 'redis';
  * a freshly promoted replica). On a cluster, ioredis routes each script call by
  * its key's slot and follows MOVED and ASK.
  *
- * On one node, the script calls issued within one event-loop turn go as one
- * script call (ScriptBatcher, driver batch mode): an AllowBatch of 100
- * requests costs Redis one EVALSHA instead of 100. On a cluster each call goes
- * alone: one script may touch one slot only, and random identities almost
- * never share one (docs/decide-script.md, "Batch mode").
+ * The script calls issued within one event-loop turn go as one script call
+ * (ScriptBatcher, driver batch mode): an AllowBatch of 100 requests costs
+ * Redis one EVALSHA instead of 100. On a cluster, one per master: a node
+ * batch, sent on that master's own connection, reaches keys of every slot the
+ * master serves, and a call whose slot it no longer serves comes back unrun
+ * and goes again alone by its slot (docs/decide-script.md, "Batch mode").
  */
 export class RedisStore implements QuotaStore {
   readonly description: string;
@@ -76,6 +93,8 @@ export class RedisStore implements QuotaStore {
   private readonly batcher: ScriptBatcher | undefined;
   /** One per partition: the node, or each master of a cluster. */
   private readonly traffic = new Map<string, PartitionTraffic>();
+  /** A cluster's node connections by host:port (ioredis's own, as it adds and drops them). */
+  private readonly nodeClients = new Map<string, Redis>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -84,10 +103,29 @@ export class RedisStore implements QuotaStore {
     this.description = redis instanceof Cluster ? `redis cluster seeds ${describeSeeds(redis)}` : `redis ${redis.options.host}:${redis.options.port}`;
     // No numberOfKeys: the key count varies with the limits, so each call passes it first.
     redis.defineCommand(DECIDE_SCRIPT_NAME, { lua: decideLua });
-    this.batcher =
-      redis instanceof Cluster || options.batch === false
-        ? undefined
-        : new ScriptBatcher((call, binary, weight) => this.send(call, binary, weight), storeError);
+    const send = (call: ScriptCall, binary: boolean, weight: number, node?: string) =>
+      node !== undefined && binary ? this.sendToNode(call, weight, node) : this.send(call, binary, weight);
+    if (options.batch === false) this.batcher = undefined;
+    else if (redis instanceof Cluster) this.batcher = new ScriptBatcher(send, storeError, BATCH_LIMITS, this.clusterRoutes(redis));
+    else this.batcher = new ScriptBatcher(send, storeError);
+  }
+
+  /** Node batches on a cluster: each master's connection learns the batch script as ioredis adds it. */
+  private clusterRoutes(cluster: Cluster): BatchRoutes {
+    const add = (node: Redis) => {
+      node.defineCommand(NODE_BATCH_SCRIPT_NAME, { lua: nodeBatchLua });
+      this.nodeClients.set(`${node.options.host}:${node.options.port}`, node);
+    };
+    for (const node of cluster.nodes()) add(node);
+    cluster.on('+node', add);
+    cluster.on('-node', (node: Redis) => {
+      const key = `${node.options.host}:${node.options.port}`;
+      if (this.nodeClients.get(key) === node) this.nodeClients.delete(key);
+    });
+    return {
+      nodeOf: (call) => cluster.slots[keySlot(call.keys[0] ?? '')]?.[0],
+      resend: (call) => this.send(call, false, 1),
+    };
   }
 
   /** A store on one Redis node (redis-clients.ts: a client that fails fast instead of queueing). */
@@ -120,15 +158,19 @@ export class RedisStore implements QuotaStore {
     }
   }
 
-  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode): Promise<Array<GroupDecision | Error>> {
+  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode | readonly DecideStep[]): Promise<Array<GroupDecision | Error>> {
+    const stepOf = (i: number): DecideStep => (typeof mode === 'string' ? { mode } : mode[i]!);
     if (this.batcher === undefined) {
-      // A cluster (a script call per decision anyway) or batching off: one call each.
-      return Promise.all(list.map((calls) => this.decideGroup(calls, mode).then(undefined, asError)));
+      // Batching off: one call each.
+      return Promise.all(list.map((calls, i) => this.decideGroup(calls, stepOf(i).mode, stepOf(i)).then(undefined, asError)));
     }
     const now = this.options.testClock?.now();
     let calls: ScriptCall[];
     try {
-      calls = list.map((group) => decideArguments(group, mode, now));
+      calls = new Array<ScriptCall>(list.length);
+      for (let i = 0; i < list.length; i++) {
+        calls[i] = typeof mode === 'string' ? decideArguments(list[i]!, mode, now) : decideArguments(list[i]!, mode[i]!.mode, now, mode[i]!);
+      }
     } catch (error) {
       return Promise.reject(error);
     }
@@ -172,6 +214,41 @@ export class RedisStore implements QuotaStore {
     );
   }
 
+  /**
+   * A node batch on one master's own connection, keys in ARGV (decide.lua,
+   * "Node batch"). A refusal before the script ran, or no connection to the
+   * node (it left the cluster), reads the slot map again and then rejects with
+   * BatchNotRun: its calls go again, each alone, to the masters that serve
+   * them now. (Sent again before the map is read, a call could go to the old
+   * node just as ioredis drops its connection there, and fail as one that
+   * may have run.)
+   */
+  private sendToNode({ args }: ScriptCall, weight: number, node: string): Promise<unknown> {
+    const client = this.nodeClients.get(node);
+    const run = client === undefined ? undefined : (client as unknown as Record<string, ScriptRunner>)[`${NODE_BATCH_SCRIPT_NAME}Buffer`];
+    if (run === undefined) return this.refreshSlots().then(() => Promise.reject(new BatchNotRun(`no connection to ${node}`)));
+    return this.trafficOf(node).send(weight, () => (run.call(client, 0, ...args) as Promise<unknown>).catch(this.nodeBatchError));
+  }
+
+  private readonly nodeBatchError = (error: unknown): Promise<never> => {
+    if (error instanceof Error && error.name === 'ReplyError' && NOT_RUN_REPLY.test(error.message)) {
+      return this.refreshSlots().then(() => Promise.reject(new BatchNotRun(error.message)));
+    }
+    return Promise.reject(storeError(error));
+  };
+
+  /**
+   * Reads the cluster's slot map again (ioredis runs one refresh at a time),
+   * then waits for the connections to its masters (whenConnected); never rejects.
+   */
+  private refreshSlots(): Promise<void> {
+    const cluster = this.redis;
+    if (!(cluster instanceof Cluster)) return Promise.resolve();
+    return new Promise<void>((resolve) => cluster.refreshSlotsCache(() => resolve()))
+      .then(() => Promise.all(cluster.nodes('master').map(whenConnected)))
+      .then(() => undefined);
+  }
+
   silentForMs(partition: string): number {
     return this.traffic.get(this.redis instanceof Cluster ? partition : SINGLE_NODE)?.silentForMs() ?? 0;
   }
@@ -203,12 +280,12 @@ export class RedisStore implements QuotaStore {
    * slots belong to a new partition that starts closed. One node: one partition.
    */
   slotOf(key: string): number | undefined {
-    return this.redis instanceof Cluster ? calculateSlot(key) : undefined;
+    return this.redis instanceof Cluster ? keySlot(key) : undefined;
   }
 
   partitionOf(key: string): string {
     if (!(this.redis instanceof Cluster)) return SINGLE_NODE;
-    const slot = calculateSlot(key);
+    const slot = keySlot(key);
     return this.redis.slots[slot]?.[0] ?? `slot ${slot}`;
   }
 

@@ -1,4 +1,4 @@
-import { batchArguments, splitBatchReply } from '../algorithms/decide-batch.js';
+import { batchArguments, NotRunHere, splitBatchReply } from '../algorithms/decide-batch.js';
 import type { ScriptCall } from '../algorithms/decide-script.js';
 import { asError } from '@quota-service/core';
 
@@ -7,9 +7,34 @@ import { asError } from '@quota-service/core';
  * error the caller should see (RedisStore maps a transient one to
  * StoreUnavailableError, keeps a script error as it is). A batch's reply is
  * one binary string, so `binary` asks for its bulk strings as Buffers;
- * `weight` is the number of calls it carries.
+ * `weight` is the number of calls it carries. `node` (a Redis Cluster): the
+ * master a batch goes to, whose keys it carries in ARGV (a node batch); a
+ * lone call goes by its keys' slot, following redirections.
  */
-export type ScriptSender = (call: ScriptCall, binary: boolean, weight: number) => Promise<unknown>;
+export type ScriptSender = (call: ScriptCall, binary: boolean, weight: number, node?: string) => Promise<unknown>;
+
+/**
+ * Where the calls of a Redis Cluster go: each turn's calls become one batch
+ * per master, and a call that did not run where it was sent goes again alone.
+ */
+export interface BatchRoutes {
+  /** The master serving the call's slot as last seen (host:port); undefined when none is known. */
+  nodeOf(call: ScriptCall): string | undefined;
+  /**
+   * Sends a call alone by a path that follows MOVED and ASK: for a call a node
+   * did not run (NotRunHere), or every call of a batch that never ran (BatchNotRun).
+   */
+  resend(call: ScriptCall): Promise<unknown>;
+}
+
+/**
+ * A node batch that certainly did not run: the node refused it before its
+ * script started (READONLY from a master just demoted, say), or there was no
+ * connection to send it on. Its calls go again, each alone (BatchRoutes.resend).
+ */
+export class BatchNotRun extends Error {
+  override name = 'BatchNotRun';
+}
 
 /**
  * How many calls and keys one batched script call may carry: Redis serves
@@ -52,6 +77,8 @@ export class ScriptBatcher {
     /** Maps an error reply of one call inside a batch to what its caller sees. */
     private readonly callError: (error: Error) => unknown,
     private readonly limits = BATCH_LIMITS,
+    /** A Redis Cluster: one batch per master and turn; absent for one node. */
+    private readonly routes?: BatchRoutes,
   ) {}
 
   run(call: ScriptCall): Promise<unknown> {
@@ -88,31 +115,57 @@ export class ScriptBatcher {
     this.scheduled = false;
     const queue = this.queue;
     this.queue = [];
+    const routes = this.routes;
+    if (routes === undefined) {
+      this.split(queue, undefined);
+      return;
+    }
+    // One batch per master, its calls in the order they came.
+    const byNode = new Map<string | undefined, Waiting[]>();
+    for (let i = 0; i < queue.length; i++) {
+      const waiting = queue[i]!;
+      const node = routes.nodeOf(waiting.call);
+      const list = byNode.get(node);
+      if (list === undefined) byNode.set(node, [waiting]);
+      else list.push(waiting);
+    }
+    for (const [node, list] of byNode) {
+      // No known master: each call alone, routed by its slot (the client finds the node).
+      if (node === undefined) for (const waiting of list) this.dispatch([waiting], undefined);
+      else this.split(list, node);
+    }
+  };
+
+  /** The calls for one node, in script calls of at most the batch limits. */
+  private split(queue: Waiting[], node: string | undefined): void {
     let start = 0;
     let keys = 0;
     for (let i = 0; i < queue.length; i++) {
       const size = (queue[i] as Waiting).call.keys.length;
       if (i > start && (i - start === this.limits.calls || keys + size > this.limits.keys)) {
-        this.dispatch(queue.slice(start, i));
+        this.dispatch(queue.slice(start, i), node);
         start = i;
         keys = 0;
       }
       keys += size;
     }
-    if (start < queue.length) this.dispatch(queue.slice(start));
-  };
+    if (start < queue.length) this.dispatch(start === 0 ? queue : queue.slice(start), node);
+  }
 
-  private dispatch(waiting: Waiting[]): void {
+  private dispatch(waiting: Waiting[], node: string | undefined): void {
     if (waiting.length === 1) {
       const [only] = waiting as [Waiting];
-      this.send(only.call, false, 1).then(
+      this.send(only.call, false, 1, node).then(
         (reply) => only.settle(true, reply, only.index),
         (error: unknown) => only.settle(false, error, only.index),
       );
       return;
     }
-    const batch = batchArguments(waiting.map((w) => w.call));
-    this.send(batch, true, waiting.length).then(
+    const batch = batchArguments(
+      waiting.map((w) => w.call),
+      node !== undefined,
+    );
+    this.send(batch, true, waiting.length, node).then(
       (reply) => {
         const replies = splitBatchReply(reply, batch);
         if (replies instanceof Error) {
@@ -123,12 +176,23 @@ export class ScriptBatcher {
           const w = waiting[i]!;
           const one = replies[i];
           if (one instanceof Error) w.settle(false, this.callError(one), w.index);
+          else if (one instanceof NotRunHere) this.resend(w);
           else w.settle(true, one, w.index);
         }
       },
       (error: unknown) => {
-        for (const w of waiting) w.settle(false, error, w.index);
+        // Never ran: each call goes again, alone. Anything else may have run, and is never sent again.
+        if (error instanceof BatchNotRun) for (const w of waiting) this.resend(w);
+        else for (const w of waiting) w.settle(false, error, w.index);
       },
+    );
+  }
+
+  /** A call that did not run where it was sent: alone, by its slot (BatchRoutes.resend). */
+  private resend(waiting: Waiting): void {
+    this.routes!.resend(waiting.call).then(
+      (reply) => waiting.settle(true, reply, waiting.index),
+      (error: unknown) => waiting.settle(false, error, waiting.index),
     );
   }
 }

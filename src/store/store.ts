@@ -1,6 +1,12 @@
 import type { DecideMode, DecideOptions, GroupDecision, Limit, LimitCall, LimitOutcome, Memo } from '@quota-service/core';
 import type { EvictionRisk } from './eviction-check.js';
 
+/** How decideGroups decides one entry: its mode, and for a refund the time of the spend it undoes. */
+export interface DecideStep {
+  mode: DecideMode;
+  spentAtMs?: number;
+}
+
 /**
  * Where decisions are made: Redis (one Lua script per decision, on Redis's
  * clock) or the embedded in-memory store (the same algorithms as TS models).
@@ -26,8 +32,10 @@ export interface QuotaStore {
    * decideGroup(calls, mode) for each entry of `list`, in order, answered
    * together: per entry its decision, or the error decideGroup would have
    * rejected with. One promise for a whole AllowBatch (src/engine/engine.ts).
+   * `mode` may also give each entry its own step: a phase of cross-slot
+   * decisions mixes spends, checks and refunds (src/engine/phased-spend.ts).
    */
-  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode): Promise<Array<GroupDecision | Error>>;
+  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode | readonly DecideStep[]): Promise<Array<GroupDecision | Error>>;
   /** Stores `value` (encodeRemembered) as the remembered decision; '' forgets it. */
   remember(memo: Memo, value: string): Promise<void>;
   /**
