@@ -33,7 +33,12 @@ function decideNow(space: MemorySpace, calls: readonly LimitCall[], mode: Decide
   const all = decided.every((d) => d.outcome.allowed);
   const spends = mode === 'spend' && all;
   // A denying limit's commit stores its refill, never a spend; a check-only call never spends.
-  if (mode === 'spend' || mode === 'check') decided.forEach((d, i) => ((spends && !calls[i]!.checkOnly) || !d.outcome.allowed) && d.commit?.());
+  if (mode === 'spend' || mode === 'check') {
+    for (let i = 0; i < decided.length; i++) {
+      const d = decided[i]!;
+      if ((spends && !calls[i]!.checkOnly) || !d.outcome.allowed) d.commit?.();
+    }
+  }
   const outcomes = decided.map((d, i) => (mode !== 'peek' && (!spends || calls[i]!.checkOnly) && d.outcome.allowed ? unchanged(calls[i]!) : d.outcome));
   return { outcomes, nowMs: now };
 }
