@@ -49,18 +49,17 @@ const rateLimit = z
 const WINDOW_LENGTH = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 const LENGTH_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 const MAX_WINDOW_MS = 366 * 86_400_000;
-export const windowLength = z.union([
-  unit.transform((name) => UNIT_MS[name]),
-  z.string().transform((text, ctx) => {
-    const match = WINDOW_LENGTH.exec(text.trim());
-    const ms = match === null ? Number.NaN : Number(match[1]) * LENGTH_MS[match[2] as keyof typeof LENGTH_MS];
-    if (!Number.isInteger(ms) || ms < 1 || ms > MAX_WINDOW_MS) {
-      ctx.addIssue({ code: 'custom', message: `must be a unit (${UNITS.join(', ')}) or a whole number of ms from 1 ms to 366 days, such as 90s, 15m, 2h, 1d` });
-      return z.NEVER;
-    }
-    return ms;
-  }),
-]);
+export const windowLength = z.unknown().transform((value, ctx) => {
+  const text = typeof value === 'string' ? value.trim().toLowerCase() : '';
+  if ((UNITS as readonly string[]).includes(text)) return UNIT_MS[text as UnitName];
+  const match = WINDOW_LENGTH.exec(text);
+  const ms = match === null ? Number.NaN : Number(match[1]) * LENGTH_MS[match[2] as keyof typeof LENGTH_MS];
+  if (!Number.isInteger(ms) || ms < 1 || ms > MAX_WINDOW_MS) {
+    ctx.addIssue({ code: 'custom', message: `must be a unit (${UNITS.join(', ')}) or a whole number of ms from 1 ms to 366 days, such as 90s, 15m, 2h, 1d` });
+    return z.NEVER;
+  }
+  return ms;
+});
 
 const named = { name: z.string().min(1).optional(), replaces };
 const positive = z.number().positive().max(1e12);
