@@ -1,8 +1,6 @@
 import type { ServiceDefinition } from 'nice-grpc';
 import protobuf from 'protobufjs';
-// Adds Root.fromDescriptor (protobufjs's descriptor extension).
-import 'protobufjs/ext/descriptor/index.js';
-import { envoyDescriptorSet } from '../gen/envoy-descriptor-set.js';
+import { envoyCodecSchema } from '../gen/envoy-codec-schema.js';
 import { utf8OrMarked } from '../grpc/strict-utf8.js';
 
 /** The service and method as Envoy calls them. */
@@ -64,13 +62,12 @@ class StrictUtf8Reader extends protobuf.BufferReader {
 }
 
 /**
- * The codec of ShouldRateLimit, built once from the descriptor set generated
- * from the Envoy protos @grpc/grpc-js-xds ships (scripts/gen-envoy-proto.mjs).
- * Building it takes a few hundred milliseconds, so it is made when the
- * server starts, not when this module is imported.
+ * The codec of ShouldRateLimit, built from the schema generated from the
+ * Envoy protos @grpc/grpc-js-xds ships (scripts/gen-envoy-proto.mjs). Built
+ * when the server starts (about 0.1 s), not when this module is imported.
  */
 export function rateLimitServiceDefinition() {
-  const root = (protobuf.Root as unknown as { fromDescriptor(set: Uint8Array): protobuf.Root }).fromDescriptor(envoyDescriptorSet);
+  const root = protobuf.Root.fromJSON(envoyCodecSchema as protobuf.INamespace);
   const requestType = root.lookupType('envoy.service.ratelimit.v3.RateLimitRequest');
   const responseType = root.lookupType('envoy.service.ratelimit.v3.RateLimitResponse');
   const decodeRequest = (bytes: Uint8Array): RateLimitRequest =>
