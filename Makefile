@@ -78,6 +78,7 @@ test: deps redis helm-bin node22 lint typecheck
 
 bench: build redis
 	$(TS_NODE) bench/run.ts
+	$(TS_NODE) bench/rls-run.ts
 	$(TS_NODE) bench/algorithms.ts
 	$(TS_NODE) bench/many-keys.ts
 	$(TS_NODE) bench/batch-run.ts
