@@ -79,21 +79,24 @@ async function main(run: BenchRun): Promise<number> {
     await driveLoad({ call: callers[kind].call, concurrency: options.concurrency, durationMs: options.warmupSeconds * 1000, graceMs: 5_000 });
   }
   const rates: Record<(typeof kinds)[number], number[]> = { Allow: [], ShouldRateLimit: [] };
+  const closedErrors: Record<(typeof kinds)[number], number> = { Allow: 0, ShouldRateLimit: 0 };
   let failed = 0;
   for (let round = 0; round < options.rounds; round++) {
     for (const kind of kinds) {
       const result = await driveLoad({ call: callers[kind].call, concurrency: options.concurrency, durationMs: options.seconds * 1000, graceMs: 5_000 });
       rates[kind].push(result.decisionsPerSecond);
+      closedErrors[kind] += result.errors;
       failed += result.errors;
+      if (result.firstError !== undefined) process.stderr.write(`${kind}: ${result.errors} failed calls, the first: ${result.firstError}\n`);
     }
   }
-  const rows: string[] = ['| call | max decisions/s | rate for latency | p50 ms | p99 ms | errors |', '|---|---:|---:|---:|---:|---:|'];
+  const rows: string[] = ['| call | max decisions/s | rate for latency | p50 ms | p99 ms | errors (max, latency) |', '|---|---:|---:|---:|---:|---:|'];
   for (const kind of kinds) {
     const max = median(rates[kind]);
     const half = Math.max(1, Math.floor(max / 2));
     const latency = await openLoop(callers[kind].call, half, options.seconds);
     failed += latency.errors;
-    rows.push(`| ${kind} | ${max.toFixed(0)} | ${half}/s | ${latency.p50.toFixed(2)} | ${latency.p99.toFixed(2)} | ${latency.errors} |`);
+    rows.push(`| ${kind} | ${max.toFixed(0)} | ${half}/s | ${latency.p50.toFixed(2)} | ${latency.p99.toFixed(2)} | ${closedErrors[kind]}, ${latency.errors} |`);
   }
   process.stdout.write(`${rows.join('\n')}\n\nShouldRateLimit / Allow max: ${(median(rates.ShouldRateLimit) / median(rates.Allow)).toFixed(2)}\n`);
   if (failed > 0) {
