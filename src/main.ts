@@ -20,6 +20,10 @@ import { connectionErrorLog } from './store/redis-connection-errors.js';
 import { redisTlsMode, redisTlsOptions, watchRedisTls } from './store/redis-tls.js';
 import type { QuotaStore } from './store/store.js';
 import { PolicyFileError } from '@quota-service/core';
+import { RlsMetrics } from './metrics/rls-metrics.js';
+import { EMPTY_RLS_CONFIG, parseRlsConfig, readRlsTexts, RlsConfigError } from './rls/rls-config.js';
+import type { RlsConfig } from './rls/rls-rules.js';
+import { watchRlsConfig } from './rls/rls-watcher.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -39,6 +43,10 @@ async function main(): Promise<void> {
   logger.info({ file: config.QUOTA_POLICIES, policies: [...policies.keys()] }, 'policies loaded');
   const callerPolicies = new CallerPolicyCheck(logger.child({ component: 'callers' }));
   if (callers !== undefined) callerPolicies.check(callers, policies, 'start');
+  // Envoy's rate limit service: read and checked before anything connects, like the policies.
+  const rlsTexts = config.QUOTA_RLS_CONFIG === undefined ? undefined : await readRlsTexts(config.QUOTA_RLS_CONFIG);
+  let rlsConfig: RlsConfig = rlsTexts === undefined ? EMPTY_RLS_CONFIG : parseRlsConfig(rlsTexts);
+  if (rlsTexts !== undefined) logger.info({ path: config.QUOTA_RLS_CONFIG, domains: [...rlsConfig.domains.keys()] }, 'rate limit config loaded');
 
   // Read and checked before any connection: a bad file stops the start naming its variable.
   const redisTlsFiles = { ca: config.QUOTA_REDIS_TLS_CA, cert: config.QUOTA_REDIS_TLS_CERT, key: config.QUOTA_REDIS_TLS_KEY };
@@ -75,6 +83,7 @@ async function main(): Promise<void> {
     events: metrics,
   });
   metrics.watchStore({ shared: store, local: () => failure.localKeyCount() });
+  const rlsMetrics = new RlsMetrics(metrics.registry, config.QUOTA_RLS_NEAR_LIMIT_RATIO);
   let metricsServer: MetricsServer | undefined;
   if (config.QUOTA_METRICS_ADDR) {
     const addr = config.QUOTA_METRICS_ADDR;
@@ -92,6 +101,18 @@ async function main(): Promise<void> {
     },
     onResult: (success) => metrics.reloaded(success),
   });
+  const rlsWatcher =
+    rlsTexts === undefined
+      ? undefined
+      : watchRlsConfig({
+          path: config.QUOTA_RLS_CONFIG!,
+          loadedTexts: rlsTexts,
+          logger: logger.child({ component: 'rls-config' }),
+          onReload: (next) => {
+            rlsConfig = next;
+          },
+          onResult: (success) => rlsMetrics.reloaded(success),
+        });
   const callersWatcher =
     callers === undefined || callersFile === undefined
       ? undefined
@@ -111,6 +132,14 @@ async function main(): Promise<void> {
     ...(config.QUOTA_HEALTH_ADDR === undefined ? {} : { healthAddress: config.QUOTA_HEALTH_ADDR }),
     admission: { total: config.QUOTA_MAX_PENDING_DECISIONS, perCaller: config.QUOTA_MAX_PENDING_DECISIONS_PER_CALLER },
     settingNames: { address: 'QUOTA_GRPC_ADDR', healthAddress: 'QUOTA_HEALTH_ADDR' },
+    rls: {
+      // Read once per call: a reload is seen whole or not at all.
+      config: () => rlsConfig,
+      timeoutMs: config.QUOTA_RLS_STORE_TIMEOUT_MS,
+      shadowMode: config.QUOTA_RLS_SHADOW_MODE,
+      rateLimitHeaders: config.QUOTA_RLS_RATELIMIT_HEADERS,
+      onDecision: (decision, seconds) => rlsMetrics.decided(decision, seconds),
+    },
   });
   if (config.QUOTA_HEALTH_ADDR !== undefined) {
     logger.info({ addr: config.QUOTA_HEALTH_ADDR, port: server.healthPort }, 'grpc.health.v1 also on a plaintext health-only port');
@@ -132,6 +161,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal, graceMs: config.QUOTA_SHUTDOWN_GRACE_MS }, 'shutting down: draining calls');
     watcher.close();
+    rlsWatcher?.close();
     callersWatcher?.close();
     tls.close();
     redisTlsWatcher?.close();
@@ -161,7 +191,12 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // Before the logger exists (bad env) this is the only voice we have.
-  const known = error instanceof ConfigError || error instanceof PolicyFileError || error instanceof CallersFileError || error instanceof ListenError;
+  const known =
+    error instanceof ConfigError ||
+    error instanceof PolicyFileError ||
+    error instanceof CallersFileError ||
+    error instanceof ListenError ||
+    error instanceof RlsConfigError;
   process.stderr.write(`quota-service: ${known ? (error as Error).message : ((error as Error).stack ?? String(error))}\n`);
   process.exit(1);
 });

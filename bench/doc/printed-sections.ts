@@ -45,6 +45,14 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'a no-op server with the same proto that answers at once. On two cores this compares the whole machine; the load driver uses the most CPU.',
   },
   {
+    id: 'rls',
+    title: "Envoy's ShouldRateLimit against Allow",
+    about:
+      "The same service process and Redis answer Envoy's rate limit API (`ShouldRateLimit`, one descriptor) and `Allow` for the same " +
+      'token bucket limit over many identities, rounds alternating: decisions/s at full load, then latency at half the maximum rate, ' +
+      "to set against Envoy's default 20 ms timeout for this call.",
+  },
+  {
     id: 'algorithms',
     title: 'Per algorithm: decisions/s and Redis memory',
     about:

@@ -8,6 +8,8 @@ import { startQuotaServer } from '../../src/grpc/server.js';
 import { createLogger } from '../../src/logger.js';
 import { QuotaMetrics } from '../../src/metrics/metrics.js';
 import { RedisStore } from '../../src/store/redis.js';
+import { RlsMetrics } from '../../src/metrics/rls-metrics.js';
+import { parseRlsConfig } from '../../src/rls/rls-config.js';
 import { failStart, serveUntilParentLeaves } from './lifecycle.js';
 
 /**
@@ -67,6 +69,14 @@ policies:
         window: hour
 `;
 
+/** Envoy's rate limit service (bench/rls-run.ts): the same bucket as policy `bench`, per descriptor value. */
+const BENCH_RLS_YAML = `
+domain: bench
+descriptors:
+  - key: user
+    limit: { algorithm: token_bucket, capacity: 1000000000, refill_per_second: 1000000 }
+`;
+
 async function main(): Promise<void> {
   const [redisUrl, seeds] = process.argv.slice(2);
   const store =
@@ -86,7 +96,21 @@ async function main(): Promise<void> {
   const engine = new QuotaEngine(parsePolicies(BENCH_POLICIES_YAML, 'bench policies'), store, {
     onDecision: (policy, decision, seconds) => metrics.decided(policy, decision, seconds),
   });
-  const server = await startQuotaServer({ engine, address: '127.0.0.1:0', logger: createLogger('silent') });
+  // As main.ts serves Envoy's rate limit service: its default budget, headers on, every decision counted.
+  const rlsConfig = parseRlsConfig(new Map([['bench.yaml', BENCH_RLS_YAML]]));
+  const rlsMetrics = new RlsMetrics(metrics.registry);
+  const server = await startQuotaServer({
+    engine,
+    address: '127.0.0.1:0',
+    logger: createLogger('silent'),
+    rls: {
+      config: () => rlsConfig,
+      timeoutMs: 10,
+      shadowMode: false,
+      rateLimitHeaders: true,
+      onDecision: (decision, seconds) => rlsMetrics.decided(decision, seconds),
+    },
+  });
   serveUntilParentLeaves(server.port, async () => {
     await server.shutdown(1_000);
     await store.close();

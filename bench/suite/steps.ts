@@ -34,6 +34,7 @@ const PRINTED: StepPlan[] = [
   { id: 'batch', file: 'batch-run.ts', args: [] },
   { id: 'order-api', file: 'order-api-run.ts', args: [] },
   { id: 'unary', file: 'run.ts', args: [] },
+  { id: 'rls', file: 'rls-run.ts', args: [] },
   { id: 'algorithms', file: 'algorithms.ts', args: [] },
   { id: 'many-keys', file: 'many-keys.ts', args: [] },
   { id: 'hop-floor', file: 'hop-floor.ts', args: [] },

@@ -61,11 +61,12 @@ export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, n
     memo === undefined ? '' : String(memo.ttlMs),
     memo?.claim ? 'claim' : '',
   ];
-  for (const { limit, identityKey, cost } of calls) {
+  for (const { limit, identityKey, cost, checkOnly } of calls) {
     const limitKeys = limit.algorithm.scriptKeys(identityKey, limit.params);
     const limitArgs = limit.algorithm.scriptArgs(limit.params, cost);
     keys.push(...limitKeys);
-    args.push(limit.algorithm.name, String(limitKeys.length), String(limitArgs.length), ...limitArgs);
+    // A check-only call: its algorithm's name ends in '?' (decide.lua).
+    args.push(checkOnly ? `${limit.algorithm.name}?` : limit.algorithm.name, String(limitKeys.length), String(limitArgs.length), ...limitArgs);
   }
   if (memo !== undefined) keys.push(memo.key);
   return { keys, args };

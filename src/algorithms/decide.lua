@@ -30,7 +30,10 @@
   ARGV[6]  see ARGV[5]
   then per limit: algorithm name, nkeys_i, nargs_i, and nargs_i arguments;
            args[3] is the cost for every algorithm (the driver sets it to '0'
-           to report a limit unchanged)
+           to report a limit unchanged). A name ending in '?' (e.g.
+           'fixed_window?') is a check-only limit: decided at its cost with
+           the others, never spent, reported as a peek would report it, and
+           left alone by a refund
 
   Batch (docs/decide-script.md, "Batch mode"): ARGV[1] = 'batch', ARGV[2] =
   the number of groups; per group: ncalls_g, nkeys_g, nargs_g and the ARGV
@@ -103,7 +106,7 @@ end
 local parsed_at, parsed
 local function parse(argv, a)
   if parsed_at == a then return parsed end
-  local limits, at = {}, a + 6
+  local limits, at, checks = {}, a + 6, false
   for i = 1, tonumber(argv[a + 3]) do
     local nargs = tonumber(argv[at + 3])
     local args = {}
@@ -113,14 +116,16 @@ local function parse(argv, a)
       local v = argv[at + 3 + j]
       args[j] = tonumber(v) or v
     end
-    local name = argv[at + 1]
+    local name, check = argv[at + 1], false
+    -- '?' (byte 63) at the end: a check-only limit (header above).
+    if string.byte(name, -1) == 63 then name, check, checks = string.sub(name, 1, -2), true, true end
     -- Only the algorithms this call uses get defined (decide-script.ts); an
     -- unknown name defines nothing and fails below as before.
     if A[name] == nil then define(name) end
     -- keys: this limit's keys of the call being decided, refilled call after
     -- call (the calls of a group have the same key counts): a new table per
     -- call and limit was garbage for Lua's collector.
-    limits[i] = { name = name, nkeys = tonumber(argv[at + 2]), args = args, keys = {} }
+    limits[i] = { name = name, nkeys = tonumber(argv[at + 2]), args = args, keys = {}, check = check }
     at = at + 3 + nargs
   end
   parsed_at = a
@@ -131,6 +136,7 @@ local function parse(argv, a)
     memo_ttl = tonumber(argv[a + 5]),
     memo_arg = argv[a + 6],
     limits = limits,
+    checks = checks,
   }
   return parsed
 end
@@ -193,7 +199,7 @@ local function decide(keys, argv, k, a, reply)
   -- path below, with what it does for n == 1 only. Its write runs when it
   -- allows (a spend) and when it denies (a refill, never a spend), and a
   -- denying limit is reported as it is.
-  if n == 1 and mode == 'spend' and not memo then
+  if n == 1 and mode == 'spend' and not memo and not limits[1].check then
     local limit = limits[1]
     local o, write = A[limit.name](limit.keys, limit.args, now)
     writing = true
@@ -207,7 +213,7 @@ local function decide(keys, argv, k, a, reply)
     writing = true
     for i = 1, n do
       local limit = limits[i]
-      R[limit.name](limit.keys, limit.args, now, call.spent_at)
+      if not limit.check then R[limit.name](limit.keys, limit.args, now, call.spent_at) end
     end
     for i = 1, n do outcomes[i] = unchanged(limits[i], limits[i].keys, now) end
   else
@@ -221,12 +227,12 @@ local function decide(keys, argv, k, a, reply)
     writing = mode ~= 'peek'
     if mode == 'spend' or mode == 'check' then
       for i = 1, n do
-        if writes[i] and (spends or outcomes[i][1] == 0) then writes[i](limits[i].keys, limits[i].args, now, outcomes[i]) end
+        if writes[i] and ((spends and not limits[i].check) or outcomes[i][1] == 0) then writes[i](limits[i].keys, limits[i].args, now, outcomes[i]) end
       end
     end
-    if mode ~= 'peek' and not spends then
+    if mode ~= 'peek' and (not spends or call.checks) then
       for i = 1, n do
-        if outcomes[i][1] == 1 then outcomes[i] = unchanged(limits[i], limits[i].keys, now) end
+        if outcomes[i][1] == 1 and (not spends or limits[i].check) then outcomes[i] = unchanged(limits[i], limits[i].keys, now) end
       end
     end
   end

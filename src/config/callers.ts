@@ -16,6 +16,9 @@ import { type CallerPlace, describeCaller, describeCallerIssues, shortSha256 } f
  *     gateway:
  *       token: s3cret-from-a-kubernetes-secret
  *       policies: ['*']           # every policy
+ *     envoy:
+ *       token_sha256: 2c26b4...
+ *       domains: [edge]           # Envoy's rate limit service: the domains it may ask about (['*'] for all)
  */
 const callerSchema = z
   .strictObject({
@@ -37,9 +40,16 @@ const callerSchema = z
             'not a policy name (1-64 lowercase letters, digits, "_", "." or "-", starting with a letter or digit) nor "*"',
           ),
       )
-      .min(1, 'list the policies this caller may use, or ["*"] for all'),
+      .min(1, 'list the policies this caller may use, or ["*"] for all')
+      .optional(),
+    // Envoy's rate limit service (ShouldRateLimit): the domains this caller may ask about.
+    domains: z.array(z.string().min(1)).min(1, 'list the domains this caller may ask about, or ["*"] for all').optional(),
   })
-  .refine((c) => (c.token === undefined) !== (c.token_sha256 === undefined), { message: 'give exactly one of token, token_sha256', path: ['token'] });
+  .refine((c) => (c.token === undefined) !== (c.token_sha256 === undefined), { message: 'give exactly one of token, token_sha256', path: ['token'] })
+  .refine((c) => c.policies !== undefined || c.domains !== undefined, {
+    message: 'list the policies this caller may use (or ["*"]), the rate limit domains it may ask about, or both',
+    path: ['policies'],
+  });
 
 /** A caller's name: also what the call log lines print. */
 const CALLER_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -48,6 +58,8 @@ export interface Caller {
   readonly name: string;
   /** Policies this caller may name; undefined means all. */
   readonly policies: ReadonlySet<string> | undefined;
+  /** Domains of Envoy's rate limit service this caller may ask about; undefined means all, empty means none. */
+  readonly domains: ReadonlySet<string> | undefined;
 }
 
 /** Looks callers up by the SHA-256 of the token they present; no token is kept in memory. */
@@ -100,8 +112,17 @@ export function parseCallers(text: string, source = 'callers'): CallerRegistry {
       problems.push(`${label} has the same token as ${describeCaller(first.place)}`);
       continue;
     }
-    const policies = parsed.data.policies;
-    byHash.set(hash, { place, caller: Object.freeze({ name: place.name, policies: policies.includes('*') ? undefined : new Set(policies) }) });
+    // No policies listed: none (a caller for the rate limit service only); likewise no domains.
+    const policies = parsed.data.policies ?? [];
+    const domains = parsed.data.domains ?? [];
+    byHash.set(hash, {
+      place,
+      caller: Object.freeze({
+        name: place.name,
+        policies: policies.includes('*') ? undefined : new Set(policies),
+        domains: domains.includes('*') ? undefined : new Set(domains),
+      }),
+    });
   }
   if (problems.length > 0) throw new CallersFileError(`${source}: invalid callers:\n${problems.map((problem) => `  ${problem}`).join('\n')}`);
   return {

@@ -39,6 +39,13 @@ const redisClusterSeeds = z
     'all seeds must use the same form: all host:port, or all redis:// (or rediss://) URLs with the same credentials',
   );
 
+/** A switch: true or false (also 1 or 0, yes or no). */
+const flag = (byDefault: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'expected true or false' })
+    .optional()
+    .transform((value) => (value === undefined ? byDefault : value === 'true' || value === '1' || value === 'yes'));
+
 /** Every environment variable the service reads; the README lists the same with defaults. */
 export const envSchema = z
   .object({
@@ -67,6 +74,13 @@ export const envSchema = z
     QUOTA_REDIS_TLS_CA: z.string().min(1).optional(),
     QUOTA_REDIS_TLS_CERT: z.string().min(1).optional(),
     QUOTA_REDIS_TLS_KEY: z.string().min(1).optional(),
+    // Envoy's rate limit service (docs/envoy.md): its configuration (a file or a directory of YAML files), its
+    // store budget (below Envoy's own 20 ms default timeout), the global shadow switch, the RateLimit headers.
+    QUOTA_RLS_CONFIG: z.string().min(1).optional(),
+    QUOTA_RLS_STORE_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(10),
+    QUOTA_RLS_SHADOW_MODE: flag(false),
+    QUOTA_RLS_RATELIMIT_HEADERS: flag(true),
+    QUOTA_RLS_NEAR_LIMIT_RATIO: z.coerce.number().gt(0).lte(1).default(0.8),
   })
   .refine((config) => config.QUOTA_REDIS_URL === undefined || config.QUOTA_REDIS_CLUSTER === undefined, {
     path: ['QUOTA_REDIS_CLUSTER'],

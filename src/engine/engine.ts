@@ -216,6 +216,52 @@ export class QuotaEngine {
     return spendAcrossSlots(store, calls, requestMemo(request, groups[0]?.[0]), groups, (outcomes) => decisionOf(limits, outcomes));
   }
 
+  /**
+   * An ad hoc set of limits, each call with its own key and cost (Envoy's
+   * rate limit service: one call per descriptor that matched a rule), decided
+   * all or nothing like a policy's limits, with the store budget `timeoutMs`
+   * (the default one when absent), the circuit breaker and `policy`'s failure
+   * mode. `policy` names the set for the failure mode and metrics; its limits
+   * are not read. Answers the decision and, when a store decided (the shared
+   * one, or the local limiter), each call's outcome in the order of `calls`.
+   * Validating the calls is the caller's job: every cost must be one its
+   * limit can grant.
+   */
+  decideCalls(policy: Policy, calls: readonly LimitCall[], timeoutMs?: number): Promise<CallsDecision> {
+    try {
+      const limits = calls.map((call) => call.limit);
+      const groups = slotGroups(this.store, calls);
+      // The outcomes the decision was made of, per store: a late answer of the
+      // shared store after its budget (the failure mode decided) is not read.
+      let fromShared: readonly LimitOutcome[] | undefined;
+      let fromLocal: readonly LimitOutcome[] | undefined;
+      return this.failure.decide(
+        policy,
+        () =>
+          spendAcrossSlots(this.store, calls, undefined, groups, (outcomes) => {
+            fromShared = outcomes;
+            return decisionOf(limits, outcomes);
+          }),
+        (store, scale) => {
+          const scaled = calls.map((call) => ({ ...call, limit: scale(call.limit) }));
+          return spendAcrossSlots(store, scaled, undefined, slotGroups(store, scaled), (outcomes) => {
+            fromLocal = outcomes;
+            return decisionOf(
+              scaled.map((call) => call.limit),
+              outcomes,
+            );
+          });
+        },
+        firstPartition(this.store, calls, groups),
+        // Not told to onDecision (Allow's metrics): the door counts its own.
+        (decision) => ({ decision, outcomes: decision.source === 'store' ? fromShared : decision.source === 'local' ? fromLocal : undefined }),
+        timeoutMs,
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
   /** GetQuota: every limit's status now, spending nothing and writing nothing. */
   async getQuota(input: PeekInput): Promise<LimitStatus[]> {
     const request = validatePeek(this.policies, input);
@@ -237,6 +283,13 @@ export class QuotaEngine {
   listPolicies(): Policy[] {
     return [...this.policies.values()];
   }
+}
+
+/** QuotaEngine.decideCalls' answer. */
+export interface CallsDecision {
+  decision: Decision;
+  /** Per call its outcome, when a store decided (source store or local); undefined under fail_open and fail_closed. */
+  outcomes: readonly LimitOutcome[] | undefined;
 }
 
 /** A request ready for the store (QuotaEngine.prepare). */

@@ -77,6 +77,8 @@ export class StoreFailurePolicy {
   /** One breaker per store partition (a cluster shard's master; the whole store on one node). */
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly deadlines: TurnDeadlines;
+  /** Deadlines of other budgets than the default (a door with its own, such as Envoy's rate limit service). */
+  private readonly otherDeadlines = new Map<number, TurnDeadlines>();
   private silence: SilenceProbe;
   /** Drops the store's connection to a partition whose circuit opened (QuotaStore.abandonCalls). */
   private abandon: ((partition: string) => void) | undefined;
@@ -157,8 +159,10 @@ export class StoreFailurePolicy {
     onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
     partition = DEFAULT_PARTITION,
     after: (decision: Decision) => R = identity as (decision: Decision) => R,
+    /** A budget of its own for this call; the policy's default (timeoutMs) when absent. */
+    timeoutMs?: number,
   ): Promise<R> {
-    const deadline = this.deadlines.start();
+    const deadline = (timeoutMs === undefined ? this.deadlines : this.deadlinesOf(timeoutMs)).start();
     const fromStoreInTime = () => deadline.race(fromStore(), partition);
     const decided = (decision: SourcelessDecision): R => {
       deadline.release();
@@ -180,6 +184,17 @@ export class StoreFailurePolicy {
       deadline.release();
       return Promise.reject(error);
     }
+  }
+
+  /** Deadlines of a budget other than the default one, made once per budget. */
+  private deadlinesOf(ms: number): TurnDeadlines {
+    if (ms === this.options.timeoutMs) return this.deadlines;
+    let deadlines = this.otherDeadlines.get(ms);
+    if (deadlines === undefined) {
+      deadlines = new TurnDeadlines(ms, () => this.silence);
+      this.otherDeadlines.set(ms, deadlines);
+    }
+    return deadlines;
   }
 
   /**
@@ -293,11 +308,15 @@ export class StoreFailurePolicy {
     const kind = failureKind(error);
     if (kind === undefined) throw error;
     this.options.events?.storeFailure(kind);
+    // 'error': the caller hears of the store's trouble (UNAVAILABLE) instead of a decision.
+    if (policy.failure.mode === 'error') throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError(error);
     return this.fallback(policy, onStore);
   }
 
   private async fallback(policy: Policy, onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>): Promise<Decision> {
     switch (policy.failure.mode) {
+      case 'error':
+        throw new StoreUnavailableError(new Error('the store could not decide'));
       case 'fail_open':
         return { allowed: true, retryAfterMs: 0, deniedBy: '', limits: [], delayMs: 0, source: 'fail_open' };
       case 'fail_closed':

@@ -15,8 +15,8 @@ export interface CallerContext {
   currentCaller?: () => Caller | undefined;
 }
 
-/** Only the quota API needs a caller; health and reflection stay open for probes and grpcurl. */
-const PROTECTED_PREFIX = '/quota.v1.';
+/** Only the quota API and Envoy's rate limit service need a caller; health and reflection stay open for probes and grpcurl. */
+const PROTECTED_PREFIXES = ['/quota.v1.', '/envoy.service.ratelimit.v3.'];
 
 /**
  * Bearer tokens per calling service: `authorization: Bearer <token>` must name
@@ -26,7 +26,7 @@ const PROTECTED_PREFIX = '/quota.v1.';
  */
 export function authMiddleware(callers: CallerRegistry, logger: Logger) {
   return async function* authenticate<Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
-    if (!call.method.path.startsWith(PROTECTED_PREFIX)) return yield* call.next(call.request, context);
+    if (!PROTECTED_PREFIXES.some((prefix) => call.method.path.startsWith(prefix))) return yield* call.next(call.request, context);
     const header = context.metadata.get('authorization');
     const match = typeof header === 'string' ? /^Bearer (\S+)$/i.exec(header.trim()) : null;
     if (match === null) throw new ServerError(Status.UNAUTHENTICATED, 'missing bearer token: send metadata "authorization: Bearer <token>"');

@@ -14,6 +14,18 @@ import { quotaServiceDefinition } from './service-definition.js';
 import { addReflection } from './reflection.js';
 import { Admission, DEFAULT_ADMISSION, type AdmissionLimits } from './admission.js';
 import { listenNamed } from '../listen-error.js';
+import { RATE_LIMIT_SERVICE, rateLimitServiceDefinition } from '../rls/envoy-codec.js';
+import { EMPTY_RLS_CONFIG } from '../rls/rls-config.js';
+import type { RlsConfig } from '../rls/rls-rules.js';
+import { rateLimitService, type RateLimitServiceOptions } from './rate-limit-service.js';
+
+/** Envoy's rate limit service as served: its configuration (read per call) and its settings. */
+export interface RlsServing extends RateLimitServiceOptions {
+  config: () => RlsConfig;
+}
+
+/** Without a configuration: every domain unknown, so every request OK without a limit. */
+const NO_RLS: RlsServing = { config: () => EMPTY_RLS_CONFIG, timeoutMs: 10, shadowMode: false, rateLimitHeaders: true };
 
 export interface QuotaServer {
   /** The bound port (useful with an address ending in :0). */
@@ -48,6 +60,8 @@ export async function startQuotaServer(options: {
   admission?: AdmissionLimits;
   /** What a bind error calls the two addresses (the environment variables that gave them); default: the option names. */
   settingNames?: { address: string; healthAddress: string };
+  /** Envoy's rate limit service (always served; without this, with no domain configured). */
+  rls?: RlsServing;
 }): Promise<QuotaServer> {
   // Logging outermost, so it sees the status the error middleware chose.
   let chain = createServer().use(loggingMiddleware(options.logger)).use(errorMiddleware(options.logger));
@@ -55,16 +69,21 @@ export async function startQuotaServer(options: {
   const server: Server = chain;
   // Aborted when shutdown starts: open AllowStream streams answer what they have read and end.
   const draining = new AbortController();
-  server.add(quotaServiceDefinition, quotaService(options.engine, options.logger, draining.signal, new Admission(options.admission ?? DEFAULT_ADMISSION)));
+  // One admission for both doors: their decisions share the bounds on pending decisions.
+  const admission = new Admission(options.admission ?? DEFAULT_ADMISSION);
+  server.add(quotaServiceDefinition, quotaService(options.engine, options.logger, draining.signal, admission));
+  const rls = options.rls ?? NO_RLS;
+  server.add(rateLimitServiceDefinition(), rateLimitService(options.engine, rls.config, admission, options.logger.child({ component: 'rls' }), rls));
 
   const health = HealthState();
   server.add(HealthDefinition, boundedHealthService(health, draining.signal));
-  addReflection(server, [QuotaServiceDefinition.fullName, HealthDefinition.fullName]);
+  addReflection(server, [QuotaServiceDefinition.fullName, RATE_LIMIT_SERVICE, HealthDefinition.fullName]);
 
   const setServing = (serving: boolean) => {
     const status = serving ? 'healthy' : 'unhealthy';
     health.setStatus(status);
     health.setStatus(status, QuotaServiceDefinition.fullName);
+    health.setStatus(status, RATE_LIMIT_SERVICE);
   };
   // NOT_SERVING until the caller says the store is ready.
   setServing(false);

@@ -32,7 +32,7 @@ function utf8OrThrow(bytes: Uint8Array): string {
  * become the same string (a lenient decoder turns `61 ff` and `61 fe` both
  * into "a\uFFFD", the key of a valid identity).
  */
-function utf8OrMarked(bytes: Uint8Array): string {
+export function utf8OrMarked(bytes: Uint8Array): string {
   try {
     return fatalDecoder.decode(bytes);
   } catch {

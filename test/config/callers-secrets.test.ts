@@ -85,7 +85,7 @@ const cases: [string, string, string[]][] = [
   [
     'an unknown field whose name is a secret',
     `callers:\n  order-api:\n    token: ${TOKEN}\n    policies: [orders]\n    ${SECRET_FIELD}: ${SECRET_VALUE}\n`,
-    [`the 1st caller (line 2, name ${sha('order-api')}): unknown field (${sha(SECRET_FIELD)}): a caller has token or token_sha256, and policies`],
+    [`the 1st caller (line 2, name ${sha('order-api')}): unknown field (${sha(SECRET_FIELD)}): a caller has token or token_sha256, policies and/or domains`],
   ],
   [
     'an empty policy list',
@@ -108,14 +108,16 @@ const cases: [string, string, string[]][] = [
   [
     'no policies',
     `callers:\n  order-api: { token: ${TOKEN}, policies: [orders] }\n  b: { token: ${OTHER_TOKEN}, policies: [orders] }\n  ${SECRET_NAME}: { token: ${SECRET_VALUE} }\n`,
-    [`the 3rd caller (line 4, name ${sha(SECRET_NAME)}): policies: Invalid input: expected array, received undefined`],
+    [
+      `the 3rd caller (line 4, name ${sha(SECRET_NAME)}): policies: list the policies this caller may use (or ["*"]), the rate limit domains it may ask about, or both`,
+    ],
   ],
   [
     'several problems: each is reported',
     `callers:\n  ${SECRET_NAME}: { token: ${TOKEN}, policies: [orders] }\n  ${BASE64_SECRET_NAME}: { token: ${OTHER_TOKEN} }\n  ${OTHER_SECRET_NAME}: { token: ${TOKEN}, policies: [x] }\n`,
     [
       `the 2nd caller (line 3, name ${sha(BASE64_SECRET_NAME)}): the name must be 1-64 letters, digits, "_", "." or "-"`,
-      `the 2nd caller (line 3, name ${sha(BASE64_SECRET_NAME)}): policies: Invalid input: expected array, received undefined`,
+      `the 2nd caller (line 3, name ${sha(BASE64_SECRET_NAME)}): policies: list the policies this caller may use (or ["*"]), the rate limit domains it may ask about, or both`,
       `the 3rd caller (line 4, name ${sha(OTHER_SECRET_NAME)}) has the same token as the 1st caller (line 2, name ${sha(SECRET_NAME)})`,
     ],
   ],

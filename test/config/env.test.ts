@@ -13,6 +13,10 @@ describe('environment configuration', () => {
       QUOTA_BREAKER_HALF_OPEN_MS: 1_000,
       QUOTA_MAX_PENDING_DECISIONS: 50_000,
       QUOTA_MAX_PENDING_DECISIONS_PER_CALLER: 10_000,
+      QUOTA_RLS_STORE_TIMEOUT_MS: 10,
+      QUOTA_RLS_SHADOW_MODE: false,
+      QUOTA_RLS_RATELIMIT_HEADERS: true,
+      QUOTA_RLS_NEAR_LIMIT_RATIO: 0.8,
       unknownVariables: [],
     });
   });
@@ -38,6 +42,26 @@ describe('environment configuration', () => {
       QUOTA_HEALTH_ADDR: '0.0.0.0:50052',
       QUOTA_SHUTDOWN_GRACE_MS: 2500,
     });
+  });
+
+  it("reads the rate limit service's variables, and names a bad one", () => {
+    expect(
+      loadConfig({
+        QUOTA_RLS_CONFIG: '/etc/quota/rls',
+        QUOTA_RLS_STORE_TIMEOUT_MS: '15',
+        QUOTA_RLS_SHADOW_MODE: 'true',
+        QUOTA_RLS_RATELIMIT_HEADERS: 'false',
+        QUOTA_RLS_NEAR_LIMIT_RATIO: '0.9',
+      }),
+    ).toMatchObject({
+      QUOTA_RLS_CONFIG: '/etc/quota/rls',
+      QUOTA_RLS_STORE_TIMEOUT_MS: 15,
+      QUOTA_RLS_SHADOW_MODE: true,
+      QUOTA_RLS_RATELIMIT_HEADERS: false,
+      QUOTA_RLS_NEAR_LIMIT_RATIO: 0.9,
+    });
+    expect(() => loadConfig({ QUOTA_RLS_SHADOW_MODE: 'maybe' })).toThrow(/QUOTA_RLS_SHADOW_MODE: expected true or false/);
+    expect(() => loadConfig({ QUOTA_RLS_NEAR_LIMIT_RATIO: '2' })).toThrow(/QUOTA_RLS_NEAR_LIMIT_RATIO/);
   });
 
   it('refuses a Redis URL without a host (redis:/host parses with an empty host, which would mean localhost)', () => {

@@ -2,7 +2,7 @@ import { createChannel, createClient, type Channel } from 'nice-grpc';
 import { loadPolicyFile } from '../../src/config/policies.js';
 import { QuotaEngine, type QuotaEngineOptions } from '../../src/engine/engine.js';
 import { QuotaServiceDefinition, type QuotaServiceClient } from '@quota-service/contract';
-import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
+import { startQuotaServer, type QuotaServer, type RlsServing } from '../../src/grpc/server.js';
 import { createLogger } from '../../src/logger.js';
 import type { QuotaStore } from '../../src/store/store.js';
 import type { PolicySet } from '@quota-service/core';
@@ -17,9 +17,9 @@ export interface TestService {
 
 export const shippedPolicies = (): Promise<PolicySet> => loadPolicyFile('config/policies.yaml');
 
-export async function startTestService(store: QuotaStore, policies?: PolicySet, options?: QuotaEngineOptions): Promise<TestService> {
+export async function startTestService(store: QuotaStore, policies?: PolicySet, options?: QuotaEngineOptions, rls?: RlsServing): Promise<TestService> {
   const engine = new QuotaEngine(policies ?? (await shippedPolicies()), store, options);
-  const server = await startQuotaServer({ engine, address: '127.0.0.1:0', logger: createLogger('silent') });
+  const server = await startQuotaServer({ engine, address: '127.0.0.1:0', logger: createLogger('silent'), ...(rls === undefined ? {} : { rls }) });
   await store.ready();
   server.setServing(true);
   const channel = createChannel(`127.0.0.1:${server.port}`);

@@ -24,13 +24,21 @@ function decideNow(space: MemorySpace, calls: readonly LimitCall[], mode: Decide
   const unchanged = ({ limit, identityKey }: LimitCall) => limit.algorithm.decideInMemory(space, identityKey, limit.params, 0, now).outcome;
   if (mode === 'refund') {
     if (spentAtMs === undefined) throw new Error('refund needs the time of the spend');
-    for (const { limit, identityKey, cost } of calls) limit.algorithm.refundInMemory(space, identityKey, limit.params, cost, now, spentAtMs);
+    // A check-only call spent nothing: there is nothing to give back.
+    for (const { limit, identityKey, cost, checkOnly } of calls)
+      if (!checkOnly) limit.algorithm.refundInMemory(space, identityKey, limit.params, cost, now, spentAtMs);
     return { outcomes: calls.map(unchanged), nowMs: now };
   }
   const decided = calls.map(({ limit, identityKey, cost }) => limit.algorithm.decideInMemory(space, identityKey, limit.params, cost, now));
   const all = decided.every((d) => d.outcome.allowed);
   const spends = mode === 'spend' && all;
-  if (mode === 'spend' || mode === 'check') for (const d of decided) if (spends || !d.outcome.allowed) d.commit?.();
-  const outcomes = decided.map((d, i) => (mode !== 'peek' && !spends && d.outcome.allowed ? unchanged(calls[i]!) : d.outcome));
+  // A denying limit's commit stores its refill, never a spend; a check-only call never spends.
+  if (mode === 'spend' || mode === 'check') {
+    for (let i = 0; i < decided.length; i++) {
+      const d = decided[i]!;
+      if ((spends && !calls[i]!.checkOnly) || !d.outcome.allowed) d.commit?.();
+    }
+  }
+  const outcomes = decided.map((d, i) => (mode !== 'peek' && (!spends || calls[i]!.checkOnly) && d.outcome.allowed ? unchanged(calls[i]!) : d.outcome));
   return { outcomes, nowMs: now };
 }

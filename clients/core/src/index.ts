@@ -10,6 +10,7 @@ export * from './validate-request.js';
 export * from './decision.js';
 export * from './decide-reply.js';
 export * from './decide-in-memory.js';
+export * from './rate-limit-headers.js';
 export * from './local-limiter.js';
 export { MemorySpace } from './algorithms/memory-space.js';
 export { outcomeOf } from './algorithms/outcome.js';

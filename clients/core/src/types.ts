@@ -23,7 +23,12 @@ export interface Limit<P = unknown> {
 
 /** What a policy does when the store cannot be asked in time. */
 export interface FailureMode {
-  readonly mode: FailureModeName;
+  /**
+   * A policy file's mode, or 'error': the store's trouble reaches the caller
+   * as an error (Envoy's rate limit service answers UNAVAILABLE, and the
+   * proxy's own failure mode decides). Only the Envoy door uses 'error'.
+   */
+  readonly mode: FailureModeName | 'error';
   /** For mode local: the share of each limit one instance grants; 1 otherwise. */
   readonly localShare: number;
 }
@@ -44,6 +49,12 @@ export interface LimitCall {
   limit: Limit;
   identityKey: string;
   cost: number;
+  /**
+   * Decided at `cost` with the others, all or nothing, but never spent: a
+   * check whether `cost` would pass now (Envoy's hits_addend 0). Its status
+   * is reported as a peek would report it. Absent (the usual case): spent.
+   */
+  checkOnly?: boolean;
 }
 
 /**

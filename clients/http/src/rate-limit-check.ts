@@ -1,5 +1,4 @@
-import type { AllowParams, Decision as QuotaDecision, QuotaDecider } from '@quota-service/core';
-import { rateLimitHeaders, retryAfterSeconds } from './headers.js';
+import { type AllowParams, type Decision as QuotaDecision, type QuotaDecider, rateLimitHeaders, retryAfterSeconds } from '@quota-service/core';
 import { invalidInputBody, type InvalidRequestBody } from './invalid-input.js';
 
 /**

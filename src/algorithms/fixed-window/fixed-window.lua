@@ -11,7 +11,7 @@
            reads or writes is declared, so it follows ASK during a slot
            migration like any other.
   args[1]  limit: whole units granted per window (> 0)
-  args[2]  window: 'second' | 'minute' | 'hour' | 'day'
+  args[2]  window: 'second' | 'minute' | 'hour' | 'day', or a length in ms
   args[3]  cost: whole units this request spends (>= 0; a peek sends 0)
   now      unix ms (Redis TIME, or the test clock)
 
@@ -31,7 +31,7 @@ local function write(keys, args, now, outcome)
   local cost = tonumber(args[3])
   if outcome[6] == 0 then
     -- A new window: replace the counter and expire it with its window.
-    local window = WINDOWS[args[2]]
+    local window = WINDOWS[args[2]] or tonumber(args[2])
     redis.call('HSET', keys[1], 'w', int(now - (now % window)), 'c', int(cost))
     redis.call('PEXPIRE', keys[1], int(outcome[4]))
   else
@@ -40,7 +40,7 @@ local function write(keys, args, now, outcome)
 end
 
 A.fixed_window = function(keys, args, now)
-  local limit, window, cost = tonumber(args[1]), WINDOWS[args[2]], tonumber(args[3])
+  local limit, window, cost = tonumber(args[1]), WINDOWS[args[2]] or tonumber(args[2]), tonumber(args[3])
   local start = now - (now % window)
   local reset_after_ms = start + window - now
   local stored = redis.call('HMGET', keys[1], 'w', 'c')
@@ -61,7 +61,7 @@ end
   back: its count no longer matters. Mirrors the fixed window's refundInMemory.
 ]]
 R.fixed_window = function(keys, args, now, spent_at)
-  local window, cost = WINDOWS[args[2]], tonumber(args[3])
+  local window, cost = WINDOWS[args[2]] or tonumber(args[2]), tonumber(args[3])
   local stored = redis.call('HMGET', keys[1], 'w', 'c')
   if tonumber(stored[1]) ~= spent_at - (spent_at % window) then return end
   local count = tonumber(stored[2])

@@ -1,5 +1,5 @@
 import type { Algorithm } from '../algorithm.js';
-import { decideFixedWindow, fixedWindowCount, fixedWindowKey, WINDOWS, type FixedWindowParams, type FixedWindowState } from './model.js';
+import { decideFixedWindow, fixedWindowCount, fixedWindowKey, windowMs, type FixedWindowParams, type FixedWindowState } from './model.js';
 
 /** Fixed window counter: N units per calendar window; allows a burst across a boundary. */
 export const fixedWindow: Algorithm<FixedWindowParams> = {
@@ -7,14 +7,14 @@ export const fixedWindow: Algorithm<FixedWindowParams> = {
 
   scriptKeys: (identityKey, params) => [fixedWindowKey(identityKey, params.window)],
 
-  scriptArgs: (params, cost) => [String(params.limit), params.window, String(cost)],
+  scriptArgs: (params, cost) => [String(params.limit), String(params.window), String(cost)],
 
   decideInMemory(space, identityKey, params, cost, nowMs) {
     const key = fixedWindowKey(identityKey, params.window);
     const count = fixedWindowCount(space.get<FixedWindowState>(key, nowMs), params.window, nowMs);
     const step = decideFixedWindow(count, params, cost, nowMs);
     if (!step.outcome.allowed || cost === 0) return { outcome: step.outcome };
-    const start = nowMs - (nowMs % WINDOWS[params.window].ms);
+    const start = nowMs - (nowMs % windowMs(params.window));
     // Like the script: a new window's counter replaces the old one with its expiry; HINCRBY keeps the expiry.
     return {
       outcome: step.outcome,
@@ -25,7 +25,7 @@ export const fixedWindow: Algorithm<FixedWindowParams> = {
   refundInMemory(space, identityKey, params, cost, nowMs, spentAtMs) {
     const key = fixedWindowKey(identityKey, params.window);
     const state = space.get<FixedWindowState>(key, nowMs);
-    if (state === undefined || state.start !== spentAtMs - (spentAtMs % WINDOWS[params.window].ms)) return;
+    if (state === undefined || state.start !== spentAtMs - (spentAtMs % windowMs(params.window))) return;
     space.update(key, { start: state.start, count: state.count - Math.min(state.count, cost) });
   },
 

@@ -10,10 +10,22 @@ export const WINDOWS = {
 
 export type WindowName = keyof typeof WINDOWS;
 
+/**
+ * A window: a name, or a length in whole milliseconds (windows of any length,
+ * aligned to the Unix epoch as the named ones are; Envoy's rate limit
+ * configuration uses them for weeks, months of 30 days and years of 365).
+ */
+export type Window = WindowName | number;
+
+/** The window's length in milliseconds. */
+export function windowMs(window: Window): number {
+  return typeof window === 'number' ? window : WINDOWS[window].ms;
+}
+
 export interface FixedWindowParams {
   /** Whole units granted per window. */
   limit: number;
-  window: WindowName;
+  window: Window;
 }
 
 export interface FixedWindowStep {
@@ -24,9 +36,9 @@ export interface FixedWindowStep {
   ttlMs: number;
 }
 
-/** The counter's one key: `<identity key>:<window>`, e.g. rl:v1:per-user:user:{42}:minute. */
-export function fixedWindowKey(identityKey: string, window: WindowName): string {
-  return `${identityKey}:${window}`;
+/** The counter's one key: `<identity key>:<window>`, e.g. rl:v1:per-user:user:{42}:minute (a length: `:<ms>ms`). */
+export function fixedWindowKey(identityKey: string, window: Window): string {
+  return typeof window === 'number' ? `${identityKey}:${window}ms` : `${identityKey}:${window}`;
 }
 
 /** What the counter key holds: the start of the window it counts (unix ms) and the units spent in it. */
@@ -36,9 +48,9 @@ export interface FixedWindowState {
 }
 
 /** The units spent in the window `nowMs` falls in: the stored count if it is that window's, else 0. */
-export function fixedWindowCount(state: FixedWindowState | undefined, window: WindowName, nowMs: number): number {
-  const windowMs = WINDOWS[window].ms;
-  return state !== undefined && state.start === nowMs - (nowMs % windowMs) ? state.count : 0;
+export function fixedWindowCount(state: FixedWindowState | undefined, window: Window, nowMs: number): number {
+  const ms = windowMs(window);
+  return state !== undefined && state.start === nowMs - (nowMs % ms) ? state.count : 0;
 }
 
 /**
@@ -47,8 +59,8 @@ export function fixedWindowCount(state: FixedWindowState | undefined, window: Wi
  * Lua function.
  */
 export function decideFixedWindow(count: number, params: FixedWindowParams, cost: number, nowMs: number): FixedWindowStep {
-  const windowMs = WINDOWS[params.window].ms;
-  const resetAfterMs = windowMs - (nowMs % windowMs);
+  const ms = windowMs(params.window);
+  const resetAfterMs = ms - (nowMs % ms);
   if (count + cost > params.limit) {
     return { outcome: { allowed: false, retryAfterMs: resetAfterMs, remaining: params.limit - count, resetAfterMs }, count, ttlMs: resetAfterMs };
   }

@@ -1,11 +1,11 @@
 import type { LimitOutcome } from '../outcome.js';
 import { outcomeOf } from '../outcome.js';
-import { WINDOWS, type WindowName } from '../fixed-window/model.js';
+import { windowMs as windowLength, type Window } from '../fixed-window/model.js';
 
 export interface SlidingWindowCounterParams {
   /** Whole units granted per (estimated) rolling window. */
   limit: number;
-  window: WindowName;
+  window: Window;
 }
 
 /** The counters of the window that starts at `start` (unix ms) and of the one before it. */
@@ -34,7 +34,7 @@ export function decideSlidingWindowCounter(
   nowMs: number,
 ): SlidingWindowCounterStep {
   const { limit } = params;
-  const windowMs = WINDOWS[params.window].ms;
+  const windowMs = windowLength(params.window);
   let start = nowMs - (nowMs % windowMs);
   let current = 0;
   let previous = 0;
@@ -99,7 +99,7 @@ export function refundSlidingWindowCounter(
   cost: number,
   spentAtMs: number,
 ): SlidingWindowCounterState | undefined {
-  const windowMs = WINDOWS[params.window].ms;
+  const windowMs = windowLength(params.window);
   const spentStart = spentAtMs - (spentAtMs % windowMs);
   if (state.start === spentStart) return { ...state, current: Math.max(0, state.current - cost) };
   if (state.start === spentStart + windowMs) return { ...state, previous: Math.max(0, state.previous - cost) };

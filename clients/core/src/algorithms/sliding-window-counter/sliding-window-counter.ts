@@ -1,5 +1,5 @@
 import type { Algorithm } from '../algorithm.js';
-import { WINDOWS } from '../fixed-window/model.js';
+import { windowMs } from '../fixed-window/model.js';
 import { decideSlidingWindowCounter, refundSlidingWindowCounter, type SlidingWindowCounterParams, type SlidingWindowCounterState } from './model.js';
 
 /** Sliding window counter: two counters, an estimate of the rolling window. */
@@ -8,7 +8,7 @@ export const slidingWindowCounter: Algorithm<SlidingWindowCounterParams> = {
 
   scriptKeys: (identityKey) => [identityKey],
 
-  scriptArgs: (params, cost) => [String(params.limit), String(WINDOWS[params.window].ms), String(cost)],
+  scriptArgs: (params, cost) => [String(params.limit), String(windowMs(params.window)), String(cost)],
 
   decideInMemory(space, identityKey, params, cost, nowMs) {
     const step = decideSlidingWindowCounter(space.get<SlidingWindowCounterState>(identityKey, nowMs), params, cost, nowMs);

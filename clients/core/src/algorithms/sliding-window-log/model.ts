@@ -1,11 +1,11 @@
 import type { LimitOutcome } from '../outcome.js';
 import { outcomeOf } from '../outcome.js';
-import { WINDOWS, type WindowName } from '../fixed-window/model.js';
+import { windowMs as windowLength, type Window } from '../fixed-window/model.js';
 
 export interface SlidingWindowLogParams {
   /** Whole units granted in any rolling window. */
   limit: number;
-  window: WindowName;
+  window: Window;
 }
 
 export interface SlidingWindowLogStep {
@@ -23,7 +23,7 @@ export interface SlidingWindowLogStep {
  */
 export function decideSlidingWindowLog(log: readonly number[] | undefined, params: SlidingWindowLogParams, cost: number, nowMs: number): SlidingWindowLogStep {
   const { limit } = params;
-  const windowMs = WINDOWS[params.window].ms;
+  const windowMs = windowLength(params.window);
   const live = (log ?? []).filter((at) => at > nowMs - windowMs);
   const count = live.length;
   const newest = live[count - 1];

@@ -1,5 +1,5 @@
 import type { Algorithm } from '../algorithm.js';
-import { WINDOWS } from '../fixed-window/model.js';
+import { windowMs } from '../fixed-window/model.js';
 import { decideSlidingWindowLog, refundSlidingWindowLog, type SlidingWindowLogParams } from './model.js';
 
 /** Sliding window log: an exact rolling window, one stored entry per unit accepted. */
@@ -8,7 +8,7 @@ export const slidingWindowLog: Algorithm<SlidingWindowLogParams> = {
 
   scriptKeys: (identityKey) => [identityKey],
 
-  scriptArgs: (params, cost) => [String(params.limit), String(WINDOWS[params.window].ms), String(cost)],
+  scriptArgs: (params, cost) => [String(params.limit), String(windowMs(params.window)), String(cost)],
 
   decideInMemory(space, identityKey, params, cost, nowMs) {
     const step = decideSlidingWindowLog(space.get<number[]>(identityKey, nowMs), params, cost, nowMs);

@@ -1,4 +1,4 @@
-import type { Decision as QuotaDecision } from '@quota-service/core';
+import type { Decision as QuotaDecision } from './types.js';
 
 /** Whole seconds for Retry-After: max(1, ceil(retry_ms / 1000)). */
 export function retryAfterSeconds(retryAfterMs: number): number {
@@ -19,8 +19,9 @@ export function retryAfterSeconds(retryAfterMs: number): number {
  * the limit that denied, where t equals Retry-After (the draft: Retry-After
  * should not point earlier than the end of the effective window).
  * Empty when the decision carries no limit status (fail_open, fail_closed).
+ * The HTTP adapters and Envoy's rate limit service send the same headers.
  */
-export function rateLimitHeaders(decision: QuotaDecision): Record<string, string> {
+export function rateLimitHeaders(decision: Pick<QuotaDecision, 'allowed' | 'deniedBy' | 'retryAfterMs' | 'limits'>): Record<string, string> {
   if (decision.limits.length === 0) return {};
   const policy = decision.limits.map((l) => `${sfString(l.name)};q=${Math.floor(l.limit)}`).join(', ');
   const current = decision.limits

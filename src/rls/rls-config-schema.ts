@@ -1,0 +1,148 @@
+import { SLIDING_COUNTER_MAX_LIMIT, SLIDING_LOG_MAX_LIMIT } from '@quota-service/core';
+import { z } from 'zod';
+
+/**
+ * One file of QUOTA_RLS_CONFIG: envoyproxy/ratelimit's format (domain,
+ * nested descriptors with key, value, rate_limit, shadow_mode,
+ * detailed_metric), so existing files load as they are, plus this service's
+ * additions under names envoyproxy/ratelimit does not use: `limit` (any of
+ * our algorithms in place of rate_limit) and, per domain, `failure_mode` and
+ * `local_share`. Unknown keys are errors, as they are there.
+ */
+
+/** Envoy's units, by the name a file gives (any case, as envoyproxy/ratelimit reads them). */
+export const UNITS = ['second', 'minute', 'hour', 'day', 'week', 'month', 'year'] as const;
+export type UnitName = (typeof UNITS)[number];
+
+/** A unit's length: a week of 7 days, a month of 30 and a year of 365, as envoyproxy/ratelimit counts them. */
+export const UNIT_MS: Readonly<Record<UnitName, number>> = {
+  second: 1_000,
+  minute: 60_000,
+  hour: 3_600_000,
+  day: 86_400_000,
+  week: 7 * 86_400_000,
+  month: 30 * 86_400_000,
+  year: 365 * 86_400_000,
+};
+
+const UINT32_MAX = 4_294_967_295;
+const unit = z.preprocess((value) => (typeof value === 'string' ? value.toLowerCase() : value), z.enum(UNITS, { error: `must be one of ${UNITS.join(', ')}` }));
+
+const replaces = z.array(z.strictObject({ name: z.string().min(1, 'must not be empty') })).default([]);
+
+/** envoyproxy/ratelimit's rule: N per unit (a fixed window), or unlimited. */
+const rateLimit = z
+  .strictObject({
+    unit: unit.optional(),
+    // Unset means 0, as there: nothing is ever allowed (a blocked value).
+    requests_per_unit: z.number().int().min(0).max(UINT32_MAX).default(0),
+    unlimited: z.boolean().default(false),
+    name: z.string().min(1).optional(),
+    replaces,
+  })
+  .superRefine((rule, ctx) => {
+    if (rule.unlimited && rule.unit !== undefined) ctx.addIssue({ code: 'custom', path: ['unit'], message: 'must not be given with unlimited: true' });
+    if (!rule.unlimited && rule.unit === undefined) ctx.addIssue({ code: 'custom', path: ['unit'], message: `required: one of ${UNITS.join(', ')}` });
+  });
+
+/** A window of our algorithms: a unit's name, or a length such as 90s, 15m, 2h, 1d, 500ms (at least 1 ms, at most 366 days). */
+const WINDOW_LENGTH = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+const LENGTH_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const MAX_WINDOW_MS = 366 * 86_400_000;
+export const windowLength = z.unknown().transform((value, ctx) => {
+  const text = typeof value === 'string' ? value.trim().toLowerCase() : '';
+  if ((UNITS as readonly string[]).includes(text)) return UNIT_MS[text as UnitName];
+  const match = WINDOW_LENGTH.exec(text);
+  const ms = match === null ? Number.NaN : Number(match[1]) * LENGTH_MS[match[2] as keyof typeof LENGTH_MS];
+  if (!Number.isInteger(ms) || ms < 1 || ms > MAX_WINDOW_MS) {
+    ctx.addIssue({ code: 'custom', message: `must be a unit (${UNITS.join(', ')}) or a whole number of ms from 1 ms to 366 days, such as 90s, 15m, 2h, 1d` });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const named = { name: z.string().min(1).optional(), replaces };
+const positive = z.number().positive().max(1e12);
+
+/** Ours, in place of rate_limit: an algorithm with its parameters (docs/policies.md names the same fields). */
+const algorithmLimit = z.discriminatedUnion(
+  'algorithm',
+  [
+    z.strictObject({ ...named, algorithm: z.literal('token_bucket'), capacity: positive, refill_per_second: positive }),
+    z.strictObject({ ...named, algorithm: z.literal('gcra'), capacity: positive, refill_per_second: z.number().positive().max(10_000) }),
+    z.strictObject({ ...named, algorithm: z.literal('leaky_bucket'), capacity: positive, leak_per_second: positive }),
+    z.strictObject({ ...named, algorithm: z.literal('fixed_window'), limit: z.number().int().positive().max(Number.MAX_SAFE_INTEGER), window: windowLength }),
+    z.strictObject({
+      ...named,
+      algorithm: z.literal('sliding_window_log'),
+      limit: z.number().int().positive().max(SLIDING_LOG_MAX_LIMIT),
+      window: windowLength,
+    }),
+    z
+      .strictObject({
+        ...named,
+        algorithm: z.literal('sliding_window_counter'),
+        limit: z.number().int().positive().max(SLIDING_COUNTER_MAX_LIMIT),
+        window: windowLength,
+      })
+      // The counter computes limit * window_ms * 3 in whole numbers, which must stay below 2^53.
+      .refine((l) => l.limit * l.window * 3 < Number.MAX_SAFE_INTEGER, { message: 'limit * window is too large for the counter', path: ['limit'] }),
+  ],
+  {
+    error: (issue) =>
+      issue.code === 'invalid_union'
+        ? 'algorithm must be one of token_bucket, gcra, leaky_bucket, fixed_window, sliding_window_log, sliding_window_counter'
+        : undefined,
+  },
+);
+
+export interface DescriptorDefinition {
+  key: string;
+  value?: string | undefined;
+  rate_limit?: z.infer<typeof rateLimit> | undefined;
+  limit?: z.infer<typeof algorithmLimit> | undefined;
+  shadow_mode: boolean;
+  detailed_metric: boolean;
+  descriptors: DescriptorDefinition[];
+}
+
+const descriptor: z.ZodType<DescriptorDefinition> = z.lazy(() =>
+  z
+    .strictObject({
+      key: z.string().min(1, 'must not be empty'),
+      // YAML may read a value such as 50 or true as a number or a boolean: it is text here.
+      value: z.preprocess((v) => (typeof v === 'number' || typeof v === 'boolean' ? String(v) : v), z.string().min(1, 'must not be empty').optional()),
+      rate_limit: rateLimit.optional(),
+      limit: algorithmLimit.optional(),
+      shadow_mode: z.boolean().default(false),
+      detailed_metric: z.boolean().default(false),
+      descriptors: z.array(descriptor).default([]),
+    })
+    .refine((d) => d.rate_limit === undefined || d.limit === undefined, { message: 'give rate_limit or limit, not both', path: ['limit'] }),
+);
+
+export const FAILURE_MODES = ['error', 'fail_open', 'fail_closed', 'local'] as const;
+
+export const rlsFileSchema = z
+  .strictObject({
+    domain: z.string().min(1, 'must not be empty'),
+    // When the store cannot answer in time: error = gRPC UNAVAILABLE, and Envoy's failure_mode_deny decides.
+    failure_mode: z.enum(FAILURE_MODES, { error: `must be one of ${FAILURE_MODES.join(', ')}` }).default('error'),
+    local_share: z.number().gt(0, 'must be above 0').lte(1, 'must be at most 1').optional(),
+    descriptors: z.array(descriptor).default([]),
+  })
+  .superRefine((file, ctx) => {
+    if (file.failure_mode === 'local' && file.local_share === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['local_share'],
+        message: 'required with failure_mode local: the share of each limit one instance grants on its own',
+      });
+    }
+    if (file.failure_mode !== 'local' && file.local_share !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['local_share'], message: `only meaningful with failure_mode local (this domain is ${file.failure_mode})` });
+    }
+  });
+
+export type RlsFile = z.infer<typeof rlsFileSchema>;
+export type AlgorithmLimitDefinition = z.infer<typeof algorithmLimit>;

@@ -1,0 +1,96 @@
+import { type LimitStatus, rateLimitHeaders, retryAfterSeconds } from '@quota-service/core';
+import { Code, type DescriptorStatus, type RateLimitResponse } from './envoy-codec.js';
+import type { DescriptorVerdict, RlsDecision } from './rls-decide.js';
+
+const UINT32_MAX = 4_294_967_295;
+
+export interface ResponseOptions {
+  /** Answer OK whatever was over (the global shadow switch); statuses still say what was. */
+  shadowMode: boolean;
+  /** Add the RateLimit / RateLimit-Policy headers (Retry-After and the body's content type come with a denial regardless). */
+  rateLimitHeaders: boolean;
+}
+
+/**
+ * The RateLimitResponse of a decision: one status per descriptor in order,
+ * OK or OVER_LIMIT overall, and on OVER_LIMIT the JSON body the HTTP
+ * adapters send with their 429 (raw_body), Retry-After, and dynamic metadata
+ * naming the limit that denied.
+ */
+export function rateLimitResponse(decision: RlsDecision, options: ResponseOptions): RateLimitResponse {
+  const statuses = decision.verdicts.map(statusOf);
+  const over = decision.over && !options.shadowMode;
+  const response: RateLimitResponse = { overall_code: over ? Code.OVER_LIMIT : Code.OK, statuses, response_headers_to_add: [] };
+  // The enforced limits with a status, as the HTTP adapters report a policy's limits.
+  const limited = decision.verdicts.filter((v): v is Extract<DescriptorVerdict, { kind: 'limited' }> => v.kind === 'limited' && !v.shadow);
+  const denying = limited.find((v) => v.over);
+  const retryAfterMs = Math.max(decision.retryAfterMs, ...limited.filter((v) => v.over).map((v) => v.retryAfterMs));
+  if (options.rateLimitHeaders) {
+    const limits: LimitStatus[] = limited
+      .filter((v) => v.outcome !== undefined || v.rule.blocks)
+      .map((v) => ({
+        name: v.rule.name,
+        algorithm: v.rule.limit!.algorithm.name,
+        limit: v.rule.blocks ? 0 : v.rule.limit!.algorithm.capacity(v.rule.limit!.params),
+        remaining: v.rule.blocks ? 0 : (v.outcome?.remaining ?? 0),
+        resetAfterMs: v.rule.blocks ? v.retryAfterMs : (v.outcome?.resetAfterMs ?? 0),
+      }));
+    const headers = rateLimitHeaders({ allowed: !over, deniedBy: denying?.rule.name ?? '', retryAfterMs, limits });
+    for (const [key, value] of Object.entries(headers)) response.response_headers_to_add.push({ key, value });
+  }
+  if (!over) return response;
+
+  const seconds = retryAfterSeconds(retryAfterMs);
+  response.response_headers_to_add.push({ key: 'Retry-After', value: String(seconds) }, { key: 'content-type', value: 'application/json' });
+  const domain = decision.domain?.name ?? '';
+  const limit = decision.source === 'fail_closed' ? '' : (denying?.rule.name ?? '');
+  const body =
+    decision.source === 'fail_closed'
+      ? {
+          error: 'rate_limiter_unavailable',
+          message: `The rate limiter is unavailable and this endpoint does not proceed without it; try again in ${seconds} s.`,
+          policy: domain,
+          retry_after_ms: retryAfterMs,
+          limit,
+        }
+      : {
+          error: 'rate_limit_exceeded',
+          message: `Too many requests: limit "${limit}" of domain "${domain}" is used up; try again in ${seconds} s.`,
+          policy: domain,
+          retry_after_ms: retryAfterMs,
+          limit,
+        };
+  response.raw_body = Buffer.from(JSON.stringify(body));
+  response.dynamic_metadata = {
+    fields: [
+      { key: 'domain', value: { string_value: domain } },
+      { key: 'limit', value: { string_value: limit } },
+      { key: 'descriptor_index', value: { number_value: denying === undefined ? -1 : decision.verdicts.indexOf(denying) } },
+      { key: 'retry_after_ms', value: { number_value: retryAfterMs } },
+      { key: 'source', value: { string_value: decision.source } },
+    ],
+  };
+  return response;
+}
+
+function statusOf(verdict: DescriptorVerdict): DescriptorStatus {
+  switch (verdict.kind) {
+    case 'none':
+      return { code: Code.OK, limit_remaining: 0 };
+    case 'unlimited':
+      // As envoyproxy/ratelimit answers an unlimited descriptor: OK, the most remaining a uint32 holds.
+      return { code: Code.OK, limit_remaining: UINT32_MAX };
+    case 'limited': {
+      const { rule, outcome } = verdict;
+      const status: DescriptorStatus = {
+        // A shadow rule answers OK whatever it would have said.
+        code: verdict.over && !verdict.shadow ? Code.OVER_LIMIT : Code.OK,
+        current_limit: { name: rule.name, requests_per_unit: rule.report.requestsPerUnit, unit: rule.report.unit },
+        limit_remaining: rule.blocks || outcome === undefined ? 0 : Math.min(UINT32_MAX, Math.max(0, Math.floor(outcome.remaining))),
+      };
+      const resetMs = rule.blocks ? verdict.retryAfterMs : outcome?.resetAfterMs;
+      if (resetMs !== undefined) status.duration_until_reset = { seconds: Math.floor(resetMs / 1000), nanos: (resetMs % 1000) * 1_000_000 };
+      return status;
+    }
+  }
+}
