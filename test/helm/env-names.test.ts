@@ -23,7 +23,15 @@ function containerEnv(): EnvVar[] {
 const NOT_THE_SERVICE = {};
 
 /** Variables the chart fixes (the chart owns the mount or the bind address); the rest come from values. */
-const FIXED_BY_CHART = ['QUOTA_POLICIES', 'QUOTA_AUTH_TOKENS', 'QUOTA_TLS_CERT', 'QUOTA_TLS_KEY', 'QUOTA_REDIS_TLS_CERT', 'QUOTA_REDIS_TLS_KEY'];
+const FIXED_BY_CHART = [
+  'QUOTA_POLICIES',
+  'QUOTA_AUTH_TOKENS',
+  'QUOTA_RLS_CONFIG',
+  'QUOTA_TLS_CERT',
+  'QUOTA_TLS_KEY',
+  'QUOTA_REDIS_TLS_CERT',
+  'QUOTA_REDIS_TLS_KEY',
+];
 
 const quotaNames = (env: EnvVar[]) => env.map(({ name }) => name).filter((name) => name.startsWith('QUOTA_'));
 
