@@ -67,6 +67,10 @@ interface Waiting {
  * an error in one call's Lua (e.g. WRONGTYPE) rejects only that call with a
  * script error, and an error of the whole script call (connection, LOADING,
  * BUSY, timeout) rejects every call in it, as it would have each separate call.
+ *
+ * With `routes` (a Redis Cluster) the turn's calls become one node batch per
+ * master, in the order they came; a call its node did not run (NotRunHere),
+ * or every call of a node batch that never ran (BatchNotRun), goes again alone.
  */
 export class ScriptBatcher {
   private queue: Waiting[] = [];
