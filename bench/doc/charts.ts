@@ -182,6 +182,8 @@ function layered(title: string | { text: string; subtitle: string }, layers: rea
     data: { values },
     facet: { column: { field: 'group', type: 'nominal', title: null, sort: groups } },
     spec: { width: 300, height: 280, layer },
+    // Each panel on its own scales: the frameworks differ several times over, and each limiter is read against its own route.
+    resolve: { scale: { x: 'independent', y: 'independent' } },
     config: CONFIG,
   };
 }
