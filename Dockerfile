@@ -53,4 +53,7 @@ COPY config/policies.yaml ./config/policies.yaml
 USER 1000:1000
 EXPOSE 50051 9464
 # Node as PID 1 is fine here: src/main.ts handles SIGTERM and SIGINT itself (drain, then exit).
-CMD ["node", "dist/src/main.js"]
+# A young generation of 32 MiB per semi-space: a decision's short-lived objects die there
+# instead of being promoted, so no old-generation collection of 10-20 ms lands on the tail
+# latency (docs/operations.md, "Memory and latency").
+CMD ["node", "--max-semi-space-size=32", "dist/src/main.js"]

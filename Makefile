@@ -7,7 +7,7 @@ NPM_INSTALL_STAMP := node_modules/.install-stamp
 # TypeScript run without a build: the workspace packages resolve to their sources.
 TS_NODE := node --conditions=@quota-service/source --import tsx
 
-.PHONY: help deps redis gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-quick bench-report bench-cluster soak soak-faults helm-check helm-bin node22 clean
+.PHONY: help deps redis h2load gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-quick bench-report bench-cluster soak soak-faults helm-check helm-bin node22 clean
 
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER is set)"
@@ -33,7 +33,7 @@ deps: $(NPM_INSTALL_STAMP)
 
 # The tests start their own redis-server processes; install the binary if it is missing.
 redis:
-	@scripts/ensure-redis.sh
+	@scripts/ensure-tool.sh redis-server redis-server redis required 'Install Redis 7 yourself, or point REDIS_SERVER_BIN at a redis-server binary.'
 
 gen: deps
 	npm run --silent gen
@@ -81,10 +81,14 @@ node22:
 test: deps redis helm-bin node22 lint typecheck
 	npx vitest run
 
+# The rate limit service bench sends its open-loop load with h2load (nghttp2); install it if missing.
+h2load:
+	@scripts/ensure-tool.sh h2load nghttp2-client nghttp2 optional 'The rate limit service bench uses its Node client instead.'
+
 # Each bench in its own process, then docs/benchmarks.md and docs/img/*.svg from
-# .tmp/bench/results.json (bench/suite/, bench/doc/). BENCH_NOTE="..." goes into
+# docs/benchmarks.json (bench/suite/, bench/doc/). BENCH_NOTE="..." goes into
 # the report's machine lines (what else ran on the machine).
-bench: build redis
+bench: build redis h2load
 	$(TS_NODE) bench/suite/main.ts
 
 bench-quick: build redis

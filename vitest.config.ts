@@ -4,14 +4,24 @@ import { defineConfig } from 'vitest/config';
 /** The workspace packages (@quota-service/*) resolve to their TypeScript sources: tests need no build. */
 const SOURCE_CONDITION = '@quota-service/source';
 
+/**
+ * Tests that judge how fast a service answers while a fault lasts (a partition,
+ * a stall, a starved CPU, a hung store): they run after the others, one file
+ * at a time, so that the rest of the suite does not take their CPU.
+ */
+const TIMING = ['test/faults/**/*.test.ts', 'test/grpc/get-quota-outage.test.ts', 'test/rls/rls-store-failure.test.ts'];
+
 export default defineConfig({
   ssr: { resolve: { conditions: [SOURCE_CONDITION, ...defaultServerConditions] } },
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Each test file starts its own Redis processes, so files run in parallel safely.
     pool: 'forks',
     reporters: ['default', './test/support/summary-reporter.ts'],
+    projects: [
+      { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: TIMING, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'timing', include: TIMING, fileParallelism: false, sequence: { groupOrder: 1 } } },
+    ],
   },
 });

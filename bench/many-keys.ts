@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
 import type { Redis } from 'ioredis';
 import { stringify } from 'yaml';
-import { algorithmLua, decideArguments, decideLua, textLua } from '../src/algorithms/decide-script.js';
+import { ALGORITHM_TABLES, algorithmLua, decideArguments, decideLua, textLua } from '../src/algorithms/decide-script.js';
 import { tokenBucket } from '../clients/core/src/algorithms/token-bucket/token-bucket.js';
 import { identityKey, type Limit, parseDecideReply, parsePolicies } from '@quota-service/core';
 import { startRedisServer } from '../test/support/redis-server.js';
@@ -51,7 +51,7 @@ const KEY_SUFFIX = '}';
  */
 const BULK_LUA = [
   // The prologue the decide script has (decide-script.ts): the tables the algorithm files fill, and text.lua's int/g17.
-  'local A, R = {}, {}',
+  ALGORITHM_TABLES,
   textLua,
   `do\n${algorithmLua(tokenBucket)}\nend`,
   `local time = redis.call('TIME')

@@ -19,11 +19,17 @@ import { RedisStore } from './store/redis.js';
 import { connectionErrorLog } from './store/redis-connection-errors.js';
 import { redisTlsMode, redisTlsOptions, watchRedisTls } from './store/redis-tls.js';
 import type { QuotaStore } from './store/store.js';
-import { PolicyFileError } from '@quota-service/core';
 import { RlsMetrics } from './metrics/rls-metrics.js';
+import { LeaseMetrics } from './metrics/lease-metrics.js';
 import { EMPTY_RLS_CONFIG, parseRlsConfig, readRlsTexts, RlsConfigError } from './rls/rls-config.js';
 import type { RlsConfig } from './rls/rls-rules.js';
 import { watchRlsConfig } from './rls/rls-watcher.js';
+import { PolicyFileError, systemClock } from '@quota-service/core';
+import { AuditLog } from './admin/audit.js';
+import { QuotaAdmin } from './admin/quota-admin.js';
+import { MemoryStateReset, RedisStateReset } from './admin/state-reset.js';
+import { MemoryOverrides } from './overrides/memory-overrides.js';
+import { RedisOverrides } from './overrides/redis-overrides.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -90,7 +96,19 @@ async function main(): Promise<void> {
     metricsServer = await listenNamed('QUOTA_METRICS_ADDR', addr, () => startMetricsServer(addr, metrics.registry));
     logger.info({ addr: config.QUOTA_METRICS_ADDR, port: metricsServer.port }, 'metrics at GET /metrics');
   }
-  const engine = new QuotaEngine(policies, store, { failure, onDecision: (policy, decision, seconds) => metrics.decided(policy, decision, seconds) });
+  // Runtime overrides and resets (the admin API): in Redis when the state is, else in this process.
+  const overrides = store instanceof RedisStore ? new RedisOverrides(store.client) : new MemoryOverrides(systemClock);
+  const stateReset = store instanceof RedisStore ? new RedisStateReset(store.client) : new MemoryStateReset((store as MemoryStore).space);
+  const engine = new QuotaEngine(policies, store, {
+    failure,
+    overrides,
+    onDecision: (policy, decision, seconds) => metrics.decided(policy, decision, seconds),
+    leaseEvents: new LeaseMetrics(metrics.registry),
+    onReserve: (policy) => metrics.reserved(policy),
+    onSettle: (policy, settled) => metrics.settled(policy, settled),
+  });
+  const audit = new AuditLog(logger.child({ component: 'audit' }));
+  const admin = new QuotaAdmin(engine, overrides, stateReset, audit);
   const watcher = watchPolicyFile({
     path: config.QUOTA_POLICIES,
     loadedText: policyText,
@@ -140,6 +158,7 @@ async function main(): Promise<void> {
       rateLimitHeaders: config.QUOTA_RLS_RATELIMIT_HEADERS,
       onDecision: (decision, seconds) => rlsMetrics.decided(decision, seconds),
     },
+    admin: { admin, audit },
   });
   if (config.QUOTA_HEALTH_ADDR !== undefined) {
     logger.info({ addr: config.QUOTA_HEALTH_ADDR, port: server.healthPort }, 'grpc.health.v1 also on a plaintext health-only port');

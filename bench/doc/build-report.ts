@@ -14,7 +14,7 @@ export interface Report {
 
 const HEADER = `# Benchmarks
 
-<!-- Written by make bench / make bench-quick (bench/suite/) from .tmp/bench/results.json; the text is in bench/doc/. -->
+<!-- Written by make bench / make bench-quick (bench/suite/) from docs/benchmarks.json; the text is in bench/doc/. -->
 
 \`make bench\` builds what it needs, runs every bench below one after the other (each in its own process, each
 stopping the servers and Redis it started, on error or Ctrl-C too), and writes this page and its plots (docs/img/).

@@ -217,7 +217,11 @@ export function clusterRatios(figures: ClusterFigures): ClusterRatio[] {
 }
 
 /** How the report names bench/cluster.ts's stores; other names are shown as they are. */
-export const STORE_NAMES: Record<string, string> = { single: 'one Redis node', cluster: '3-master cluster' };
+export const STORE_NAMES: Record<string, string> = {
+  single: 'one Redis node',
+  cluster: '3-master cluster',
+  'cluster-replicated': '3 masters + 3 replicas',
+};
 
 /** Decisions/s per policy, a bar per store, rounds as dots, and each store's ratio to the first above its bar. */
 export function clusterChart(figures: ClusterFigures, file: string): Chart {

@@ -10,7 +10,9 @@ import { clusterFiguresSchema, type Results } from './results.js';
 export function clusterSection(results: Results): Section {
   const intro = [
     '## Redis Cluster (3 masters) against one node',
-    'The quota service on one Redis node and on a 3-master/3-replica cluster, the same load, rounds alternating. **one limit** = a token ' +
+    'The quota service on one Redis node and on a 3-master cluster, the same load, rounds alternating. The cluster has no replicas, ' +
+      "as the one node has none: on a small machine a replica's CPU is taken from everything else. The same cluster with a replica per " +
+      'master is measured beside them for reference. **one limit** = a token ' +
       'bucket per user; **user + tenant** = the `orders.create` shape: a bucket and a per-minute window per user, a per-minute window per ' +
       "tenant, so on a cluster the user's keys and the tenant's sit in two slots. On one machine three masters cannot add capacity: the " +
       'ratio shows what the cluster path itself costs a service instance. The bench describes its load in its first lines, quoted below.',

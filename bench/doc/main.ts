@@ -1,7 +1,7 @@
 // `make bench-report`: writes docs/benchmarks.md and its plots again from the
 // results of the last `make bench` / `make bench-quick`, without measuring.
 //
-//   npx tsx bench/doc/main.ts [.tmp/bench/results.json]
+//   npx tsx bench/doc/main.ts [docs/benchmarks.json]
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +9,7 @@ import { parseResults } from './results.js';
 import { writeReport } from './write-report.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const file = process.argv[2] ?? join('.tmp', 'bench', 'results.json');
+const file = process.argv[2] ?? join('docs', 'benchmarks.json');
 
 try {
   const text = await readFile(join(REPO_ROOT, file), 'utf8').catch(() => {

@@ -49,8 +49,11 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
     title: "Envoy's ShouldRateLimit against Allow",
     about:
       "The same service process and Redis answer Envoy's rate limit API (`ShouldRateLimit`, one descriptor) and `Allow` for the same " +
-      'token bucket limit over many identities, rounds alternating: decisions/s at full load, then latency at half the maximum rate, ' +
-      "to set against Envoy's default 20 ms timeout for this call.",
+      'token bucket limit over many identities, rounds alternating: decisions/s at full load (8 calls in flight on one HTTP/2 ' +
+      "connection, from a lean client that reads each call's gRPC status), then latency at half the maximum rate, sent by h2load on " +
+      "one connection as a proxy keeps one (a client in C: no garbage collector of its own adds pauses), to set against Envoy's " +
+      'default 20 ms timeout for this call. The service runs as its image runs it (docs/operations.md, "Memory and latency"). ' +
+      'The worst round shows what one stall of this shared machine does to a 4 s round; the median of the rounds is the figure.',
   },
   {
     id: 'algorithms',

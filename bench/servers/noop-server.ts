@@ -15,9 +15,10 @@ const ALLOWED: AllowResponse = {
   allowed: true,
   retryAfterMs: 0,
   deniedBy: '',
-  limits: [{ name: 'bench', algorithm: 'token_bucket', limit: 1_000_000_000, remaining: 999_999_999, resetAfterMs: 1 }],
+  limits: [{ name: 'bench', algorithm: 'token_bucket', limit: 1_000_000_000, remaining: 999_999_999, resetAfterMs: 1, applied: 1, plan: '', leasesHeld: 0 }],
   delayMs: 0,
   source: DecisionSource.DECISION_SOURCE_STORE,
+  leaseExpiresInMs: 0,
 };
 
 // The service's own definition: both encode their answers the same way.
@@ -36,6 +37,15 @@ const noop: QuotaServiceHandlers = {
   },
   async getQuota() {
     return { limits: ALLOWED.limits };
+  },
+  async settle() {
+    return { estimate: 1, actualCost: 1, delta: 0, alreadySettled: false, limits: ALLOWED.limits };
+  },
+  async release() {
+    return { released: true, limits: ALLOWED.limits };
+  },
+  async renew() {
+    return { leaseExpiresInMs: 1000 };
   },
 };
 

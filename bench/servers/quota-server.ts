@@ -8,6 +8,7 @@ import { startQuotaServer } from '../../src/grpc/server.js';
 import { createLogger } from '../../src/logger.js';
 import { QuotaMetrics } from '../../src/metrics/metrics.js';
 import { RedisStore } from '../../src/store/redis.js';
+import { RedisOverrides } from '../../src/overrides/redis-overrides.js';
 import { RlsMetrics } from '../../src/metrics/rls-metrics.js';
 import { parseRlsConfig } from '../../src/rls/rls-config.js';
 import { failStart, serveUntilParentLeaves } from './lifecycle.js';
@@ -94,6 +95,8 @@ async function main(): Promise<void> {
   // so the bench does too (nobody scrapes here; the scrape-time work is not per decision).
   const metrics = new QuotaMetrics();
   const engine = new QuotaEngine(parsePolicies(BENCH_POLICIES_YAML, 'bench policies'), store, {
+    // As main.ts serves a Redis store: every decision checks this replica's view of the runtime overrides.
+    overrides: new RedisOverrides(store.client),
     onDecision: (policy, decision, seconds) => metrics.decided(policy, decision, seconds),
   });
   // As main.ts serves Envoy's rate limit service: its default budget, headers on, every decision counted.

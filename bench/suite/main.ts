@@ -3,15 +3,16 @@
 // writes docs/benchmarks.md and its plots (docs/img/) from that file
 // (bench/doc/). A progress line on stderr says where the run is.
 //
-//   npx tsx bench/suite/main.ts [--quick] [--only limiters,cluster] [--results .tmp/bench/results.json]
+//   npx tsx bench/suite/main.ts [--quick] [--only limiters,cluster] [--results docs/benchmarks.json]
 //
 // BENCH_NOTE (environment): what else ran on the machine, for the report's
 // machine line, e.g. BENCH_NOTE="other test suites running".
 // A step not run this time keeps its earlier figures (and their date) from the
-// results file, so a quick run updates the plots and leaves the rest.
+// results file, so a quick run updates the plots and leaves the rest. The results
+// file is committed beside the report it is written from (docs/benchmarks.json).
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { OwnedChild } from '../../test/support/owned-child.js';
@@ -23,7 +24,7 @@ import { runStep } from './run-step.js';
 import { planSteps, stepCommand } from './steps.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const USAGE = 'usage: npx tsx bench/suite/main.ts [--quick] [--only id,id] [--results .tmp/bench/results.json]';
+const USAGE = 'usage: npx tsx bench/suite/main.ts [--quick] [--only id,id] [--results docs/benchmarks.json]';
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -31,7 +32,7 @@ async function main(): Promise<number> {
     options: {
       quick: { type: 'boolean', default: false },
       only: { type: 'string' },
-      results: { type: 'string', default: join('.tmp', 'bench', 'results.json') },
+      results: { type: 'string', default: join('docs', 'benchmarks.json') },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -46,7 +47,8 @@ async function main(): Promise<number> {
     values.only?.split(',').map((id) => id.trim()),
   );
   const resultsFile = join(REPO_ROOT, values.results);
-  const outDir = join(dirname(resultsFile), 'out');
+  // Each bench's raw output, for this run only.
+  const outDir = join(REPO_ROOT, '.tmp', 'bench', 'out');
   await mkdir(outDir, { recursive: true });
   const results = await previousResults(resultsFile);
   const note = process.env['BENCH_NOTE']?.trim() ?? '';

@@ -7,15 +7,17 @@ import {
   type AuditSink,
   guardTools,
   principalFromAuthInfo,
+  type GuardQuota,
   type Principal,
-  type QuotaDecider,
+  type ToolResult,
 } from '@quota-service/mcp/v2';
 import { registerApproveTool } from './approve-tool.js';
 import type { HelpDesk } from './help-desk.js';
 
 export interface ReferenceServerDeps {
   desk: HelpDesk;
-  quota: QuotaDecider;
+  /** The quota client: allow(), and reserve() and acquire() for the bulk tool's settlement and the in-flight cap. */
+  quota: GuardQuota;
   audit: AuditSink | string;
   /** stdio: the configured principal. HTTP: unset, the bearer token says who calls. */
   principal?: Principal;
@@ -30,6 +32,21 @@ export interface ReferenceServerDeps {
 
 /** Bulk updates touch at most this many tickets per call (the policy's bucket holds 50). */
 const MAX_BULK = 50;
+
+/**
+ * The cap on tool calls in progress per tenant, across every replica (policy
+ * mcp-tool-calls-in-flight, keyed by tenant). A stdio principal without a tenant
+ * has no tenant to count: its calls are not capped (one process, one principal).
+ */
+function inFlightCap(principal: Principal | undefined): { concurrency?: { policy: string } } {
+  return principal !== undefined && principal.tenant === undefined ? {} : { concurrency: { policy: 'mcp-tool-calls-in-flight' } };
+}
+
+/** The tickets bulk_update_tickets really updated, from its result. */
+function ticketsUpdated(result: ToolResult): number | undefined {
+  const updated = (result.structuredContent as { updated?: unknown } | undefined)?.updated;
+  return Array.isArray(updated) ? updated.length : undefined;
+}
 
 /** Every scope the server's tools and resources ask for: the protected resource metadata lists them. */
 export const REFERENCE_SCOPES = ['tickets:read', 'tickets:write', 'customers:read'];
@@ -55,6 +72,7 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
     ...(deps.approvals === undefined ? {} : { approvalTokens: deps.approvals }),
     ...(deps.logger === undefined ? {} : { logger: deps.logger }),
   });
+  const inFlight = inFlightCap(deps.principal);
 
   guard.registerTool(
     'create_ticket',
@@ -64,7 +82,7 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
       inputSchema: z.object({ title: z.string().min(1).max(200), customerId: z.string().optional() }),
       outputSchema: z.object({ id: z.string(), status: z.string() }),
     },
-    { scopes: ['tickets:write'], quota: { policy: 'mcp-create-ticket', cost: 1, failureMode: 'closed' } },
+    { scopes: ['tickets:write'], quota: { policy: 'mcp-create-ticket', cost: 1, failureMode: 'closed' }, ...inFlight },
     async ({ title, customerId }) => {
       const ticket = deps.desk.createTicket(title, customerId);
       return {
@@ -78,14 +96,20 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
     'bulk_update_tickets',
     {
       title: 'Bulk update tickets',
-      description: `Set the status of up to ${MAX_BULK} tickets. Costs one quota unit per ticket (policy mcp-bulk-tickets).`,
+      description: `Set the status of up to ${MAX_BULK} tickets. Costs one quota unit per ticket really updated (policy mcp-bulk-tickets): one per id is reserved, and what was not updated is given back.`,
       inputSchema: z.object({ ticketIds: z.array(z.string().min(1)).min(1).max(MAX_BULK), status: z.enum(['open', 'pending', 'closed']) }),
+      outputSchema: z.object({ updated: z.array(z.string()), missing: z.array(z.string()) }),
     },
-    { scopes: ['tickets:write'], quota: { policy: 'mcp-bulk-tickets', cost: ({ ticketIds }) => ticketIds.length } },
+    {
+      scopes: ['tickets:write'],
+      // Reserve one unit per id, settle one per ticket updated: unknown ids cost nothing.
+      quota: { policy: 'mcp-bulk-tickets', estimate: ({ ticketIds }) => ticketIds.length, actual: ticketsUpdated },
+      ...inFlight,
+    },
     async ({ ticketIds, status }) => {
       const { updated, missing } = deps.desk.updateStatus(ticketIds, status);
       const text = `Updated ${updated.length} ticket(s) to ${status}.${missing.length > 0 ? ` Not found: ${missing.join(', ')}.` : ''}`;
-      return { content: [{ type: 'text', text }] };
+      return { content: [{ type: 'text', text }], structuredContent: { updated, missing } };
     },
   );
 
@@ -104,6 +128,7 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
       roles: ['agent'],
       approval: { message: ({ customerId }) => `Delete customer record ${customerId}? This cannot be undone.`, signed: deps.approvals !== undefined },
       quota: { policy: 'mcp-sensitive', failureMode: 'closed' },
+      ...inFlight,
     },
     async ({ customerId }) => {
       const deleted = deps.desk.deleteCustomer(customerId);

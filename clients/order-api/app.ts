@@ -4,10 +4,10 @@ import type { Logger } from 'pino';
 import { clientIpResolver } from '@quota-service/http';
 import { fastifyRateLimit } from '@quota-service/http/fastify';
 import type { QuotaClient } from '@quota-service/client';
-import { ConcurrencyLimit } from './concurrency-limit.js';
 import type { Authentication, Credentials, Principal } from './credentials.js';
 import { errorReply, notFound } from './error-replies.js';
 import { IdempotencyStore } from './idempotency.js';
+import { inFlightLease } from './in-flight-lease.js';
 import type { OrderStore } from './order-store.js';
 import { OrderApiLogController } from './request-logging.js';
 
@@ -22,8 +22,12 @@ export interface OrderApiOptions {
   ipPolicy?: string;
   /** Proxies whose X-Forwarded-For is believed (proxy-addr syntax). Default none. */
   trustedProxies?: string[];
-  /** Orders processed at once; more get 503. Default 64. */
-  maxInFlight?: number;
+  /**
+   * Policy of the cap on orders in progress per tenant, across every replica (a
+   * `concurrency` limit): each order holds a lease until its response ends; over
+   * the cap: 429. Default "orders.in-flight"; false: no cap.
+   */
+  inFlightPolicy?: string | false;
 }
 
 /** Per-request state of the layers, kept off the request object's type. */
@@ -37,8 +41,9 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 /**
  * The reference order service: POST /api/orders, in the layer order of spec
  * 4.1: edge (IP limit for unauthenticated traffic) -> authentication ->
+ * orders in flight per tenant (a lease held until the response ends) ->
  * application limiter (per user) -> business logic (validation, stock check,
- * order creation, Idempotency-Key) inside a concurrency limit.
+ * order creation, Idempotency-Key).
  * GET /api/orders/:id (the 201's Location) goes through the same edge and
  * authentication; reading an order spends nothing of the order limit.
  */
@@ -51,8 +56,8 @@ export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
   const state = new WeakMap<FastifyRequest, RequestState>();
   const stateOf = (request: FastifyRequest) => state.get(request) as RequestState;
   const idempotency = new IdempotencyStore();
-  const concurrency = new ConcurrencyLimit(options.maxInFlight ?? 64);
   const ordersPolicy = options.ordersPolicy ?? 'orders.create';
+  const inFlightPolicy = options.inFlightPolicy ?? 'orders.in-flight';
 
   // 1. Edge: read the credentials (cheap, no business state) and count
   //    requests that do not authenticate against their client IP.
@@ -91,7 +96,23 @@ export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
       return reply.code(422).send({ error: 'idempotency_key_reused', message: 'This Idempotency-Key was used with a different request body.' });
     }
   };
-  // 4. Application limiter: the authenticated user's order bucket.
+  // 4. Orders in progress per tenant, across every replica: a lease taken before
+  //    the rate limits are spent (a full cap costs nothing) and held until the
+  //    response ends, also on errors and client aborts.
+  const inFlight =
+    inFlightPolicy === false
+      ? []
+      : [
+          inFlightLease({
+            quota: options.quota,
+            policy: inFlightPolicy,
+            identify: (request) => {
+              const { user, tenant } = stateOf(request).principal!;
+              return { user, tenant };
+            },
+          }),
+        ];
+  // 5. Application limiter: the authenticated user's order bucket.
   const ordersLimit = fastifyRateLimit({
     client: options.quota,
     policy: ordersPolicy,
@@ -123,17 +144,13 @@ export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
     '/api/orders',
     {
       onRequest: edgeAndAuthentication,
-      preHandler: [replay, ordersLimit],
+      preHandler: [replay, ...inFlight, ordersLimit],
     },
     async (request, reply) => {
       const principal = stateOf(request).principal!;
       const input = validateOrder(request.body);
       if ('error' in input) return reply.code(400).send({ error: 'invalid_request', message: input.error });
 
-      // 5. Concurrency limit around the work that touches stock and orders.
-      if (!concurrency.tryAcquire()) {
-        return reply.code(503).header('Retry-After', '1').send({ error: 'overloaded', message: 'Too many orders in progress; try again in 1 s.' });
-      }
       const key = request.headers['idempotency-key'] as string | undefined;
       const scope = scopeOf(principal);
       try {
@@ -147,8 +164,6 @@ export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
       } catch (error) {
         if (key !== undefined) idempotency.abandon(scope, key);
         throw error;
-      } finally {
-        concurrency.release();
       }
     },
   );

@@ -5,8 +5,8 @@
 //   ORDER_API_ORDERS_POLICY    order policy (user + tenant)  orders.create
 //   ORDER_API_IP_POLICY        unauthenticated IP policy    ip
 //   ORDER_API_TRUSTED_PROXIES  comma-separated proxy-addr list whose X-Forwarded-For is believed  (none)
-//   ORDER_API_MAX_IN_FLIGHT    orders processed at once     64
-//   ORDER_API_ON_UNAVAILABLE   fail_open | fail_closed      fail_closed
+//   ORDER_API_IN_FLIGHT_POLICY orders in progress per tenant, across replicas  orders.in-flight
+//   ORDER_API_ON_UNAVAILABLE   fail_open | fail_closed (rate limits and the in-flight lease)  fail_closed
 //   ORDER_API_DEADLINE_MS      quota call deadline          250
 //   ORDER_API_LOG_LEVEL        pino level; debug logs every request  info
 // Only ORDER_API_* names: the quota service's QUOTA_* variables may be set in the
@@ -20,7 +20,7 @@ export interface OrderApiConfig {
   ordersPolicy: string;
   ipPolicy: string;
   trustedProxies: string[];
-  maxInFlight: number;
+  inFlightPolicy: string;
   onUnavailable: 'fail_open' | 'fail_closed';
   deadlineMs: number;
   logLevel: string;
@@ -44,7 +44,7 @@ export function loadOrderApiConfig(env: NodeJS.ProcessEnv): OrderApiConfig {
       .split(',')
       .map((s) => s.trim())
       .filter((s) => s !== ''),
-    maxInFlight: positiveInteger('ORDER_API_MAX_IN_FLIGHT', env.ORDER_API_MAX_IN_FLIGHT ?? '64'),
+    inFlightPolicy: env.ORDER_API_IN_FLIGHT_POLICY ?? 'orders.in-flight',
     onUnavailable,
     deadlineMs: positiveInteger('ORDER_API_DEADLINE_MS', env.ORDER_API_DEADLINE_MS ?? '250'),
     logLevel: env.ORDER_API_LOG_LEVEL ?? 'info',

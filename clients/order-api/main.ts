@@ -24,6 +24,8 @@ async function main(): Promise<void> {
     address: config.quotaAddress,
     deadlineMs: config.deadlineMs,
     onUnavailable: config.onUnavailable,
+    // The operator's one choice applies to the in-flight lease too (the client's default for leases is fail_closed).
+    leaseOnUnavailable: config.onUnavailable,
     logger: logger.child({ component: 'quota-client' }),
   });
   const app = buildOrderApi({
@@ -34,7 +36,7 @@ async function main(): Promise<void> {
     ordersPolicy: config.ordersPolicy,
     ipPolicy: config.ipPolicy,
     trustedProxies: config.trustedProxies,
-    maxInFlight: config.maxInFlight,
+    inFlightPolicy: config.inFlightPolicy,
   });
   await app.listen({ host: config.host, port: config.port }).catch((error: NodeJS.ErrnoException) => {
     throw new Error(`ORDER_API_ADDR: cannot listen on ${config.host}:${config.port}: ${LISTEN_ERRORS[error.code ?? ''] ?? error.message}`);

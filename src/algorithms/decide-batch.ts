@@ -88,8 +88,9 @@ const LIMIT_BYTES = 1 + 4 * 8;
  * decided at (a double), then per call of the group one record:
  * - kind 0 or 1, a decision: that byte is all_allowed, then per limit
  *   allowed (a byte) and retry_after_ms, remaining, reset_after_ms, delay_ms (doubles);
- * - kind 2, a 4-byte length and a text: 'remembered', or 'replay' and a
- *   replayed decision's fields, separated by one space;
+ * - kind 2, a 4-byte length and a text: 'remembered', 'replay' and a
+ *   replayed decision's fields, or 'settle' and a settlement's (mode
+ *   'settle'), separated by one space;
  * - kind 3, a 4-byte length and the text of its error;
  * - kind 4 (a node batch), a 4-byte length and why the node did not run it.
  * Back to each call's own reply, as the call alone would have answered it
@@ -133,8 +134,8 @@ export function splitBatchReply(reply: unknown, { groups }: BatchCall): unknown[
         const text = reply.toString('utf8', at + 5, end);
         if (kind === KIND_ERROR) replies.push(new ReplyError(asRedisError(text)));
         else if (kind === KIND_ELSEWHERE) replies.push(new NotRunHere(text));
-        else if (text === 'remembered' || text === 'replay' || text.startsWith('replay ')) replies.push(text.split(' '));
-        else return malformed(`the text at byte ${at} is neither 'remembered' nor a replay`);
+        else if (text === 'remembered' || text === 'replay' || text.startsWith('replay ') || text.startsWith('settle ')) replies.push(text.split(' '));
+        else return malformed(`the text at byte ${at} is neither 'remembered', a replay nor a settlement`);
         at = end;
       } else {
         return malformed(`byte ${at} is no record kind (${kind ?? 'the reply ends'})`);

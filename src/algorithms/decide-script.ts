@@ -1,4 +1,4 @@
-import { algorithms, type Algorithm, type DecideMode, type DecideOptions, type LimitCall, type Memo } from '@quota-service/core';
+import { algorithms, type Algorithm, type DecideMode, type DecideOptions, type LimitCall, type Memo, overrideKeyOf } from '@quota-service/core';
 import { luaScripts } from '../gen/lua-scripts.js';
 
 /**
@@ -16,7 +16,7 @@ export const DECIDE_SCRIPT_NAME = 'quotaDecide';
  */
 export const textLua = luaScripts['text.lua'];
 
-/** An algorithm's Lua chunk (src/algorithms/<name>/<name>.lua), defining A.<name> and R.<name>. */
+/** An algorithm's Lua chunk (src/algorithms/<name>/<name>.lua), defining A.<name>, R.<name> (refund), C.<name> (charge) and a lease algorithm's L.<name>. */
 export function algorithmLua(algorithm: Algorithm<unknown>): string {
   const folder = algorithm.name.replaceAll('_', '-');
   const path = `${folder}/${folder}.lua`;
@@ -24,10 +24,13 @@ export function algorithmLua(algorithm: Algorithm<unknown>): string {
   return luaScripts[path as keyof typeof luaScripts];
 }
 
+/** The tables the algorithm files fill: decisions, refunds, charges and lease operations (decide.lua). */
+export const ALGORITHM_TABLES = 'local A, R, C, L = {}, {}, {}, {}';
+
 export const decideLua = [
-  'local A, R = {}, {}',
+  ALGORITHM_TABLES,
   textLua,
-  // define(name) runs one algorithm's file, defining A.<name> and R.<name>, and
+  // define(name) runs one algorithm's file, defining A.<name>, R.<name> and C.<name>, and
   // the driver calls it once per algorithm the call uses: defining all six
   // decisions and refunds on every call cost Redis CPU on each decision
   // (docs/benchmarks.md). Each file sits in its own branch, so its file-level
@@ -36,7 +39,13 @@ export const decideLua = [
   ...Object.values(algorithms).map((algorithm, i) => `${i === 0 ? 'if' : 'elseif'} name == '${algorithm.name}' then\n${algorithmLua(algorithm)}`),
   'end',
   'end',
+  luaScripts['override-guard.lua'],
+  // The driver: its state and helpers, mode 'settle', the decision of one call, then the entry
+  // (one call or a batch); decide.lua documents the protocol.
+  luaScripts['driver-state.lua'],
+  luaScripts['settle.lua'],
   luaScripts['decide.lua'],
+  luaScripts['entry.lua'],
 ].join('\n');
 
 /**
@@ -52,23 +61,39 @@ export const nodeBatchLua = `#!lua flags=allow-cross-slot-keys\n${decideLua}`;
 export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, nowMs?: number, options: DecideOptions = {}): ScriptCall {
   const { spentAtMs, memo } = options;
   if (mode === 'refund' && spentAtMs === undefined) throw new Error('refund needs the time of the spend');
+  const settles = mode === 'settle';
+  if (settles && (memo === undefined || options.actualCost === undefined)) throw new Error('settle needs the memo and the actual cost');
   const keys: string[] = [];
   const args = [
     mode,
     nowMs === undefined ? '' : String(nowMs),
     String(calls.length),
-    spentAtMs === undefined ? '' : String(spentAtMs),
+    // 'settle': the place (1-based) of the first call's limit among the request's limits.
+    settles ? String((options.memoIndex ?? 0) + 1) : spentAtMs === undefined ? '' : String(spentAtMs),
     memo === undefined ? '' : String(memo.ttlMs),
-    memo?.claim ? 'claim' : '',
+    settles ? String(options.actualCost) : memo?.claim ? 'claim' : '',
+    // Every call of a request carries a guard, or none does (src/engine/applied-limits.ts).
+    calls[0]?.guard === undefined ? '' : String(calls[0].guard.generation),
   ];
-  for (const { limit, identityKey, cost, checkOnly } of calls) {
+  for (const call of calls) {
+    const { limit, identityKey, cost, checkOnly } = call;
     const limitKeys = limit.algorithm.scriptKeys(identityKey, limit.params);
-    const limitArgs = limit.algorithm.scriptArgs(limit.params, cost);
+    const limitArgs = limit.algorithm.scriptArgs(limit.params, cost, call.lease);
     keys.push(...limitKeys);
     // A check-only call: its algorithm's name ends in '?' (decide.lua).
     args.push(checkOnly ? `${limit.algorithm.name}?` : limit.algorithm.name, String(limitKeys.length), String(limitArgs.length), ...limitArgs);
   }
   if (memo !== undefined) keys.push(memo.key);
+  const first = calls[0]?.guard;
+  if (first !== undefined) {
+    // The generation of the first call's slot: a script call's keys share one slot.
+    keys.push(first.generationKey);
+    for (const { guard, identityKey } of calls) {
+      if (guard === undefined) throw new Error('every limit call of a guarded request needs a guard');
+      keys.push(overrideKeyOf(identityKey));
+      args.push(guard.stamp, String(guard.wildcardExpiresAtMs));
+    }
+  }
   return { keys, args };
 }
 
@@ -80,5 +105,5 @@ export interface ScriptCall {
 
 /** KEYS and ARGV that store `value` as the remembered decision ('' forgets it). */
 export function rememberArguments(memo: Memo, value: string): ScriptCall {
-  return { keys: [memo.key], args: ['remember', '', '0', '', String(memo.ttlMs), value] };
+  return { keys: [memo.key], args: ['remember', '', '0', '', String(memo.ttlMs), value, ''] };
 }

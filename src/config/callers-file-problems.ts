@@ -32,7 +32,7 @@ function ordinal(n: number): string {
 }
 
 /** The fields a caller may have: the only path segments and keys a message prints as they are. */
-const CALLER_FIELDS = new Set(['token', 'token_sha256', 'policies', 'domains']);
+const CALLER_FIELDS = new Set(['token', 'token_sha256', 'policies', 'domains', 'roles']);
 
 /**
  * Issues whose zod message repeats nothing of the input (the schema's own
@@ -55,7 +55,9 @@ export function describeCallerIssues(issues: readonly z.core.$ZodIssue[]): strin
     if (at !== '' && fields.has(at)) continue;
     fields.add(at);
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) lines.push(`${at}unknown field (${shortSha256(key)}): a caller has token or token_sha256, policies and/or domains`);
+      for (const key of issue.keys) {
+        lines.push(`${at}unknown field (${shortSha256(key)}): a caller has token or token_sha256, policies and/or domains, and optionally roles`);
+      }
     } else {
       lines.push(`${at}${PLAIN_ISSUES.has(issue.code) ? issue.message : 'invalid value'}`);
     }

@@ -19,7 +19,14 @@ import { type CallerPlace, describeCaller, describeCallerIssues, shortSha256 } f
  *     envoy:
  *       token_sha256: 2c26b4...
  *       domains: [edge]           # Envoy's rate limit service: the domains it may ask about (['*'] for all)
+ *     support:
+ *       token_sha256: 4b2c1e...
+ *       policies: ['*']
+ *       roles: [admin]            # may also call QuotaAdminService
  */
+export const CALLER_ROLES = ['admin'] as const;
+export type CallerRole = (typeof CALLER_ROLES)[number];
+
 const callerSchema = z
   .strictObject({
     token: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -44,9 +51,12 @@ const callerSchema = z
       .optional(),
     // Envoy's rate limit service (ShouldRateLimit): the domains this caller may ask about.
     domains: z.array(z.string().min(1)).min(1, 'list the domains this caller may ask about, or ["*"] for all').optional(),
+    /** Extra rights: `admin` may call QuotaAdminService (reset, overrides, validate). */
+    roles: z.array(z.enum(CALLER_ROLES, { error: `must be one of ${CALLER_ROLES.map((r) => `"${r}"`).join(', ')}` })).optional(),
   })
   .refine((c) => (c.token === undefined) !== (c.token_sha256 === undefined), { message: 'give exactly one of token, token_sha256', path: ['token'] })
-  .refine((c) => c.policies !== undefined || c.domains !== undefined, {
+  // An admin-only caller (roles: [admin], for the admin API alone) needs neither.
+  .refine((c) => c.policies !== undefined || c.domains !== undefined || c.roles?.includes('admin') === true, {
     message: 'list the policies this caller may use (or ["*"]), the rate limit domains it may ask about, or both',
     path: ['policies'],
   });
@@ -60,6 +70,8 @@ export interface Caller {
   readonly policies: ReadonlySet<string> | undefined;
   /** Domains of Envoy's rate limit service this caller may ask about; undefined means all, empty means none. */
   readonly domains: ReadonlySet<string> | undefined;
+  /** Its roles: `admin` may call the admin API. */
+  readonly roles: ReadonlySet<CallerRole>;
 }
 
 /** Looks callers up by the SHA-256 of the token they present; no token is kept in memory. */
@@ -112,7 +124,7 @@ export function parseCallers(text: string, source = 'callers'): CallerRegistry {
       problems.push(`${label} has the same token as ${describeCaller(first.place)}`);
       continue;
     }
-    // No policies listed: none (a caller for the rate limit service only); likewise no domains.
+    // No policies listed: none (a caller for the rate limit service, or the admin API, only); likewise no domains.
     const policies = parsed.data.policies ?? [];
     const domains = parsed.data.domains ?? [];
     byHash.set(hash, {
@@ -121,6 +133,7 @@ export function parseCallers(text: string, source = 'callers'): CallerRegistry {
         name: place.name,
         policies: policies.includes('*') ? undefined : new Set(policies),
         domains: domains.includes('*') ? undefined : new Set(domains),
+        roles: new Set(parsed.data.roles ?? []),
       }),
     });
   }

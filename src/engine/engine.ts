@@ -1,10 +1,9 @@
 import {
+  asError,
   decisionOf,
+  StoreUnavailableError,
   limitCalls,
   requestMemo,
-  statuses,
-  validatePeek,
-  validateRequest,
   type AllowInput,
   type Decision,
   type GroupDecision,
@@ -15,26 +14,46 @@ import {
   type PeekInput,
   type Policy,
   type PolicySet,
+  type SettleInput,
   type SourcelessDecision,
   type ValidRequest,
 } from '@quota-service/core';
 import { createLogger } from '../logger.js';
 import { StoreFailurePolicy } from './failure.js';
+import { isStaleOverrides, type OverrideView } from '../overrides/override.js';
 import type { QuotaStore } from '../store/store.js';
-import { spendInPhases, type PhasedRequest } from './phased-spend.js';
-import { peekAcrossSlots, slotGroups, spendAcrossSlots, type SlotGroups } from './slot-groups.js';
+import { spendInPhases } from './phased-spend.js';
+import { type CallsDecision, chargeCalls, decideCalls } from './decide-calls.js';
+import { peekQuota } from './peek-quota.js';
+import { callsOf, type Indexed, phasedOf, type Prepared, prepareRequest, STALE_RETRIES } from './prepared.js';
+import { slotGroups, spendAcrossSlots, type SlotGroups } from './slot-groups.js';
+import { type LeaseEvents, Leases } from './leases.js';
+import { settleReservation, type Settled } from './settle.js';
 
 export interface QuotaEngineOptions {
   /** Timeout budget, circuit breaker and failure modes around the store call. */
   failure?: StoreFailurePolicy;
+  /** Runtime overrides as this replica sees them (src/overrides); none when absent. */
+  overrides?: OverrideView;
   /** Told of every decision and how long it took (metrics). */
   onDecision?: (policy: string, decision: Decision, seconds: number) => void;
+  /** Told of leases acquired, renewed and released (metrics). */
+  leaseEvents?: LeaseEvents;
+  /** Told of every new reservation: an allowed Allow with a request_id, decided by the store (not a replay). */
+  onReserve?: (policy: string, estimate: number) => void;
+  /** Told of every settlement answered (metrics). */
+  onSettle?: (policy: string, settled: Settled) => void;
 }
 
 /** The decision: policy -> limits -> keys -> store call -> result. Transport-free. */
 export class QuotaEngine {
   readonly failure: StoreFailurePolicy;
   private readonly onDecision: QuotaEngineOptions['onDecision'];
+  private readonly onReserve: QuotaEngineOptions['onReserve'];
+  private readonly onSettle: QuotaEngineOptions['onSettle'];
+  private readonly overrides: OverrideView | undefined;
+  /** Release and Renew of concurrency leases (src/engine/leases.ts). */
+  readonly leases: Leases;
 
   constructor(
     private policies: PolicySet,
@@ -45,7 +64,11 @@ export class QuotaEngine {
     // busy machine does not turn a slow answer into a failure-mode decision.
     this.failure = options.failure ?? new StoreFailurePolicy({ timeoutMs: 1_000, breakerFailures: 5, halfOpenAfterMs: 1_000, logger: createLogger('silent') });
     this.onDecision = options.onDecision;
+    this.onReserve = options.onReserve;
+    this.onSettle = options.onSettle;
+    this.overrides = options.overrides;
     this.failure.timeCallsOf(store);
+    this.leases = new Leases(() => this.policies, store, this.failure, this.overrides, options.leaseEvents);
   }
 
   /**
@@ -128,8 +151,8 @@ export class QuotaEngine {
     for (const [partition, entries] of run) {
       const together = this.failure.decideTogether(
         phased
-          ? () => spendInPhases(this.store, entries.map(phasedOf)).then((answers) => answers.map((answer, j) => decisionFromOutcomes(entries[j]!, answer)))
-          : () => this.store.decideGroups(entries.map(callsOf), 'spend').then((answers) => answers.map((answer, j) => decisionFrom(entries[j]!, answer))),
+          ? () => spendInPhases(this.store, entries.map(phasedOf)).then((answers) => this.decisionsFrom(entries, answers))
+          : () => this.store.decideGroups(entries.map(callsOf), 'spend').then((answers) => this.decisionsFrom(entries, answers)),
         {
           count: entries.length,
           policy: (j) => entries[j]!.prepared.request.policy,
@@ -161,32 +184,82 @@ export class QuotaEngine {
     );
   }
 
-  /** A request, validated, with its store calls, their slot groups and the partition its first reservation goes to. */
+  /**
+   * The answers of requests decided together (decideRun): each its decision,
+   * or its error; a request the store found with a stale view of the overrides
+   * is decided again on its own once they are read again (decideFresh).
+   * `answers`: one decideGroups' (a GroupDecision each) or spendInPhases'
+   * (the outcomes each).
+   */
+  private decisionsFrom(
+    entries: readonly Indexed[],
+    answers: Array<GroupDecision | LimitOutcome[] | Error>,
+  ): Array<SourcelessDecision | Error> | Promise<Array<SourcelessDecision | Error>> {
+    const decisions = new Array<SourcelessDecision | Error>(answers.length);
+    let again: Array<Promise<unknown>> | undefined;
+    for (let j = 0; j < answers.length; j++) {
+      const answer = answers[j]!;
+      const entry = entries[j]!;
+      if (isStaleOverrides(answer)) {
+        again ??= [];
+        again.push(
+          this.refreshed(entry.prepared, answer, 0).then(
+            (decision) => (decisions[j] = decision),
+            (error: unknown) => (decisions[j] = asError(error)),
+          ),
+        );
+      } else if (answer instanceof Error) decisions[j] = answer;
+      else decisions[j] = decisionOf(entry.prepared.limits, Array.isArray(answer) ? answer : answer.outcomes);
+    }
+    return again === undefined ? decisions : Promise.all(again).then(() => decisions);
+  }
+
   private prepare(input: AllowInput): Prepared {
-    const request = validateRequest(this.policies, input);
-    const calls = limitCalls(request.policy.limits, request);
-    // Computed once per request: the breaker's partition, the memo's place and the spend all follow it.
-    const groups = slotGroups(this.store, calls);
-    return { request, calls, groups, partition: firstPartition(this.store, calls, groups) };
+    return prepareRequest(this.policies, this.store, this.overrides, input);
+  }
+
+  /** The decision on the shared store; once more (at most STALE_RETRIES times) after reading the overrides again when the view was stale. */
+  private decideFresh(prepared: Prepared): Promise<SourcelessDecision> {
+    const { request, limits, calls, groups } = prepared;
+    const decided = this.decideOn(this.store, request, limits, calls, groups, this.reserved(request));
+    return this.overrides?.refresh === undefined ? decided : decided.then(undefined, (error: unknown) => this.retryStale(prepared, error, 0));
+  }
+
+  private retryStale(prepared: Prepared, error: unknown, attempt: number): Promise<SourcelessDecision> {
+    if (!isStaleOverrides(error)) return Promise.reject(error);
+    // Still behind after reading them again: the store's overrides keep changing, not a bug.
+    if (attempt >= STALE_RETRIES) return Promise.reject(new StoreUnavailableError(error));
+    return this.refreshed(prepared, error, attempt);
+  }
+
+  /** Reads the overrides of `prepared`'s identity again, then decides it anew. */
+  private refreshed(prepared: Prepared, error: Error, attempt: number): Promise<SourcelessDecision> {
+    return this.overrides!.refresh!(prepared.calls, prepared.request.identityValues, error).then(() => {
+      const again = this.prepare(prepared.input);
+      return this.decideOn(this.store, again.request, again.limits, again.calls, again.groups, this.reserved(again.request)).then(undefined, (next: unknown) =>
+        this.retryStale(again, next, attempt + 1),
+      );
+    });
   }
 
   private decidePrepared<R>(prepared: Prepared, map?: (decision: Decision) => R): Promise<R | Decision> {
-    const { request, calls, groups } = prepared;
+    const { request } = prepared;
     const onDecision = this.onDecision;
     const started = onDecision === undefined ? 0 : performance.now();
     const after =
-      onDecision === undefined
+      onDecision === undefined && request.requestId === ''
         ? map
         : (decision: Decision) => {
-            onDecision(request.policy.name, decision, (performance.now() - started) / 1000);
+            onDecision?.(request.policy.name, decision, (performance.now() - started) / 1000);
+            if (decision.leaseExpiresInMs !== undefined) this.leases.acquired(request, decision);
             return map === undefined ? decision : map(decision);
           };
     // The store call starts synchronously from here (no await before it): the
     // requests of one AllowBatch reach the store in the same turn.
     return this.failure.decide(
       request.policy,
-      // The shared store applies the policy's own limits: the calls built above serve as they are.
-      () => this.decideOn(this.store, request, request.policy.limits, calls, groups),
+      // The shared store applies the limits as they apply to this identity: the calls built above serve as they are.
+      () => this.decideFresh(prepared),
       (store, scale) => this.onStore(prepared, store, scale),
       prepared.partition,
       after,
@@ -195,7 +268,8 @@ export class QuotaEngine {
 
   /** The request on `store` with its limits scaled: the failure mode 'local'. */
   private onStore(prepared: Prepared, store: QuotaStore, scale: (limit: Limit) => Limit): Promise<SourcelessDecision> {
-    const scaled = prepared.request.policy.limits.map(scale);
+    // This instance's share of the limits as they apply to the identity (plan, override as last seen).
+    const scaled = prepared.limits.map(scale);
     const scaledCalls = limitCalls(scaled, prepared.request);
     return this.decideOn(store, prepared.request, scaled, scaledCalls, slotGroups(store, scaledCalls));
   }
@@ -211,65 +285,48 @@ export class QuotaEngine {
     limits: readonly Limit[],
     calls: readonly LimitCall[],
     groups: SlotGroups,
+    onReserved?: () => void,
   ): Promise<SourcelessDecision> {
     // All or nothing: one store call when the keys share a slot (or the store has none), else reserve and refund.
-    return spendAcrossSlots(store, calls, requestMemo(request, groups[0]?.[0]), groups, (outcomes) => decisionOf(limits, outcomes));
+    return spendAcrossSlots(store, calls, requestMemo(request, groups[0]?.[0]), groups, (outcomes) => decisionOf(limits, outcomes), onReserved);
   }
 
-  /**
-   * An ad hoc set of limits, each call with its own key and cost (Envoy's
-   * rate limit service: one call per descriptor that matched a rule), decided
-   * all or nothing like a policy's limits, with the store budget `timeoutMs`
-   * (the default one when absent), the circuit breaker and `policy`'s failure
-   * mode. `policy` names the set for the failure mode and metrics; its limits
-   * are not read. Answers the decision and, when a store decided (the shared
-   * one, or the local limiter), each call's outcome in the order of `calls`.
-   * Validating the calls is the caller's job: every cost must be one its
-   * limit can grant.
-   */
+  /** With a request id and a listener: what tells it of a new reservation of `request`. */
+  private reserved(request: ValidRequest): (() => void) | undefined {
+    const onReserve = this.onReserve;
+    return request.requestId === '' || onReserve === undefined ? undefined : () => onReserve(request.policy.name, request.cost);
+  }
+
+  /** Settle: gives back or charges the difference between a reservation's estimate and its actual cost, once (src/engine/settle.ts). */
+  settle(input: SettleInput): Promise<Settled> {
+    const settled = settleReservation(this.store, this.failure, this.policies, input, this.overrides);
+    const onSettle = this.onSettle;
+    return onSettle === undefined
+      ? settled
+      : settled.then((result) => {
+          onSettle(input.policy, result);
+          return result;
+        });
+  }
+
+  /** An ad hoc set of limit calls decided all or nothing (decideCalls): Envoy's rate limit service. */
   decideCalls(policy: Policy, calls: readonly LimitCall[], timeoutMs?: number): Promise<CallsDecision> {
-    try {
-      const limits = calls.map((call) => call.limit);
-      const groups = slotGroups(this.store, calls);
-      // The outcomes the decision was made of, per store: a late answer of the
-      // shared store after its budget (the failure mode decided) is not read.
-      let fromShared: readonly LimitOutcome[] | undefined;
-      let fromLocal: readonly LimitOutcome[] | undefined;
-      return this.failure.decide(
-        policy,
-        () =>
-          spendAcrossSlots(this.store, calls, undefined, groups, (outcomes) => {
-            fromShared = outcomes;
-            return decisionOf(limits, outcomes);
-          }),
-        (store, scale) => {
-          const scaled = calls.map((call) => ({ ...call, limit: scale(call.limit) }));
-          return spendAcrossSlots(store, scaled, undefined, slotGroups(store, scaled), (outcomes) => {
-            fromLocal = outcomes;
-            return decisionOf(
-              scaled.map((call) => call.limit),
-              outcomes,
-            );
-          });
-        },
-        firstPartition(this.store, calls, groups),
-        // Not told to onDecision (Allow's metrics): the door counts its own.
-        (decision) => ({ decision, outcomes: decision.source === 'store' ? fromShared : decision.source === 'local' ? fromLocal : undefined }),
-        timeoutMs,
-      );
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return decideCalls(this.store, this.failure, policy, calls, timeoutMs);
   }
 
-  /** GetQuota: every limit's status now, spending nothing and writing nothing. */
-  async getQuota(input: PeekInput): Promise<LimitStatus[]> {
-    const request = validatePeek(this.policies, input);
-    const limits = request.policy.limits;
-    const calls = limitCalls(limits, request);
-    // The budget and breaker of decisions: an unreachable store answers UNAVAILABLE within the budget.
-    const groups = slotGroups(this.store, calls);
-    return statuses(limits, await this.failure.peek(() => peekAcrossSlots(this.store, calls, groups), firstPartition(this.store, calls, groups)));
+  /** Limit calls spent without a check, into debt if need be (chargeCalls): Envoy's charges after the response. */
+  chargeCalls(calls: readonly LimitCall[], timeoutMs?: number): Promise<LimitOutcome[]> {
+    return chargeCalls(this.store, this.failure, calls, timeoutMs);
+  }
+
+  /** GetQuota: every limit's status now, spending nothing and writing nothing (peekQuota). */
+  getQuota(input: PeekInput): Promise<LimitStatus[]> {
+    return peekQuota(this.policies, this.store, this.failure, this.overrides, input);
+  }
+
+  /** The policies in force now (the admin API validates against them). */
+  get policySet(): PolicySet {
+    return this.policies;
   }
 
   /**
@@ -283,44 +340,4 @@ export class QuotaEngine {
   listPolicies(): Policy[] {
     return [...this.policies.values()];
   }
-}
-
-/** QuotaEngine.decideCalls' answer. */
-export interface CallsDecision {
-  decision: Decision;
-  /** Per call its outcome, when a store decided (source store or local); undefined under fail_open and fail_closed. */
-  outcomes: readonly LimitOutcome[] | undefined;
-}
-
-/** A request ready for the store (QuotaEngine.prepare). */
-interface Prepared {
-  request: ValidRequest;
-  calls: LimitCall[];
-  groups: SlotGroups;
-  /** Undefined on a store of one part. */
-  partition: string | undefined;
-}
-
-/** A prepared request and its place in the batch (allowEach). */
-interface Indexed {
-  index: number;
-  prepared: Prepared;
-}
-
-const callsOf = (entry: Indexed): LimitCall[] => entry.prepared.calls;
-const phasedOf = (entry: Indexed): PhasedRequest => entry.prepared;
-
-/** The partition the first reservation goes to (slot order, src/engine/slot-groups.ts): its breaker and budget apply. */
-function firstPartition(store: QuotaStore, calls: readonly LimitCall[], groups: SlotGroups): string | undefined {
-  return store.partitionOf?.(calls[groups[0]?.[0] ?? 0]?.identityKey ?? '');
-}
-
-/** The store's answer for one request decided together: its decision, or the error its call failed with. */
-function decisionFrom(entry: Indexed, answer: GroupDecision | Error): SourcelessDecision | Error {
-  return answer instanceof Error ? answer : decisionOf(entry.prepared.request.policy.limits, answer.outcomes);
-}
-
-/** The outcomes of one request decided in phases as its decision, or the error it failed with. */
-function decisionFromOutcomes(entry: Indexed, answer: LimitOutcome[] | Error): SourcelessDecision | Error {
-  return answer instanceof Error ? answer : decisionOf(entry.prepared.request.policy.limits, answer);
 }

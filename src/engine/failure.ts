@@ -1,18 +1,8 @@
-import {
-  asError,
-  StoreUnavailableError,
-  systemClock,
-  type Clock,
-  type Decision,
-  type DecisionSource,
-  type Limit,
-  type Policy,
-  type SourcelessDecision,
-} from '@quota-service/core';
+import { asError, StoreUnavailableError, type Clock, type Decision, type Limit, type Policy, type SourcelessDecision } from '@quota-service/core';
 import type { Logger } from '../logger.js';
 import { CircuitBreaker, CircuitOpenError, type CircuitStateName } from './circuit-breaker.js';
 import { StoreTimeoutError, TurnDeadlines, type SilenceProbe } from './deadline.js';
-import { MemoryStore } from '../store/memory.js';
+import { FailureModes, stamped } from './failure-modes.js';
 import type { QuotaStore } from '../store/store.js';
 
 /** Why the store could not decide: for metrics (quota_store_failures_total{kind}). */
@@ -72,8 +62,7 @@ export interface TogetherRequests<R> {
  * not and propagates.
  */
 export class StoreFailurePolicy {
-  private readonly localStore: MemoryStore;
-  private readonly scaledLimits = new WeakMap<Limit, Limit>();
+  private readonly modes: FailureModes;
   /** One breaker per store partition (a cluster shard's master; the whole store on one node). */
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly deadlines: TurnDeadlines;
@@ -85,7 +74,7 @@ export class StoreFailurePolicy {
 
   constructor(private readonly options: StoreFailureOptions) {
     this.deadlines = new TurnDeadlines(options.timeoutMs, () => this.silence);
-    this.localStore = new MemoryStore(options.clock);
+    this.modes = new FailureModes(options.halfOpenAfterMs, options.clock);
   }
 
   /**
@@ -109,7 +98,7 @@ export class StoreFailurePolicy {
 
   /** Keys held by the local limiter (for the state-keys metric). */
   localKeyCount(): number {
-    return this.localStore.space.keys((this.options.clock ?? systemClock).now()).length;
+    return this.modes.localKeyCount();
   }
 
   private breakerFor(partition: string): CircuitBreaker {
@@ -202,9 +191,10 @@ export class StoreFailurePolicy {
    * and circuit breaker as a decision. When the store cannot answer (silent
    * past the budget, unreachable, or the circuit open) it rejects with
    * StoreUnavailableError at once, never after the driver's own timeout.
+   * `timeoutMs`: a budget of its own for this call (as decide's).
    */
-  peek<T>(fromStore: () => Promise<T>, partition = DEFAULT_PARTITION): Promise<T> {
-    const deadline = this.deadlines.start();
+  peek<T>(fromStore: () => Promise<T>, partition = DEFAULT_PARTITION, timeoutMs?: number): Promise<T> {
+    const deadline = (timeoutMs === undefined ? this.deadlines : this.deadlinesOf(timeoutMs)).start();
     const breaker = this.breakerFor(partition);
     return deadline
       .race(
@@ -310,38 +300,11 @@ export class StoreFailurePolicy {
     this.options.events?.storeFailure(kind);
     // 'error': the caller hears of the store's trouble (UNAVAILABLE) instead of a decision.
     if (policy.failure.mode === 'error') throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError(error);
-    return this.fallback(policy, onStore);
-  }
-
-  private async fallback(policy: Policy, onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>): Promise<Decision> {
-    switch (policy.failure.mode) {
-      case 'error':
-        throw new StoreUnavailableError(new Error('the store could not decide'));
-      case 'fail_open':
-        return { allowed: true, retryAfterMs: 0, deniedBy: '', limits: [], delayMs: 0, source: 'fail_open' };
-      case 'fail_closed':
-        // No gRPC error: a denial the caller already knows how to handle. The
-        // next probe of the store is the earliest a retry can find it back.
-        return { allowed: false, retryAfterMs: this.options.halfOpenAfterMs, deniedBy: '', limits: [], delayMs: 0, source: 'fail_closed' };
-      case 'local': {
-        const share = policy.failure.localShare;
-        const decision = await onStore(this.localStore, (limit) => this.scaled(limit, share));
-        return stamped(decision, 'local');
-      }
-    }
-  }
-
-  private scaled(limit: Limit, share: number): Limit {
-    let scaled = this.scaledLimits.get(limit);
-    if (scaled === undefined) {
-      scaled = Object.freeze({ ...limit, params: limit.algorithm.scaleParams(limit.params, share) });
-      this.scaledLimits.set(limit, scaled);
-    }
-    return scaled;
+    return this.modes.decide(policy, onStore);
   }
 
   async close(): Promise<void> {
-    await this.localStore.close();
+    await this.modes.close();
   }
 }
 
@@ -353,21 +316,4 @@ function failureKind(error: unknown): StoreFailureKind | undefined {
   if (error instanceof CircuitOpenError) return 'circuit_open';
   if (error instanceof StoreUnavailableError) return 'error';
   return undefined;
-}
-
-/**
- * The decision with its source, built field by field. Not `{ ...decision, source }`:
- * on Node 20 that spread, once per decision, made copies V8 promoted to old space
- * (each then died there, to be reclaimed by a mark-compact) and made the reads of
- * the result slower downstream (metrics, reply mapping); measured with bench/service-path-run.ts.
- */
-function stamped(decision: SourcelessDecision, source: DecisionSource): Decision {
-  return {
-    allowed: decision.allowed,
-    retryAfterMs: decision.retryAfterMs,
-    deniedBy: decision.deniedBy,
-    limits: decision.limits,
-    delayMs: decision.delayMs,
-    source,
-  };
 }

@@ -29,6 +29,11 @@ export function slotGroups(store: QuotaStore, calls: readonly LimitCall[]): Slot
   return [...bySlot.entries()].sort(([a], [b]) => a - b).map(([, group]) => group);
 }
 
+/** The partition the first reservation goes to (slot order): its breaker and budget apply. Undefined on a store of one part. */
+export function firstPartition(store: QuotaStore, calls: readonly LimitCall[], groups: SlotGroups): string | undefined {
+  return store.partitionOf?.(calls[groups[0]?.[0] ?? 0]?.identityKey ?? '');
+}
+
 /**
  * Spends on every limit or on none. Keys in one slot: one script
  * call checks all and writes all or none. Keys across slots (a cluster): each
@@ -55,15 +60,33 @@ export function spendAcrossSlots<R>(
   groups: SlotGroups,
   /** What the caller makes of the outcomes, applied in the same step: no promise of its own per request. */
   then: (outcomes: LimitOutcome[]) => R,
+  /** With `memo`: called when this call made a reservation (allowed, not a replay). */
+  onReserved?: () => void,
 ): Promise<R> {
   const full = memo === undefined ? undefined : { ...memo, count: calls.length, claim: groups.length > 1 };
   // One group (the usual case): the store's answer, without an async frame of its own per request.
-  if (groups.length === 1) return store.decideGroup(calls, 'spend', full === undefined ? {} : { memo: full }).then((decision) => then(decision.outcomes));
-  return spendGroupByGroup(store, calls, groups, full).then(then);
+  if (groups.length === 1) {
+    return store.decideGroup(calls, 'spend', full === undefined ? {} : { memo: full }).then((decision) => {
+      if (onReserved !== undefined && decision.replayed !== true && allAllowed(decision.outcomes)) onReserved();
+      return then(decision.outcomes);
+    });
+  }
+  return spendGroupByGroup(store, calls, groups, full, onReserved).then(then);
+}
+
+function allAllowed(outcomes: readonly LimitOutcome[]): boolean {
+  for (const outcome of outcomes) if (!outcome.allowed) return false;
+  return true;
 }
 
 /** spendAcrossSlots for keys in more than one slot: reserve group by group, refund on a rejection. */
-async function spendGroupByGroup(store: QuotaStore, calls: readonly LimitCall[], groups: SlotGroups, full: Memo | undefined): Promise<LimitOutcome[]> {
+async function spendGroupByGroup(
+  store: QuotaStore,
+  calls: readonly LimitCall[],
+  groups: SlotGroups,
+  full: Memo | undefined,
+  onReserved: (() => void) | undefined,
+): Promise<LimitOutcome[]> {
   const outcomes: LimitOutcome[] = [];
   const pick = (group: readonly number[]) => group.map((i) => calls[i]!);
   const place = (group: readonly number[], got: readonly LimitOutcome[]) => {
@@ -98,9 +121,10 @@ async function spendGroupByGroup(store: QuotaStore, calls: readonly LimitCall[],
     // their own status, so denied_by and limits[] are what one call would give.
     const later = groups.slice(g + 1);
     await Promise.all([refundAll(), ...later.map(async (rest) => place(rest, (await store.decideGroup(pick(rest), 'check')).outcomes))]);
-    return remembered(store, full, outcomes, decidedAt);
+    return remembered(store, full, calls, outcomes, decidedAt, reserved);
   }
-  return remembered(store, full, outcomes, decidedAt);
+  onReserved?.();
+  return remembered(store, full, calls, outcomes, decidedAt, reserved);
 }
 
 /** The first group of a cross-slot request with a request id: claims it, or replays (waiting while it is pending). */
@@ -113,11 +137,25 @@ async function firstWithMemo(store: QuotaStore, calls: readonly LimitCall[], mem
   throw new StoreUnavailableError(new Error('an earlier call with this request_id is still being decided'));
 }
 
-/** Stores a cross-slot decision under its claimed request id, then answers it. */
-async function remembered(store: QuotaStore, memo: Memo | undefined, outcomes: LimitOutcome[], nowMs: number): Promise<LimitOutcome[]> {
+/**
+ * Stores a cross-slot decision under its claimed request id, then answers it;
+ * with the reservation a settlement needs: the cost and when each limit spent
+ * it (its group's time; a group that spent nothing, its first group's).
+ */
+async function remembered(
+  store: QuotaStore,
+  memo: Memo | undefined,
+  calls: readonly LimitCall[],
+  outcomes: LimitOutcome[],
+  nowMs: number,
+  reserved: readonly { group: readonly number[]; spentAtMs: number }[],
+): Promise<LimitOutcome[]> {
+  if (memo === undefined) return outcomes;
+  const spentAtMs = calls.map(() => nowMs);
+  for (const { group, spentAtMs: at } of reserved) for (const i of group) spentAtMs[i] = at;
   // Not fatal: the request was decided. A retry then finds 'pending' until the
   // claim expires and gets UNAVAILABLE (docs/policies.md, "Idempotent Allow").
-  if (memo !== undefined) await store.remember(memo, encodeRemembered({ outcomes, nowMs })).catch(() => {});
+  await store.remember(memo, encodeRemembered({ outcomes, nowMs }, { estimate: calls[0]?.cost ?? 0, spentAtMs })).catch(() => {});
   return outcomes;
 }
 

@@ -72,6 +72,7 @@ export function toAllowResponse(decision: Decision): AllowResponse {
     limits: decision.limits,
     delayMs: decision.delayMs,
     source: SOURCES[decision.source],
+    leaseExpiresInMs: decision.leaseExpiresInMs ?? 0,
   };
 }
 

@@ -1,5 +1,13 @@
 import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc';
-import { InvalidArgumentError, PolicyNotFoundError, StoreUnavailableError } from '@quota-service/core';
+import {
+  FailedPreconditionError,
+  InvalidArgumentError,
+  LeaseNotHeldError,
+  NoConcurrencyLimitError,
+  NotFoundError,
+  PolicyNotFoundError,
+  StoreUnavailableError,
+} from '@quota-service/core';
 import type { BatchItemError } from '@quota-service/contract';
 import type { Logger } from '../logger.js';
 
@@ -33,7 +41,9 @@ export function batchItemError(error: unknown, index: number, method: string, lo
 function toServerError(error: unknown, method: string, logger: Logger): ServerError {
   if (error instanceof ServerError) return error;
   if (error instanceof InvalidArgumentError) return new ServerError(Status.INVALID_ARGUMENT, error.message);
-  if (error instanceof PolicyNotFoundError) return new ServerError(Status.NOT_FOUND, error.message);
+  if (error instanceof PolicyNotFoundError || error instanceof NotFoundError) return new ServerError(Status.NOT_FOUND, error.message);
+  if (error instanceof LeaseNotHeldError) return new ServerError(Status.NOT_FOUND, error.message);
+  if (error instanceof NoConcurrencyLimitError || error instanceof FailedPreconditionError) return new ServerError(Status.FAILED_PRECONDITION, error.message);
   if (error instanceof StoreUnavailableError) {
     // An outage, not a bug: what happened, without a stack trace per call.
     logger.warn({ method, cause: describeCause(error.cause) }, 'quota store unavailable');

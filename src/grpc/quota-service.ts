@@ -1,5 +1,5 @@
 import { Status, type CallContext } from 'nice-grpc';
-import type { LimitDefinition as LimitFileDefinition, Policy } from '@quota-service/core';
+import type { Policy } from '@quota-service/core';
 import type { QuotaEngine } from '../engine/engine.js';
 import type { Logger } from '../logger.js';
 import type {
@@ -10,13 +10,15 @@ import type {
   AllowResponse,
   GetQuotaRequest,
   GetQuotaResponse,
-  LimitDefinition,
   ListPoliciesResponse,
 } from '@quota-service/contract';
 import { Admission, DEFAULT_ADMISSION } from './admission.js';
 import { allowStreamHandler } from './allow-stream.js';
+import { leaseHandlers } from './lease-handlers.js';
+import { toProtoLimit } from './limit-parameters.js';
 import type { CallerContext } from './auth-middleware.js';
 import { checkBatchSize, decideEach, toAllowResponse } from './decide-each.js';
+import { settleHandler } from './settle-handler.js';
 import type { QuotaServiceHandlers } from './service-definition.js';
 
 export { MAX_BATCH_SIZE } from './decide-each.js';
@@ -32,6 +34,8 @@ const ALLOW_STREAM_PATH = '/quota.v1.QuotaService/AllowStream';
  */
 export function quotaService(engine: QuotaEngine, logger: Logger, draining: AbortSignal, admission = new Admission(DEFAULT_ADMISSION)): QuotaServiceHandlers {
   return {
+    ...leaseHandlers(engine, admission),
+
     // An AllowRequest has exactly the engine's AllowInput fields: passed as it is, not copied.
     allow(request: AllowRequest, context: CallContext & CallerContext): Promise<AllowResponse> {
       const release = admission.admit(context, 1);
@@ -64,6 +68,8 @@ export function quotaService(engine: QuotaEngine, logger: Logger, draining: Abor
       }
     },
 
+    settle: settleHandler(engine, admission),
+
     // An authenticated caller sees the policies it may use, nothing more (least privilege:
     // other callers' policy names and limits are not its business).
     async listPolicies(_request: unknown, context: CallContext & CallerContext): Promise<ListPoliciesResponse> {
@@ -92,25 +98,7 @@ function toProtoPolicy(policy: Policy) {
   return {
     name: policy.name,
     description: policy.description,
-    limits: policy.limits.map((limit) => toProtoLimit(limit.definition)),
+    limits: policy.limits.map(toProtoLimit),
     failureMode: { mode: policy.failure.mode, localShare: policy.failure.mode === 'local' ? policy.failure.localShare : 0 },
   };
-}
-
-function toProtoLimit(definition: LimitFileDefinition): LimitDefinition {
-  const common = { name: definition.name, keyBy: definition.key_by };
-  switch (definition.algorithm) {
-    case 'token_bucket':
-      return { ...common, tokenBucket: { capacity: definition.capacity, refillPerSecond: definition.refill_per_second } };
-    case 'fixed_window':
-      return { ...common, fixedWindow: { limit: definition.limit, window: definition.window } };
-    case 'sliding_window_log':
-      return { ...common, slidingWindowLog: { limit: definition.limit, window: definition.window } };
-    case 'sliding_window_counter':
-      return { ...common, slidingWindowCounter: { limit: definition.limit, window: definition.window } };
-    case 'leaky_bucket':
-      return { ...common, leakyBucket: { capacity: definition.capacity, leakPerSecond: definition.leak_per_second, mode: definition.mode } };
-    case 'gcra':
-      return { ...common, gcra: { capacity: definition.capacity, refillPerSecond: definition.refill_per_second } };
-  }
 }

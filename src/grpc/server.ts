@@ -2,9 +2,13 @@ import type { ServerCredentials } from '@grpc/grpc-js';
 import { createServer, type Server } from 'nice-grpc';
 import { HealthDefinition, HealthState } from 'nice-grpc-server-health';
 import type { QuotaEngine } from '../engine/engine.js';
-import { QuotaServiceDefinition } from '@quota-service/contract';
+import { QuotaAdminServiceDefinition, QuotaServiceDefinition } from '@quota-service/contract';
 import type { Logger } from '../logger.js';
 import type { CallerRegistry } from '../config/callers.js';
+import type { AuditLog } from '../admin/audit.js';
+import type { QuotaAdmin } from '../admin/quota-admin.js';
+import { adminAccessMiddleware } from './admin-access.js';
+import { adminService, adminServiceDefinition } from './admin-service.js';
 import { authMiddleware } from './auth-middleware.js';
 import { boundedHealthService } from './health-service.js';
 import { errorMiddleware } from './error-middleware.js';
@@ -39,8 +43,8 @@ export interface QuotaServer {
 }
 
 /**
- * Starts the gRPC server: quota.v1.QuotaService, grpc.health.v1.Health and
- * server reflection. Health starts NOT_SERVING; call setServing(true) once the
+ * Starts the gRPC server: quota.v1.QuotaService (and QuotaAdminService when
+ * given), grpc.health.v1.Health and server reflection. Health starts NOT_SERVING; call setServing(true) once the
  * store is ready.
  */
 export async function startQuotaServer(options: {
@@ -62,10 +66,13 @@ export async function startQuotaServer(options: {
   settingNames?: { address: string; healthAddress: string };
   /** Envoy's rate limit service (always served; without this, with no domain configured). */
   rls?: RlsServing;
+  /** Also serve quota.v1.QuotaAdminService, to admins only (src/grpc/admin-access.ts). */
+  admin?: { admin: QuotaAdmin; audit: AuditLog };
 }): Promise<QuotaServer> {
   // Logging outermost, so it sees the status the error middleware chose.
   let chain = createServer().use(loggingMiddleware(options.logger)).use(errorMiddleware(options.logger));
   if (options.callers) chain = chain.use(authMiddleware(options.callers, options.logger));
+  if (options.admin) chain = chain.use(adminAccessMiddleware({ authenticated: options.callers !== undefined, audit: options.admin.audit }));
   const server: Server = chain;
   // Aborted when shutdown starts: open AllowStream streams answer what they have read and end.
   const draining = new AbortController();
@@ -77,7 +84,13 @@ export async function startQuotaServer(options: {
 
   const health = HealthState();
   server.add(HealthDefinition, boundedHealthService(health, draining.signal));
-  addReflection(server, [QuotaServiceDefinition.fullName, RATE_LIMIT_SERVICE, HealthDefinition.fullName]);
+  if (options.admin) server.add(adminServiceDefinition, adminService(options.admin.admin));
+  addReflection(server, [
+    QuotaServiceDefinition.fullName,
+    RATE_LIMIT_SERVICE,
+    ...(options.admin ? [QuotaAdminServiceDefinition.fullName] : []),
+    HealthDefinition.fullName,
+  ]);
 
   const setServing = (serving: boolean) => {
     const status = serving ? 'healthy' : 'unhealthy';

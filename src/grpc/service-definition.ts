@@ -8,10 +8,13 @@ import {
   AllowStreamResponse,
   GetQuotaRequest,
   QuotaServiceDefinition,
+  ReleaseRequest,
+  RenewRequest,
+  SettleRequest,
 } from '@quota-service/contract';
 import { strictUtf8Decode } from './strict-utf8.js';
 
-const { allow, allowBatch, allowStream, getQuota } = QuotaServiceDefinition.methods;
+const { allow, allowBatch, allowStream, getQuota, release, renew, settle } = QuotaServiceDefinition.methods;
 
 /**
  * QuotaServiceDefinition as the server serves it.
@@ -50,6 +53,9 @@ export const quotaServiceDefinition = {
       responseType: { encode: AllowStreamResponse.encode, decode: AllowStreamResponse.decode },
     },
     getQuota: { ...getQuota, requestType: { ...getQuota.requestType, decode: strictUtf8Decode(GetQuotaRequest) } },
+    release: { ...release, requestType: { ...release.requestType, decode: strictUtf8Decode(ReleaseRequest) } },
+    renew: { ...renew, requestType: { ...renew.requestType, decode: strictUtf8Decode(RenewRequest) } },
+    settle: { ...settle, requestType: { ...settle.requestType, decode: strictUtf8Decode(SettleRequest) } },
   },
 } as const;
 

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { Decision } from '@quota-service/core';
 import type { CircuitStateName, StoreFailureEvents, StoreFailureKind } from '../engine/failure.js';
+import type { Settled } from '../engine/settle.js';
 import type { QuotaStore } from '../store/store.js';
 import { DecisionTally } from './decision-tally.js';
 import { LatencyHistogram } from './latency-histogram.js';
@@ -57,6 +58,27 @@ export class QuotaMetrics implements StoreFailureEvents {
     name: 'quota_store_circuit_state',
     help: 'Circuit breakers in front of the store by state (closed, open, half_open): one per store partition seen so far (a Redis Cluster shard; the whole store on a single node).',
     labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly reservations = new Counter({
+    name: 'quota_reservations_total',
+    help: 'Reservations made: Allow calls with a request_id that the store allowed (not replays), by policy. Outstanding = this minus quota_settlements_total{result="settled"}.',
+    labelNames: ['policy'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly settlements = new Counter({
+    name: 'quota_settlements_total',
+    help: 'Settle calls answered, by policy and result (settled: this call settled the reservation; already_settled: an earlier call had).',
+    labelNames: ['policy', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly settledUnits = new Counter({
+    name: 'quota_settled_units_total',
+    help: 'Units settlements moved, by policy and direction (refunded: estimate above the actual cost; charged: below it).',
+    labelNames: ['policy', 'direction'] as const,
     registers: [this.registry],
   });
 
@@ -117,6 +139,18 @@ export class QuotaMetrics implements StoreFailureEvents {
     const limit = decision.deniedBy || decision.limits[0]?.name || '';
     this.tally.add(policy, limit, decision.allowed, decision.source);
     this.checkDuration.observe(decision.source, seconds);
+  }
+
+  /** A new reservation (QuotaEngineOptions.onReserve). */
+  reserved(policy: string): void {
+    this.reservations.inc({ policy });
+  }
+
+  /** A settlement answered (QuotaEngineOptions.onSettle): the first one moves its difference. */
+  settled(policy: string, settled: Pick<Settled, 'alreadySettled' | 'delta'>): void {
+    this.settlements.inc({ policy, result: settled.alreadySettled ? 'already_settled' : 'settled' });
+    if (settled.alreadySettled || settled.delta === 0) return;
+    this.settledUnits.inc({ policy, direction: settled.delta < 0 ? 'refunded' : 'charged' }, Math.abs(settled.delta));
   }
 
   storeFailure(kind: StoreFailureKind): void {

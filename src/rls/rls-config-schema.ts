@@ -6,8 +6,10 @@ import { z } from 'zod';
  * nested descriptors with key, value, rate_limit, shadow_mode,
  * detailed_metric), so existing files load as they are, plus this service's
  * additions under names envoyproxy/ratelimit does not use: `limit` (any of
- * our algorithms in place of rate_limit) and, per domain, `failure_mode` and
- * `local_share`. Unknown keys are errors, as they are there.
+ * our algorithms in place of rate_limit), `spend_when_over` (a rule whose
+ * hits are spent even over its limit: charges after the response) and, per
+ * domain, `failure_mode` and `local_share`. Unknown keys are errors, as they
+ * are there.
  */
 
 /** Envoy's units, by the name a file gives (any case, as envoyproxy/ratelimit reads them). */
@@ -103,6 +105,7 @@ export interface DescriptorDefinition {
   limit?: z.infer<typeof algorithmLimit> | undefined;
   shadow_mode: boolean;
   detailed_metric: boolean;
+  spend_when_over: boolean;
   descriptors: DescriptorDefinition[];
 }
 
@@ -116,9 +119,16 @@ const descriptor: z.ZodType<DescriptorDefinition> = z.lazy(() =>
       limit: algorithmLimit.optional(),
       shadow_mode: z.boolean().default(false),
       detailed_metric: z.boolean().default(false),
+      // Ours: hits spent even when they go over the limit (a charge after the response).
+      spend_when_over: z.boolean().default(false),
       descriptors: z.array(descriptor).default([]),
     })
-    .refine((d) => d.rate_limit === undefined || d.limit === undefined, { message: 'give rate_limit or limit, not both', path: ['limit'] }),
+    .refine((d) => d.rate_limit === undefined || d.limit === undefined, { message: 'give rate_limit or limit, not both', path: ['limit'] })
+    .refine((d) => !d.spend_when_over || d.rate_limit !== undefined || d.limit !== undefined, {
+      message: 'only meaningful on a descriptor with rate_limit or limit',
+      path: ['spend_when_over'],
+    })
+    .refine((d) => !d.spend_when_over || !d.shadow_mode, { message: 'a shadow rule never spends over its limit', path: ['spend_when_over'] }),
 );
 
 export const FAILURE_MODES = ['error', 'fail_open', 'fail_closed', 'local'] as const;

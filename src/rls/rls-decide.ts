@@ -46,7 +46,9 @@ const MAX_TAG_CHARS = 200;
  * to a rule (or its own `limit` override), `replaces` applied, then every
  * enforced descriptor decided all or nothing in one engine call, and the
  * shadow ones beside it (never holding the others back). Nothing is spent
- * when any enforced descriptor is over. `timeoutMs` is the store budget.
+ * when any enforced descriptor is over, except on rules that spend when over
+ * (`spend_when_over`): their hits are charged then, into debt if need be.
+ * `timeoutMs` is the store budget.
  */
 export async function decideRls(engine: QuotaEngine, config: RlsConfig, request: RateLimitRequest, timeoutMs: number): Promise<RlsDecision> {
   validateRlsRequest(request);
@@ -77,6 +79,9 @@ export async function decideRls(engine: QuotaEngine, config: RlsConfig, request:
     // The shadow rules' store trouble never turns into an error: they answer OK anyway.
     shadowed.decide(engine, domain, timeoutMs).catch(() => undefined),
   ]);
+  // The store decided and spent nothing (a descriptor was over, or could never pass): rules that spend when over are charged now.
+  const spentNothing = main !== undefined && main.decision.source === 'store' && (!main.decision.allowed || enforced.items.some((item) => item.never));
+  const charged = spentNothing ? await enforced.chargeOver(engine, timeoutMs) : undefined;
   let over = false;
   const retryAfterMs = 0;
   for (const [plan, result, shadowPlan] of [
@@ -89,7 +94,17 @@ export async function decideRls(engine: QuotaEngine, config: RlsConfig, request:
       const itemOver = item.never || (outcome === undefined ? source === 'fail_closed' : !outcome.allowed);
       const retry = item.never ? neverRetryMs(item.rule) : (outcome?.retryAfterMs ?? result?.decision.retryAfterMs ?? 0);
       const label = labelOf(item.rule, request.descriptors[item.index]!.entries);
-      verdicts[item.index] = { kind: 'limited', rule: item.rule, label, over: itemOver, shadow: shadowPlan, outcome, retryAfterMs: itemOver ? retry : 0 };
+      // Over or not as decided; a charged rule's status is the one after its charge.
+      const status = (shadowPlan ? undefined : charged?.get(item.call)) ?? outcome;
+      verdicts[item.index] = {
+        kind: 'limited',
+        rule: item.rule,
+        label,
+        over: itemOver,
+        shadow: shadowPlan,
+        outcome: status,
+        retryAfterMs: itemOver ? retry : 0,
+      };
       if (itemOver && !shadowPlan) over = true;
     }
   }
@@ -125,6 +140,25 @@ class Planned {
       this.calls[call] = { limit, identityKey, cost: spent === 0 ? 1 : spent, checkOnly: spent === 0 };
     }
     this.items.push({ index, rule, call, never: false });
+  }
+
+  /**
+   * After a decision that spent nothing (some descriptor was over): the calls
+   * of rules that spend when over, charged as asked; their statuses after the
+   * charge, by call. None when there are no such calls, or when the store
+   * could not take the charge (it is lost then, as an answer nobody reads
+   * would be: the decision stands).
+   */
+  async chargeOver(engine: QuotaEngine, timeoutMs: number): Promise<Map<number, LimitOutcome> | undefined> {
+    const chosen = [...new Set(this.items.filter((item) => item.rule.spendsWhenOver).map((item) => item.call))].filter((call) => !this.calls[call]!.checkOnly);
+    if (chosen.length === 0) return undefined;
+    const outcomes = await engine
+      .chargeCalls(
+        chosen.map((call) => this.calls[call]!),
+        timeoutMs,
+      )
+      .catch(() => undefined);
+    return outcomes === undefined ? undefined : new Map(chosen.map((call, i) => [call, outcomes[i]!]));
   }
 
   /**
@@ -169,6 +203,7 @@ function overrideRule(domain: string, requests: number, unit: keyof typeof UNIT_
     replaces: [],
     shadow: false,
     detailedMetric: false,
+    spendsWhenOver: false,
     report: { requestsPerUnit: requests, unit: UNIT_NUMBER[unit] },
     keyPrefix: `${RLS_KEY_PREFIX}:${encodeIdentityValue(domain)}:override:fixed_window:`,
   };

@@ -1,4 +1,4 @@
-import { type LimitStatus, rateLimitHeaders, retryAfterSeconds } from '@quota-service/core';
+import { type LimitStatus, PARAMETER_SOURCE, rateLimitHeaders, retryAfterSeconds } from '@quota-service/core';
 import { Code, type DescriptorStatus, type RateLimitResponse } from './envoy-codec.js';
 import type { DescriptorVerdict, RlsDecision } from './rls-decide.js';
 
@@ -34,6 +34,10 @@ export function rateLimitResponse(decision: RlsDecision, options: ResponseOption
         limit: v.rule.blocks ? 0 : v.rule.limit!.algorithm.capacity(v.rule.limit!.params),
         remaining: v.rule.blocks ? 0 : (v.outcome?.remaining ?? 0),
         resetAfterMs: v.rule.blocks ? v.retryAfterMs : (v.outcome?.resetAfterMs ?? 0),
+        // A rule's own limit: the configuration has no plans or overrides.
+        applied: PARAMETER_SOURCE.default,
+        plan: '',
+        leasesHeld: 0,
       }));
     const headers = rateLimitHeaders({ allowed: !over, deniedBy: denying?.rule.name ?? '', retryAfterMs, limits });
     for (const [key, value] of Object.entries(headers)) response.response_headers_to_add.push({ key, value });

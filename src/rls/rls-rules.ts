@@ -49,6 +49,12 @@ export interface RlsRule {
   readonly replaces: readonly string[];
   readonly shadow: boolean;
   readonly detailedMetric: boolean;
+  /**
+   * Hits on this rule are spent even when they go over its limit (the balance
+   * goes into debt, at most one limit deep), whatever the other descriptors
+   * decide: a charge after the response, which must be counted.
+   */
+  readonly spendsWhenOver: boolean;
   /** current_limit as Envoy reads it (docs/envoy.md, "Limits as Envoy sees them"). */
   readonly report: { readonly requestsPerUnit: number; readonly unit: UnitNumber };
   /** The rule's state keys start with this (docs/keys.md); a hash tag of the descriptor's entries follows. */
@@ -82,7 +88,7 @@ export function pathSegment(key: string, value: string | undefined): string {
 /** The rule of one configured descriptor, or undefined when it has neither rate_limit nor limit. */
 export function ruleOf(domain: string, definition: DescriptorDefinition, path: string, keyPath: string): RlsRule | undefined {
   const ownName = definition.rate_limit?.name ?? definition.limit?.name;
-  const common = { path, ownName, shadow: definition.shadow_mode, detailedMetric: definition.detailed_metric };
+  const common = { path, ownName, shadow: definition.shadow_mode, detailedMetric: definition.detailed_metric, spendsWhenOver: definition.spend_when_over };
   if (definition.rate_limit !== undefined) {
     const rate = definition.rate_limit;
     const name = rate.name ?? path;

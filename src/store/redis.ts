@@ -16,21 +16,15 @@ import {
   type LimitOutcome,
   type Memo,
   parseDecideReply,
-  StoreUnavailableError,
+  parseSettleReply,
 } from '@quota-service/core';
-import {
-  decideArguments,
-  decideLua,
-  DECIDE_SCRIPT_NAME,
-  NODE_BATCH_SCRIPT_NAME,
-  nodeBatchLua,
-  rememberArguments,
-  type ScriptCall,
-} from '../algorithms/decide-script.js';
+import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from '../algorithms/decide-script.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { keySlot } from './key-slot.js';
-import { clusterClient, singleNodeClient, whenConnected, type RedisConnectionOptions } from './redis-clients.js';
-import { BATCH_LIMITS, BatchNotRun, ScriptBatcher, type BatchRoutes } from './script-batcher.js';
+import { clusterClient, singleNodeClient, type RedisConnectionOptions } from './redis-clients.js';
+import { BATCH_LIMITS, ScriptBatcher } from './script-batcher.js';
+import { ClusterNodeBatches } from './cluster-node-batches.js';
+import { storeError } from './store-errors.js';
 import { PartitionTraffic } from './partition-traffic.js';
 import type { DecideStep, QuotaStore } from './store.js';
 
@@ -47,16 +41,6 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
    */
   batch?: boolean;
 }
-
-/** Redis errors that mean "not now" rather than "this script is wrong". */
-const TRANSIENT_REPLY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/;
-
-/**
- * A node's refusals of a whole node batch before its script ran: the node is
- * no master now (READONLY), or no longer serves what it was sent. Its calls
- * go again, each by its own slot.
- */
-const NOT_RUN_REPLY = /^(READONLY|MASTERDOWN|CLUSTERDOWN|MOVED|ASK|TRYAGAIN|CROSSSLOT)\b/;
 
 type ScriptRunner = (...args: (string | number)[]) => Promise<unknown>;
 
@@ -93,8 +77,6 @@ export class RedisStore implements QuotaStore {
   private readonly batcher: ScriptBatcher | undefined;
   /** One per partition: the node, or each master of a cluster. */
   private readonly traffic = new Map<string, PartitionTraffic>();
-  /** A cluster's node connections by host:port (ioredis's own, as it adds and drops them). */
-  private readonly nodeClients = new Map<string, Redis>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -103,29 +85,24 @@ export class RedisStore implements QuotaStore {
     this.description = redis instanceof Cluster ? `redis cluster seeds ${describeSeeds(redis)}` : `redis ${redis.options.host}:${redis.options.port}`;
     // No numberOfKeys: the key count varies with the limits, so each call passes it first.
     redis.defineCommand(DECIDE_SCRIPT_NAME, { lua: decideLua });
+    // Node batches on a cluster (cluster-node-batches.ts): one script call per master per turn.
+    const nodeBatches =
+      redis instanceof Cluster && options.batch !== false
+        ? new ClusterNodeBatches(
+            redis,
+            (node) => this.trafficOf(node),
+            (call) => this.send(call, false, 1),
+          )
+        : undefined;
     const send = (call: ScriptCall, binary: boolean, weight: number, node?: string) =>
-      node !== undefined && binary ? this.sendToNode(call, weight, node) : this.send(call, binary, weight);
+      node !== undefined && binary && nodeBatches !== undefined ? nodeBatches.send(call, weight, node) : this.send(call, binary, weight);
     if (options.batch === false) this.batcher = undefined;
-    else if (redis instanceof Cluster) this.batcher = new ScriptBatcher(send, storeError, BATCH_LIMITS, this.clusterRoutes(redis));
-    else this.batcher = new ScriptBatcher(send, storeError);
+    else this.batcher = new ScriptBatcher(send, storeError, BATCH_LIMITS, nodeBatches?.routes());
   }
 
-  /** Node batches on a cluster: each master's connection learns the batch script as ioredis adds it. */
-  private clusterRoutes(cluster: Cluster): BatchRoutes {
-    const add = (node: Redis) => {
-      node.defineCommand(NODE_BATCH_SCRIPT_NAME, { lua: nodeBatchLua });
-      this.nodeClients.set(`${node.options.host}:${node.options.port}`, node);
-    };
-    for (const node of cluster.nodes()) add(node);
-    cluster.on('+node', add);
-    cluster.on('-node', (node: Redis) => {
-      const key = `${node.options.host}:${node.options.port}`;
-      if (this.nodeClients.get(key) === node) this.nodeClients.delete(key);
-    });
-    return {
-      nodeOf: (call) => cluster.slots[keySlot(call.keys[0] ?? '')]?.[0],
-      resend: (call) => this.send(call, false, 1),
-    };
+  /** The client (one node or a cluster), for the admin API's own commands (src/overrides, src/admin). */
+  get client(): RedisClient {
+    return this.redis;
   }
 
   /** A store on one Redis node (redis-clients.ts: a client that fails fast instead of queueing). */
@@ -151,7 +128,7 @@ export class RedisStore implements QuotaStore {
     // A then, not an async function: one per decision (an async frame was more).
     try {
       return this.run(decideArguments(calls, mode, this.options.testClock?.now(), options)).then((reply) =>
-        parseDecideReply(reply, calls.length, options.memo),
+        mode === 'settle' ? parseSettleReply(reply, calls.length) : parseDecideReply(reply, calls.length, options.memo),
       );
     } catch (error) {
       return Promise.reject(error);
@@ -212,41 +189,6 @@ export class RedisStore implements QuotaStore {
         throw storeError(error);
       }),
     );
-  }
-
-  /**
-   * A node batch on one master's own connection, keys in ARGV (decide.lua,
-   * "Node batch"). A refusal before the script ran, or no connection to the
-   * node (it left the cluster), reads the slot map again and then rejects with
-   * BatchNotRun: its calls go again, each alone, to the masters that serve
-   * them now. (Sent again before the map is read, a call could go to the old
-   * node just as ioredis drops its connection there, and fail as one that
-   * may have run.)
-   */
-  private sendToNode({ args }: ScriptCall, weight: number, node: string): Promise<unknown> {
-    const client = this.nodeClients.get(node);
-    const run = client === undefined ? undefined : (client as unknown as Record<string, ScriptRunner>)[`${NODE_BATCH_SCRIPT_NAME}Buffer`];
-    if (run === undefined) return this.refreshSlots().then(() => Promise.reject(new BatchNotRun(`no connection to ${node}`)));
-    return this.trafficOf(node).send(weight, () => (run.call(client, 0, ...args) as Promise<unknown>).catch(this.nodeBatchError));
-  }
-
-  private readonly nodeBatchError = (error: unknown): Promise<never> => {
-    if (error instanceof Error && error.name === 'ReplyError' && NOT_RUN_REPLY.test(error.message)) {
-      return this.refreshSlots().then(() => Promise.reject(new BatchNotRun(error.message)));
-    }
-    return Promise.reject(storeError(error));
-  };
-
-  /**
-   * Reads the cluster's slot map again (ioredis runs one refresh at a time),
-   * then waits for the connections to its masters (whenConnected); never rejects.
-   */
-  private refreshSlots(): Promise<void> {
-    const cluster = this.redis;
-    if (!(cluster instanceof Cluster)) return Promise.resolve();
-    return new Promise<void>((resolve) => cluster.refreshSlotsCache(() => resolve()))
-      .then(() => Promise.all(cluster.nodes('master').map(whenConnected)))
-      .then(() => undefined);
   }
 
   silentForMs(partition: string): number {
@@ -346,16 +288,6 @@ function resetConnection(stream: Socket): void {
   } catch {
     stream.destroy();
   }
-}
-
-/** A script error as it is (a bug to surface); anything else means the store is unavailable now. */
-function storeError(error: unknown): unknown {
-  return isScriptError(error) ? error : new StoreUnavailableError(error);
-}
-
-/** A reply error from the script itself is a bug to surface, not an outage. */
-function isScriptError(error: unknown): boolean {
-  return error instanceof Error && error.name === 'ReplyError' && !TRANSIENT_REPLY.test(error.message);
 }
 
 /** The seeds as given to the client (host:port only: credentials never reach a log line). */

@@ -40,8 +40,11 @@ export class BatchNotRun extends Error {
  * How many calls and keys one batched script call may carry: Redis serves
  * nothing else while a script runs, so a script stays short (about 100 token
  * bucket decisions run in well under a millisecond; docs/decide-script.md).
+ * With runtime overrides a call of one limit carries three keys (its state,
+ * and the overrides' generation and exact-override keys, only read), so 100
+ * such calls fit in one script call.
  */
-export const BATCH_LIMITS = { calls: 100, keys: 256 };
+export const BATCH_LIMITS = { calls: 100, keys: 512 };
 
 /**
  * Where a call's outcome goes: `ok` with its reply, or not with its error.

@@ -125,7 +125,11 @@ describe('a malformed batch reply fails the whole batch with an error saying wha
     ['bytes left over', Buffer.concat([double(T0), allowed, allowed, Buffer.of(0)]), /1 bytes left over/],
     ['an unknown record kind', Buffer.concat([double(T0), allowed, Buffer.of(7)]), /byte 42 is no record kind \(7\)/],
     ['a record missing', Buffer.concat([double(T0), allowed]), /byte 42 is no record kind \(the reply ends\)/],
-    ['a text that is no reply', Buffer.concat([double(T0), allowed, text(2, 'garbage')]), /the text at byte 42 is neither 'remembered' nor a replay/],
+    [
+      'a text that is no reply',
+      Buffer.concat([double(T0), allowed, text(2, 'garbage')]),
+      /the text at byte 42 is neither 'remembered', a replay nor a settlement/,
+    ],
     ['a text longer than the reply', Buffer.concat([double(T0), allowed, text(2, 'remembered').subarray(0, 9)]), /a text of 10 bytes at byte 42 is cut short/],
     ['a text length cut short', Buffer.concat([double(T0), allowed, Buffer.of(3, 1)]), /the length of a text at byte 42 is cut short/],
   ];

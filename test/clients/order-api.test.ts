@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { OrderStore } from '../../clients/order-api/order-store.js';
 import { createQuotaClient, type QuotaClient } from '@quota-service/client';
 import { stringify } from 'yaml';
 import { parsePolicies } from '@quota-service/core';
@@ -93,6 +92,8 @@ describe.each(bothStores(redis))('POST /api/orders with the quota service on the
               ],
             },
             ip: { limits: [{ name: 'ip-per-minute', key_by: 'ip', algorithm: 'fixed_window', limit: 30, window: 'minute' }] },
+            // Every order holds an in-flight lease (released when its response ends).
+            'orders.in-flight': { limits: [{ name: 'tenant-orders-in-flight', key_by: 'tenant', algorithm: 'concurrency', limit: 20, lease_ttl_ms: 30_000 }] },
           },
         }),
       ),
@@ -194,44 +195,6 @@ describe.each(bothStores(redis))('POST /api/orders with the quota service on the
   });
 });
 
-describe('concurrency limit', () => {
-  const store = new MemoryStore();
-  let service: TestService;
-  let quota: QuotaClient;
-  let api: RunningApi | undefined;
-  beforeAll(async () => {
-    service = await startTestService(store);
-    quota = createQuotaClient({ address: `127.0.0.1:${service.server.port}`, deadlineMs: 5_000 });
-  });
-  afterAll(async () => {
-    await api?.app.close();
-    await quota?.close();
-    await service?.stop();
-  });
-
-  it('with max in flight 2 and both slots busy, the next order gets 503 at once; the held ones then complete', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let waiting = 0;
-    let bothWaiting!: () => void;
-    const bothHeld = new Promise<void>((resolve) => (bothWaiting = resolve));
-    const orders = new OrderStore({ widget: 100 }, async () => {
-      if (++waiting === 2) bothWaiting();
-      await gate;
-    });
-    api = await startOrderApi(quota, { maxInFlight: 2 }, orders);
-    const held = [post(api, ALICE), post(api, BOB)];
-    await bothHeld;
-    const rejected = await post(api, { authorization: 'Bearer dev-token-carol' });
-    expect(rejected.status).toBe(503);
-    expect(rejected.headers.get('retry-after')).toBe('1');
-    expect(await rejected.json()).toMatchObject({ error: 'overloaded' });
-    release();
-    expect((await Promise.all(held)).map((r) => r.status)).toEqual([201, 201]);
-    expect((await post(api, { authorization: 'Bearer dev-token-carol' })).status).toBe(201);
-  });
-});
-
 describe('the quota service stopped', () => {
   const clients: QuotaClient[] = [];
   const apis: RunningApi[] = [];
@@ -246,7 +209,8 @@ describe('the quota service stopped', () => {
     await Promise.all(clients.map((c) => c.close()));
   });
   const apiWith = async (onUnavailable: 'fail_open' | 'fail_closed', deadlineMs: number) => {
-    const quota = createQuotaClient({ address: `127.0.0.1:${port}`, deadlineMs, onUnavailable });
+    // As the order API's main does: the operator's choice applies to the in-flight lease too.
+    const quota = createQuotaClient({ address: `127.0.0.1:${port}`, deadlineMs, onUnavailable, leaseOnUnavailable: onUnavailable });
     clients.push(quota);
     const api = await startOrderApi(quota);
     apis.push(api);
@@ -261,9 +225,10 @@ describe('the quota service stopped', () => {
     const elapsed = performance.now() - started;
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('1');
-    expect(await response.json()).toMatchObject({ error: 'rate_limiter_unavailable', policy: 'orders.create' });
+    // The in-flight lease is the first quota call of an order: it fails closed first.
+    expect(await response.json()).toMatchObject({ error: 'rate_limiter_unavailable', policy: 'orders.in-flight' });
     expect(api.orders.stockReads).toBe(0);
-    // One quota call (an authenticated user skips the IP limit), bounded by the deadline; loose bound, shared machine.
+    // One quota call (an authenticated user skips the IP limit; the lease refused, no rate limit is asked), bounded by the deadline; loose bound, shared machine.
     expect(elapsed).toBeLessThan(2 * deadlineMs);
   });
 

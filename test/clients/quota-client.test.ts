@@ -45,7 +45,7 @@ describe.each(bothStores(redis))('quota client against the service on the %s sto
       allowed: false,
       retryAfterMs: 500,
       deniedBy: 'orders',
-      limits: [{ name: 'orders', algorithm: 'token_bucket', limit: 10, remaining: 0, resetAfterMs: 5_000 }],
+      limits: [{ name: 'orders', algorithm: 'token_bucket', limit: 10, remaining: 0, resetAfterMs: 5_000, applied: 1, plan: '', leasesHeld: 0 }],
       delayMs: 0,
       source: 'store',
     });

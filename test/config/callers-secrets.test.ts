@@ -85,7 +85,9 @@ const cases: [string, string, string[]][] = [
   [
     'an unknown field whose name is a secret',
     `callers:\n  order-api:\n    token: ${TOKEN}\n    policies: [orders]\n    ${SECRET_FIELD}: ${SECRET_VALUE}\n`,
-    [`the 1st caller (line 2, name ${sha('order-api')}): unknown field (${sha(SECRET_FIELD)}): a caller has token or token_sha256, policies and/or domains`],
+    [
+      `the 1st caller (line 2, name ${sha('order-api')}): unknown field (${sha(SECRET_FIELD)}): a caller has token or token_sha256, policies and/or domains, and optionally roles`,
+    ],
   ],
   [
     'an empty policy list',

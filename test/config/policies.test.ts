@@ -111,8 +111,73 @@ describe('policy file validation: errors name the policy and field', () => {
       { a: { limits: [window] }, b: { limits: [{ ...window, limit: 5 }] } },
       'policies.b.limits[0].name: limit "per-user" is also defined in policy "a" with other settings',
     ],
+    [
+      'plans without plan_by',
+      { orders: { limits: [{ ...bucket, plans: { pro: { capacity: 20 } } }] } },
+      'policies.orders.limits[0].plan_by: plan_by and plans go together',
+    ],
+    ['plan_by without plans', { orders: { limits: [{ ...bucket, plan_by: 'plan' }] } }, 'policies.orders.limits[0].plans: plan_by and plans go together'],
+    [
+      'plan_by equal to key_by',
+      { orders: { limits: [{ ...bucket, plan_by: 'user', plans: { pro: {} } }] } },
+      'policies.orders.limits[0].plan_by: must be another',
+    ],
+    [
+      'a plan with a field of another algorithm',
+      { orders: { limits: [{ ...bucket, plan_by: 'plan', plans: { pro: { limit: 20 } } }] } },
+      'policies.orders.limits[0].plans.pro: Unrecognized key: "limit"',
+    ],
+    [
+      'a plan with a bad value',
+      { orders: { limits: [{ ...bucket, plan_by: 'plan', plans: { pro: { capacity: -5 } } }] } },
+      'policies.orders.limits[0].plans.pro.capacity:',
+    ],
+    [
+      'a plan whose merged parameters fail a check across fields',
+      { orders: { limits: [{ ...bucket, plan_by: 'plan', plans: { slow: { refill_per_second: 1e-9 } } }] } },
+      'policies.orders.limits[0].plans.slow.refill_per_second: capacity / refill_per_second is too large',
+    ],
+    [
+      'a plan with another window',
+      { user: { limits: [{ ...window, plan_by: 'plan', plans: { pro: { window: 'hour' } } }] } },
+      "policies.user.limits[0].plans.pro.window: cannot differ from the limit's own window",
+    ],
+    [
+      'a plan name with a space',
+      { orders: { limits: [{ ...bucket, plan_by: 'plan', plans: { 'pro plan': {} } }] } },
+      'policies.orders.limits[0].plans.pro plan: Invalid key in record',
+    ],
+    [
+      'a local share that leaves a plan nothing',
+      { user: { failure_mode: 'local', local_share: 0.1, limits: [{ ...window, plan_by: 'plan', plans: { tiny: { limit: 5 } } }] } },
+      'policies.user.local_share: 0.1 of limit "per-user" under plan "tiny" grants 0 units per instance',
+    ],
   ])('%s', (_name, policies, expected) => {
     expect(errorOf(file(policies))).toContain(expected);
+  });
+
+  it("plans: each plan is the limit with the plan's parameters merged onto its own", () => {
+    const policies = parsePolicies(
+      file({
+        t: {
+          limits: [
+            {
+              name: 'l',
+              key_by: 'user',
+              algorithm: 'leaky_bucket',
+              capacity: 5,
+              leak_per_second: 1,
+              mode: 'shaping',
+              plan_by: 'plan',
+              plans: { pro: { capacity: 50 } },
+            },
+          ],
+        },
+      }),
+    );
+    const limit = policies.get('t')!.limits[0]!;
+    expect(limit.planBy).toBe('plan');
+    expect(limit.plans!.get('pro')).toMatchObject({ name: 'l', keyBy: 'user', params: { capacity: 50, leakPerSecond: 1, mode: 'shaping' }, plan: 'pro' });
   });
 
   it('one limit shared by two policies with the same settings is allowed (they share state)', () => {

@@ -94,6 +94,8 @@ describe('AllowStream flow control', () => {
       if (++answered === 50) fresh.end();
     });
     expect(answered).toBe(50);
-    expect(decidedBatches()).toBe(before + 50);
+    // Batches the cancelled streams had already read may still be decided after the cancel: a few per stream.
+    expect(decidedBatches()).toBeGreaterThanOrEqual(before + 50);
+    expect(decidedBatches()).toBeLessThanOrEqual(before + 50 + stuck.length * TRANSPORT_SLACK);
   });
 });

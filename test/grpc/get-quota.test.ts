@@ -60,7 +60,9 @@ describe('GetQuota on Redis (virtual clock)', () => {
 
   it.each(names)('%s: an unknown identity reports a full quota and no key is created', async (policy) => {
     const { limits } = await service.client.getQuota({ policy, identity: { user: 'new' } });
-    expect(limits).toEqual([{ name: policy, algorithm: expect.any(String), limit: full[policy], remaining: full[policy], resetAfterMs: 0 }]);
+    expect(limits).toEqual([
+      { name: policy, algorithm: expect.any(String), limit: full[policy], remaining: full[policy], resetAfterMs: 0, applied: 1, plan: '', leasesHeld: 0 },
+    ]);
     expect(await redis.client().dbsize()).toBe(0);
   });
 

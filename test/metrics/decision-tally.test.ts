@@ -12,7 +12,7 @@ const decision = (allowed: boolean, source: Decision['source'], limit = 'per-use
   allowed,
   retryAfterMs: allowed ? 0 : 100,
   deniedBy: allowed ? '' : limit,
-  limits: [{ name: limit, algorithm: 'token_bucket', limit: 10, remaining: 0, resetAfterMs: 0 }],
+  limits: [{ name: limit, algorithm: 'token_bucket', limit: 10, remaining: 0, resetAfterMs: 0, applied: 1, plan: '', leasesHeld: 0 }],
   delayMs: 0,
   source,
 });

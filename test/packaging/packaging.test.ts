@@ -168,6 +168,7 @@ describe('the packed client packages', () => {
       'cli-progress',
       'cli-table3',
       'commander',
+      'ms',
       'nice-grpc',
       'picocolors',
     ]);

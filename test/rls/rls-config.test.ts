@@ -72,6 +72,16 @@ describe('loading envoyproxy/ratelimit files', () => {
       'give rate_limit or limit, not both',
     ],
     [
+      'spend_when_over without a limit',
+      'domain: edge\ndescriptors:\n  - key: a\n    spend_when_over: true\n',
+      'spend_when_over: only meaningful on a descriptor with rate_limit or limit',
+    ],
+    [
+      'spend_when_over on a shadow rule',
+      'domain: edge\ndescriptors:\n  - key: a\n    shadow_mode: true\n    spend_when_over: true\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
+      'spend_when_over: a shadow rule never spends over its limit',
+    ],
+    [
       'a window that is no length',
       'domain: edge\ndescriptors:\n  - key: a\n    limit: { algorithm: fixed_window, limit: 1, window: 5 parsecs }\n',
       'limit.window: must be a unit',

@@ -204,4 +204,19 @@ descriptors:
       limit: 2
       window: 1h
 `,
+  // Ours: tokens checked before a model call (hits 0) and charged after its response, even over the budget.
+  'llm.yaml': `domain: llm
+descriptors:
+  - key: jwt.sub
+    spend_when_over: true
+    limit:
+      name: llm-tokens
+      algorithm: token_bucket
+      capacity: 1000
+      refill_per_second: 0.001
+  - key: route
+    rate_limit:
+      unit: hour
+      requests_per_unit: 100
+`,
 };

@@ -170,6 +170,43 @@ describe.each(stores)('ShouldRateLimit on the %s', (_name, env) => {
     expect(bob.statuses[0]!.limit_remaining).toBe(990);
   });
 
+  it('spend_when_over: a charge after the response is spent even over the budget, into debt; the other rules stay all or nothing', async () => {
+    const tokens = (hits: number) => ({ ...d(['jwt.sub', 'carol']), hits_addend: { value: hits } });
+    const route = d(['route', 'chat']);
+    const before = await client.shouldRateLimit({ domain: 'llm', descriptors: [tokens(0), route] });
+    expect(before.statuses.map((s) => [s.code, s.limit_remaining])).toEqual([
+      ['OK', 1000],
+      ['OK', 99],
+    ]);
+    expect((await client.shouldRateLimit({ domain: 'llm', descriptors: [tokens(800)] })).statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 200 });
+    // 500 more than the 200 left: over, and charged all the same (debt of 300); the route rule spends nothing.
+    const over = await client.shouldRateLimit({ domain: 'llm', descriptors: [tokens(500), route] });
+    expect(over.overall_code).toBe('OVER_LIMIT');
+    expect(over.statuses.map((s) => [s.code, s.limit_remaining])).toEqual([
+      ['OVER_LIMIT', 0],
+      ['OK', 99],
+    ]);
+    // In debt: even a check of 1 is over now; without the charge 200 would be left.
+    expect((await client.shouldRateLimit({ domain: 'llm', descriptors: [tokens(0)] })).overall_code).toBe('OVER_LIMIT');
+    expect((await client.shouldRateLimit({ domain: 'llm', descriptors: [{ ...d(['jwt.sub', 'carol']), hits_addend: { value: 1 } }] })).overall_code).toBe(
+      'OVER_LIMIT',
+    );
+    // More hits than the whole budget: charged too, the debt at most one budget deep; another subject is untouched.
+    expect((await client.shouldRateLimit({ domain: 'llm', descriptors: [tokens(5000)] })).overall_code).toBe('OVER_LIMIT');
+    expect(
+      (await client.shouldRateLimit({ domain: 'llm', descriptors: [{ ...d(['jwt.sub', 'dave']), hits_addend: { value: 0 } }] })).statuses[0],
+    ).toMatchObject({
+      code: 'OK',
+      limit_remaining: 1000,
+    });
+    // A fresh subject asking for more than the whole budget at once: over, and charged all the same.
+    const erin = (hits: number) => ({ ...d(['jwt.sub', 'erin']), hits_addend: { value: hits } });
+    expect((await client.shouldRateLimit({ domain: 'llm', descriptors: [erin(5000)] })).overall_code).toBe('OVER_LIMIT');
+    expect((await client.shouldRateLimit({ domain: 'llm', descriptors: [erin(0)] })).overall_code).toBe('OVER_LIMIT');
+    // The route rule was spent only by the first call.
+    expect((await client.shouldRateLimit({ domain: 'llm', descriptors: [route] })).statuses[0]!.limit_remaining).toBe(98);
+  });
+
   it('a fixed window of 90 s (our addition) reports its rate projected onto an hour', async () => {
     const response = await client.shouldRateLimit({ domain: 'mcp', descriptors: [d(['tool', 'search'])] });
     expect(response.statuses[0]).toMatchObject({ current_limit: { requests_per_unit: 160, unit: 'HOUR' }, limit_remaining: 3 });

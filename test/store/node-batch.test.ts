@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type GroupDecision, identityKey, type LimitCall, VirtualClock } from '@quota-service/core';
+import { type GroupDecision, identityKey, type LimitCall, overrideGenerationKey, VirtualClock } from '@quota-service/core';
+import { isStaleOverrides } from '../../src/overrides/override.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { scriptCalls } from '../support/script-calls.js';
 import { limitFrom, T0 } from '../support/store-fixtures.js';
@@ -84,6 +85,26 @@ describe('node batches on a 3-master cluster', () => {
         .node(port)
         .hget(identityKey('tb', 'user', user!), 'tokens'),
     ).toBe('7');
+  });
+
+  it("a call whose view of the overrides is stale answers that error from the node's batch: not sent again as 'not run here'", async () => {
+    const [port, [user, other]] = [...usersOf.entries()][0] as [number, string[]];
+    // The store holds generation 5 in the user's slot; the call was built with generation 0.
+    const generationKey = overrideGenerationKey(user!);
+    await cluster().node(port).set(generationKey, '5');
+    await cluster().node(port).config('RESETSTAT');
+    const guard = { generation: 0, generationKey, stamp: '', wildcardExpiresAtMs: 0 };
+    const [stale, beside] = await store.decideGroups([callsOf(user!).map((call) => ({ ...call, guard })), callsOf(other!)], 'spend');
+    expect(isStaleOverrides(stale), String(stale)).toBe(true);
+    expect(String(stale)).toMatch(/QUOTA_OVERRIDES_STALE 5/);
+    expect((beside as GroupDecision).outcomes.map((o) => o.allowed)).toEqual([true, true]);
+    expect(await scriptCalls(cluster().node(port))).toBe(1);
+    // Nothing spent for the stale call.
+    expect(
+      await cluster()
+        .node(port)
+        .exists(identityKey('tb', 'user', user!)),
+    ).toBe(0);
   });
 
   it('a master demoted by a failover refuses the batch (READONLY): each call goes again alone to the new master, decided once', async () => {

@@ -105,7 +105,10 @@ async function issue(store: StoreFixture['store'], o: Op, now: number): Promise<
         outcomes: Array.from({ length: count }, () => ({ allowed: true, retryAfterMs: 0, remaining: 1, resetAfterMs: 5 })),
         nowMs: now - 1,
       };
-      return await store.remember(memoOf(o.policy, o.who, o.requestId, count), encodeRemembered(decision));
+      return await store.remember(
+        memoOf(o.policy, o.who, o.requestId, count),
+        encodeRemembered(decision, { estimate: 1, spentAtMs: Array.from({ length: count }, () => now - 1) }),
+      );
     }
     const calls = callsOf(o.policy, o.who, o.cost);
     const options = {

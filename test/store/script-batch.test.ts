@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { identityKey, parsePolicies, StoreUnavailableError } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
+import { RedisOverrides } from '../../src/overrides/redis-overrides.js';
 import { limitFrom, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { scriptCalls } from '../support/script-calls.js';
 import { startTestService } from '../support/quota-service.js';
@@ -51,8 +52,10 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
     expect(await f.tokenBucket(keyOf('u7'))).toEqual({ tokens: 8, ts: T0 });
   });
 
-  it('a script call carries at most 256 keys: 100 calls of 3 limits each go as 85 + 15 calls', async () => {
-    const three = ['x', 'y', 'z'].map((name) => limitFrom({ name, key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 1 }));
+  it('a script call carries at most 512 keys: 100 calls of 6 limits each go as 85 + 15 calls', async () => {
+    const three = ['x', 'y', 'z', 'v', 'w', 'q'].map((name) =>
+      limitFrom({ name, key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 1 }),
+    );
     const outcomes = await Promise.all(
       Array.from({ length: 100 }, (_, i) =>
         f.store.decideAll(
@@ -65,8 +68,9 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
     expect(await scriptCalls(redis)).toBe(2);
   });
 
-  it("one AllowBatch of 100 requests over gRPC (the quota client's batch) reaches Redis as one script call", async () => {
-    const service = await startTestService(f.store, policies);
+  it("one AllowBatch of 100 requests over gRPC (the quota client's batch) reaches Redis as one script call, the overrides' guard included", async () => {
+    // As src/main.ts serves a Redis store: each decision checks this replica's view of the overrides.
+    const service = await startTestService(f.store, policies, { overrides: new RedisOverrides(redis) });
     try {
       await redis.config('RESETSTAT');
       const requests = Array.from({ length: 100 }, (_, i) => ({ policy: 'orders', identity: { user: `g${i}` }, cost: 1, requestId: '' }));

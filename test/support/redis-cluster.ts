@@ -61,6 +61,12 @@ export interface RedisClusterOptions {
    * over the plain ports (a node tells a plain connection the plain ports).
    */
   tls?: Omit<RedisServerTls, 'plainPort'>;
+  /**
+   * False: 3 masters and no replicas (the benches compare a cluster with one
+   * node that has no replica either: on a small machine a replica's CPU is
+   * taken from everything else). Default true: 3 masters and 3 replicas.
+   */
+  replicas?: boolean;
 }
 
 const SLOTS = 16_384;
@@ -71,7 +77,10 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const nodeTimeout = options.nodeTimeoutMs ?? 1_000;
   /** Ports of nodes crashed on purpose. */
   const crashed = new Set<number>();
-  const launched = await Promise.allSettled(Array.from({ length: MASTERS * 2 }, () => startClusterNode(nodeTimeout, options, crashed)));
+  const withReplicas = options.replicas ?? true;
+  const launched = await Promise.allSettled(
+    Array.from({ length: withReplicas ? MASTERS * 2 : MASTERS }, () => startClusterNode(nodeTimeout, options, crashed)),
+  );
   const nodes = launched.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const admins = new Map<number, Redis>();
   const clients: Cluster[] = [];
@@ -130,7 +139,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       if (shard === undefined) throw new Error(`slot ${slot} is not served`);
       return shard.masterPort;
     },
-    waitHealthy: ({ timeoutMs = 15_000, replicas = true } = {}) => waitHealthy(nodes, node, timeoutMs, replicas),
+    waitHealthy: ({ timeoutMs = 15_000, replicas = withReplicas } = {}) => waitHealthy(nodes, node, timeoutMs, replicas),
     stop,
   };
 

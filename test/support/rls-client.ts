@@ -74,6 +74,13 @@ export function rlsClient(address: string, credentials = grpc.credentials.create
   };
 }
 
+/** A request as a proxy serializes it (for a client of its own: bench/raw-unary.ts). */
+export function rlsRequestBytes(request: RlsRequest): Buffer {
+  const method = (loaded.envoy.service.ratelimit.v3.RateLimitService as unknown as { service: Record<string, { requestSerialize(r: RlsRequest): Buffer }> })
+    .service['ShouldRateLimit']!;
+  return method.requestSerialize(request);
+}
+
 /** A descriptor from key/value pairs: d(['remote_address', '10.0.0.1'], ['path', '/a']). */
 export function d(...pairs: [string, string][]): RlsDescriptor {
   return { entries: pairs.map(([key, value]) => ({ key, value })) };

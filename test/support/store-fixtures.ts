@@ -23,7 +23,7 @@ export interface StoreFixture {
   tokenBucket(key: string): Promise<TokenBucketState | undefined>;
   /** A string counter's value, or a fixed window's count (the `c` of its hash). */
   counter(key: string): Promise<number | undefined>;
-  /** Entries of a sliding window log (live or not yet dropped), undefined when the key does not exist. */
+  /** Entries of a sliding window log or members of a lease set (live or not yet dropped), undefined when the key does not exist. */
   logSize(key: string): Promise<number | undefined>;
   /** Remaining time to live in ms, undefined when the key does not exist or has none. */
   ttl(key: string): Promise<number | undefined>;
@@ -44,7 +44,10 @@ export function memoryFixture(): StoreFixture {
       const value = space.get<number | { count: number }>(key, clock.now());
       return typeof value === 'object' ? value.count : value;
     },
-    logSize: async (key) => space.get<number[]>(key, clock.now())?.length,
+    logSize: async (key) => {
+      const value = space.get<number[] | Map<string, number>>(key, clock.now());
+      return value instanceof Map ? value.size : value?.length;
+    },
     ttl: async (key) => space.ttl(key, clock.now()),
     keys: async () => space.keys(clock.now()).sort(),
     reset: async () => {

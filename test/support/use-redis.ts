@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe } from 'vitest';
+import { RedisStore } from '../../src/store/redis.js';
 import { startRedisCluster, type RedisCluster, type RedisClusterOptions } from './redis-cluster.js';
 import { startRedisServer, type RedisServer, type RedisServerOptions } from './redis-server.js';
 import { clusterFixture, memoryFixture, redisFixture, type StoreFixture } from './store-fixtures.js';
@@ -65,4 +66,37 @@ export function useClusterFixture(options?: RedisClusterOptions): { cluster: () 
       return fixture;
     },
   };
+}
+
+/**
+ * `scenarios` on the embedded store, one Redis node and a Redis Cluster, each
+ * in a describe block titled `${subject} on ...`, with a fresh fixture per
+ * test. On Redis, `anotherReplica` opens a second store on the same Redis and
+ * virtual clock, as another service replica would connect (the caller closes
+ * it); on the embedded store there is none: its state is its process's own.
+ */
+export function onEveryStore(subject: string, scenarios: (fixture: () => StoreFixture, anotherReplica?: () => RedisStore) => void): void {
+  describe(`${subject} on the embedded store`, () => {
+    scenarios(() => memoryFixture());
+  });
+  describe(`${subject} on one Redis node`, () => {
+    const redis = useRedisServer();
+    let current: StoreFixture | undefined;
+    beforeEach(async () => {
+      await current?.store.close();
+      current = redisFixture(redis());
+      await current.reset();
+    });
+    afterAll(async () => {
+      await current?.store.close();
+    });
+    scenarios(
+      () => current!,
+      () => new RedisStore(redis().client(), { testClock: current!.clock }),
+    );
+  });
+  describe(`${subject} on a Redis Cluster`, () => {
+    const { cluster, fixture } = useClusterFixture();
+    scenarios(fixture, () => RedisStore.connectCluster(cluster().seeds, { testClock: fixture().clock }));
+  });
 }

@@ -9,18 +9,57 @@ import type { GroupDecision, LimitOutcome, Memo } from './types.js';
  */
 const REPLY = 'decide reply';
 
-/** A whole decision in the form the driver remembers it: its reply's fields, space-separated. */
-export function encodeRemembered({ outcomes, nowMs }: GroupDecision): string {
-  const all = outcomes.every((o) => o.allowed) ? 1 : 0;
-  const fields = outcomes.flatMap((o) => [o.allowed ? 1 : 0, o.retryAfterMs, String(o.remaining), o.resetAfterMs, o.delayMs ?? 0]);
-  return [all, ...fields, nowMs].join(' ');
+/** The reservation a remembered decision carries (docs/keys.md): its cost and when each limit spent it. */
+export interface Reservation {
+  estimate: number;
+  /** Per limit of the request, in the policy's order. */
+  spentAtMs: readonly number[];
 }
 
-/** A remembered decision back to outcomes ('pending': not stored yet). */
+/**
+ * A whole decision in the form the driver remembers it: its reply's fields,
+ * then the reservation's (the cost, each limit's spend time, and '-' until
+ * settled), space-separated.
+ */
+export function encodeRemembered({ outcomes, nowMs }: GroupDecision, { estimate, spentAtMs }: Reservation): string {
+  const all = outcomes.every((o) => o.allowed) ? 1 : 0;
+  const fields = outcomes.flatMap((o) => [o.allowed ? 1 : 0, o.retryAfterMs, String(o.remaining), o.resetAfterMs, o.delayMs ?? 0]);
+  return [all, ...fields, nowMs, estimate, ...spentAtMs, '-'].join(' ');
+}
+
+/** A remembered decision back to outcomes ('pending': not stored yet); the reservation's fields after them are not part of it. */
 export function parseRemembered(stored: string, count: number): GroupDecision {
   if (stored === 'pending') return { outcomes: [], nowMs: 0, replayed: true, pending: true };
-  const fields = stored.split(' ').map((field, i) => ((i - 3) % 5 === 0 ? field : Number(field)));
+  const all = stored.split(' ');
+  if (all.length !== 6 * count + 4) throw new Error(`${REPLY}: a remembered decision of ${count} limits has ${6 * count + 4} fields, got ${all.length}`);
+  const fields = all.slice(0, 2 + 5 * count).map((field, i) => ((i - 3) % 5 === 0 ? field : Number(field)));
   return { ...parseDecideReply(fields, count), replayed: true };
+}
+
+const SETTLE_STATUSES = new Set(['unknown', 'pending', 'denied', 'settled', 'applied']);
+
+/**
+ * The reply of mode 'settle' (decide.lua): { 'settle', status [, estimate,
+ * actual, count, spent_at x count, then a decision reply of `calls` limits] },
+ * every element text.
+ */
+export function parseSettleReply(reply: unknown, calls: number): GroupDecision {
+  const malformed = () => new Error(`settle reply: expected the settle reply of ${calls} limits, got ${JSON.stringify(reply)}`);
+  if (!Array.isArray(reply) || reply[0] !== 'settle' || !SETTLE_STATUSES.has(reply[1])) throw malformed();
+  const status = reply[1] as NonNullable<GroupDecision['settlement']>['status'];
+  if (status !== 'settled' && status !== 'applied') {
+    if (reply.length !== 2) throw malformed();
+    return { outcomes: [], nowMs: 0, settlement: { status, estimate: 0, actualCost: 0, spentAtMs: [] } };
+  }
+  const count = Number(reply[4]);
+  if (!Number.isInteger(count) || count < 1 || reply.length !== 5 + count + 2 + 5 * calls) throw malformed();
+  const spentAtMs = reply.slice(5, 5 + count).map(Number);
+  const estimate = Number(reply[2]);
+  const actualCost = Number(reply[3]);
+  if (!Number.isFinite(estimate) || !Number.isFinite(actualCost) || spentAtMs.some((t) => !Number.isFinite(t))) throw malformed();
+  // The decision's fields as numbers, but `remaining`, which parseDecideReply reads from its text.
+  const decision = reply.slice(5 + count).map((field, i) => ((i - 3) % 5 === 0 ? field : Number(field)));
+  return { ...parseDecideReply(decision, calls), settlement: { status, estimate, actualCost, spentAtMs } };
 }
 
 /** Parses the driver's reply; throws if it is not the documented shape. */

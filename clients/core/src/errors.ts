@@ -38,6 +38,22 @@ export class PolicyNotFoundError extends QuotaError {
   }
 }
 
+/** Release or Renew on a policy without a concurrency limit (FAILED_PRECONDITION): it holds no leases. */
+export class NoConcurrencyLimitError extends QuotaError {
+  override name = 'NoConcurrencyLimitError';
+  constructor(readonly policy: string) {
+    super(`policy: policy ${quoteCapped(policy)} has no concurrency limit, so it holds no leases to release or renew`);
+  }
+}
+
+/** Renew of a lease that is no longer held (NOT_FOUND): released, expired, or never acquired. Its holder lost it. */
+export class LeaseNotHeldError extends QuotaError {
+  override name = 'LeaseNotHeldError';
+  constructor(policy: string) {
+    super(`request_id: no lease held under this request_id for this identity in policy ${quoteCapped(policy)} (released, expired, or never acquired)`);
+  }
+}
+
 /** The store could not be asked (connection down, timeout, failover in progress). */
 export class StoreUnavailableError extends QuotaError {
   override name = 'StoreUnavailableError';
@@ -52,4 +68,14 @@ export class StoreUnavailableError extends QuotaError {
  */
 export function asError(value: unknown): Error {
   return value instanceof Error ? value : new Error(String(value));
+}
+
+/** Something the request names does not exist for its caller (a reservation's request_id, say): NOT_FOUND. */
+export class NotFoundError extends QuotaError {
+  override name = 'NotFoundError';
+}
+
+/** The request is well-formed but the state it needs is not there (settling a denied Allow): FAILED_PRECONDITION. */
+export class FailedPreconditionError extends QuotaError {
+  override name = 'FailedPreconditionError';
 }

@@ -7,6 +7,7 @@ export * from './errors.js';
 export * from './clock.js';
 export * from './keys.js';
 export * from './validate-request.js';
+export * from './validate-settle.js';
 export * from './decision.js';
 export * from './decide-reply.js';
 export * from './decide-in-memory.js';
@@ -15,7 +16,11 @@ export * from './local-limiter.js';
 export { MemorySpace } from './algorithms/memory-space.js';
 export { outcomeOf } from './algorithms/outcome.js';
 export { algorithms, type AlgorithmName } from './algorithms/registry.js';
-export { parsePolicies, PolicyFileError } from './policies/parse-policies.js';
+export type { LeaseOp, LeaseOps } from './algorithms/algorithm.js';
+export { CONCURRENCY_MAX_LIMIT, LEASE_TTL_MAX_MS, LEASE_TTL_MIN_MS } from './policies/limit-parameters.js';
+export type { ConcurrencyParams } from './algorithms/concurrency/model.js';
+export { parsePolicies, PolicyFileError, toParams } from './policies/parse-policies.js';
+export { parameterFields, parameterSchema, type AlgorithmFileName } from './policies/limit-parameters.js';
 export {
   FAILURE_MODES,
   limitSchema,
@@ -25,4 +30,6 @@ export {
   type FailureModeName,
   type LimitDefinition,
   type PolicyFile,
+  WINDOW_IS_THE_LIMITS,
 } from './policies/policy-schema.js';
+export * from './reservations-and-leases.js';

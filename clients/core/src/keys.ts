@@ -1,10 +1,13 @@
+import { WINDOWS } from './algorithms/fixed-window/model.js';
+
 /**
  * Redis key layout. One place builds every key so that the layout can be
  * read, documented (docs/keys.md) and tested in one spot.
  *
  *   rl:v1:<limit>:<key_by>:{<encoded identity>}        token bucket, GCRA, leaky bucket, sliding windows
  *   rl:v1:<limit>:<key_by>:{<encoded identity>}:minute:<yyyymmddHHMM>   fixed window
- *   rl:v1:req:<policy>:<key_by>:{<encoded identity>}:<identity parts>:<encoded request id>  remembered decision (idempotent Allow)
+ *   rl:v1:rid:<policy>:<key_by>:{<encoded identity>}:<identity parts>:<encoded request id>  remembered decision and reservation (request_id)
+ *   rl:v1:<limit>:<key_by>:{<encoded identity>}        concurrency: a sorted set of leases, member <identity parts>:<encoded request id>
  *
  * The identity value sits inside a hash tag so that all keys of one identity
  * share a Redis Cluster slot while different identities spread over shards.
@@ -32,6 +35,13 @@ export function identityKey(limitName: string, keyBy: string, identityValue: str
 }
 
 /**
+ * The segment of remembered decisions: `rid`, whose records carry the
+ * reservation a settlement needs after the decision's fields. (Records
+ * without them lived under `req`: the two never read each other's.)
+ */
+const REQUEST_SEGMENT = 'rid';
+
+/**
  * Where a decision made with a request id is remembered: beside the keys of
  * the identity the request's first script call touches (same hash tag, so the
  * same slot and the same script call), per policy, whole identity
@@ -39,7 +49,17 @@ export function identityKey(limitName: string, keyBy: string, identityValue: str
  * another request.
  */
 export function requestKey(policyName: string, keyBy: string, identityValue: string, identityParts: string, requestId: string): string {
-  return `${KEY_PREFIX}:req:${policyName}:${keyBy}:{${encodeIdentityValue(identityValue)}}:${identityParts}:${encodeURIComponent(requestId)}`;
+  return `${KEY_PREFIX}:${REQUEST_SEGMENT}:${policyName}:${keyBy}:{${encodeIdentityValue(identityValue)}}:${identityParts}:${encodeURIComponent(requestId)}`;
+}
+
+/**
+ * A concurrency lease's member in its identity's lease set: the whole
+ * identity (identityPartsSegment) and the request id, so another identity
+ * sharing the limit's key_by value, with the same request id, names another
+ * lease and can neither release nor renew this one.
+ */
+export function leaseMember(identityParts: string, requestId: string): string {
+  return `${identityParts}:${encodeURIComponent(requestId)}`;
 }
 
 /**
@@ -52,4 +72,45 @@ export function identityPartsSegment(parts: ReadonlyMap<string, string>): string
   let segment = '';
   for (const name of names) segment += `${segment === '' ? '' : ','}${name}=${encodeIdentityValue(parts.get(name)!)}`;
   return segment;
+}
+
+/**
+ * Runtime overrides (the admin API). Their segment after `rl:v1` starts with
+ * `_`, which no limit name and no `rid` can, so no override key can ever be a
+ * state key:
+ *
+ *   rl:v1:_ovr:<limit>:<key_by>:{<encoded identity>}     exact override of one identity (same slot as its state)
+ *   rl:v1:_ovr:{_registry}:wildcards                      prefix overrides and their generation
+ *   rl:v1:_ovr:{_registry}:exact                          index of the exact overrides, for listing
+ *   rl:v1:_ovr:gen                                        the generation, checked by each decision (one node)
+ *   rl:v1:_ovr:gen:{<tag>}                                the same, once per cluster slot (slot-tags in the service)
+ */
+export const OVERRIDE_PREFIX = `${KEY_PREFIX}:_ovr`;
+
+/** The exact override of one identity value under one limit: the hash tag of the identity's own keys. */
+export function overrideKey(limitName: string, keyBy: string, identityValue: string): string {
+  return `${OVERRIDE_PREFIX}:${limitName}:${keyBy}:{${encodeIdentityValue(identityValue)}}`;
+}
+
+/** The exact override key beside a state key built by identityKey (same limit, part and identity). */
+export function overrideKeyOf(stateKey: string): string {
+  return `${OVERRIDE_PREFIX}${stateKey.slice(KEY_PREFIX.length)}`;
+}
+
+export const OVERRIDE_WILDCARDS_KEY = `${OVERRIDE_PREFIX}:{_registry}:wildcards`;
+export const OVERRIDE_INDEX_KEY = `${OVERRIDE_PREFIX}:{_registry}:exact`;
+export const OVERRIDE_GENERATION_KEY = `${OVERRIDE_PREFIX}:gen`;
+
+/** The generation key of one cluster slot; `tag` hashes to that slot. */
+export function overrideGenerationKey(tag: string): string {
+  return `${OVERRIDE_GENERATION_KEY}:{${tag}}`;
+}
+
+/**
+ * Every key one identity's state under one limit can have, whatever the
+ * parameters: the identity's key, and a fixed window's counter per window
+ * length (`<key>:<window>`). What a reset of the identity removes.
+ */
+export function stateKeys(identityKeyOfLimit: string): string[] {
+  return [identityKeyOfLimit, ...Object.keys(WINDOWS).map((window) => `${identityKeyOfLimit}:${window}`)];
 }

@@ -39,8 +39,7 @@ export class LocalLimiter {
       cost: input.cost ?? 0,
       requestId: input.requestId ?? '',
     });
-    const { policy } = request;
-    const calls = limitCalls(policy.limits, request);
+    const calls = limitCalls(request.limits, request);
     const remembered = requestMemo(request);
     const memo = remembered === undefined ? undefined : { ...remembered, count: calls.length };
     const now = this.clock.now();
@@ -50,6 +49,6 @@ export class LocalLimiter {
       this.sweptAt = now;
     }
     const decided = decideInMemory(this.space, calls, 'spend', now, memo === undefined ? {} : { memo });
-    return { ...decisionOf(policy.limits, decided.outcomes), source: 'local' };
+    return { ...decisionOf(request.limits, decided.outcomes), source: 'local' };
   }
 }

@@ -10,6 +10,15 @@ import type { FailureModeName, LimitDefinition } from './policies/policy-schema.
 export type { Algorithm, Decided } from './algorithms/algorithm.js';
 export type { LimitOutcome } from './algorithms/outcome.js';
 
+/**
+ * Which parameters decided a limit for one identity (LimitStatus.applied),
+ * numbered as quota.v1 ParameterSource: the first that exists wins, exact
+ * override > wildcard override > plan > default. 0: not known (a service
+ * that predates plans and overrides).
+ */
+export const PARAMETER_SOURCE = { unspecified: 0, default: 1, plan: 2, wildcardOverride: 3, exactOverride: 4 } as const;
+export type ParameterSource = (typeof PARAMETER_SOURCE)[keyof typeof PARAMETER_SOURCE];
+
 /** A limit ready for a decision: its algorithm with parsed parameters. */
 export interface Limit<P = unknown> {
   readonly name: string;
@@ -19,6 +28,14 @@ export interface Limit<P = unknown> {
   readonly params: P;
   /** As written in the policy file, for ListPolicies. */
   readonly definition: LimitDefinition;
+  /** Where `params` came from for the identity being decided; absent: the default. */
+  readonly applied?: ParameterSource;
+  /** The plan whose parameters `params` are (applied = plan). */
+  readonly plan?: string;
+  /** The identity part whose value picks one of `plans`. */
+  readonly planBy?: string;
+  /** This limit under each plan's parameters, by plan name (the value of the identity part planBy). */
+  readonly plans?: ReadonlyMap<string, Limit<P>>;
 }
 
 /** What a policy does when the store cannot be asked in time. */
@@ -55,14 +72,39 @@ export interface LimitCall {
    * is reported as a peek would report it. Absent (the usual case): spent.
    */
   checkOnly?: boolean;
+  /** Redis with runtime overrides: what the script checks this replica's view of them against. */
+  guard?: OverrideGuard;
+  /** A lease algorithm's limit (concurrency) with a request id: the lease's member (keys.ts leaseMember). */
+  lease?: string;
+}
+
+/**
+ * A replica's view of the overrides that apply to one limit call, which the
+ * decision script checks in the same atomic step as the decision: when the
+ * store holds something else, the call fails as stale (nothing written), and
+ * the service reads the overrides again and decides anew.
+ */
+export interface OverrideGuard {
+  /** The generation of the prefix overrides this replica applies; the same for every call of a request. */
+  readonly generation: number;
+  /** Where the store keeps the generation, in the slot of identityKey. (The exact override's key is overrideKeyOf(identityKey).) */
+  readonly generationKey: string;
+  /** The stamp of the exact override this replica knows to be in force there; '' for none. */
+  readonly stamp: string;
+  /** When the prefix override this call applies expires (unix ms, store clock); 0 for none or never. */
+  readonly wildcardExpiresAtMs: number;
 }
 
 /**
  * 'spend' writes when every limit allows; 'peek' decides and writes nothing;
  * 'check' decides and never spends; 'refund' gives back what a spend of the
- * same calls took.
+ * same calls took; 'charge' spends each call's cost without checking (the
+ * balance may go into debt, at most one capacity deep); 'settle' settles the
+ * reservation remembered at the memo (DecideOptions.actualCost); 'release' and
+ * 'renew' act on the lease of each lease limit (LimitCall.lease): each outcome's
+ * `allowed` says whether it was held, the rest is its status as a peek reports it after the step.
  */
-export type DecideMode = 'spend' | 'peek' | 'check' | 'refund';
+export type DecideMode = 'spend' | 'peek' | 'check' | 'refund' | 'charge' | 'settle' | 'release' | 'renew';
 
 /** The outcomes of one all-or-nothing step and the time (unix ms, the store's clock) it decided at. */
 export interface GroupDecision {
@@ -72,6 +114,25 @@ export interface GroupDecision {
   replayed?: boolean;
   /** Replayed, but the earlier cross-slot call has not stored its decision yet. */
   pending?: boolean;
+  /** Mode 'settle': what the reservation at the memo held and what became of it. */
+  settlement?: Settlement;
+}
+
+/**
+ * A reservation as mode 'settle' found it: 'unknown' (no such memo: never
+ * reserved, expired, or another identity's), 'pending' (a cross-slot decision
+ * not stored yet), 'denied' (its Allow was denied), 'settled' (settled before:
+ * nothing written now) or 'applied' (settled by this call). The other fields
+ * are set for 'settled' and 'applied' only.
+ */
+export interface Settlement {
+  status: 'unknown' | 'pending' | 'denied' | 'settled' | 'applied';
+  /** The reservation's cost. */
+  estimate: number;
+  /** The actual cost of the settlement that counts (the first). */
+  actualCost: number;
+  /** When each limit of the request spent its estimate (unix ms, store clock), in the policy's order. */
+  spentAtMs: number[];
 }
 
 /** Where and how long a decision with a request id is remembered (docs/keys.md). */
@@ -87,8 +148,12 @@ export interface Memo {
 export interface DecideOptions {
   /** Mode 'refund': the time the spend being undone ran at. */
   spentAtMs?: number;
-  /** Mode 'spend': answer a remembered decision, or remember this one. */
+  /** Mode 'spend': answer a remembered decision, or remember this one; mode 'settle': the reservation. */
   memo?: Memo;
+  /** Mode 'settle': what the work really cost. */
+  actualCost?: number;
+  /** Mode 'settle': the index, among the request's limits, of the first call's limit (its spend time is the group's). */
+  memoIndex?: number;
 }
 
 /** One limit's status after a decision (AllowResponse.limits). */
@@ -98,6 +163,12 @@ export interface LimitStatus {
   limit: number;
   remaining: number;
   resetAfterMs: number;
+  /** Which parameters decided: a PARAMETER_SOURCE value (a newer service may send others). */
+  applied: number;
+  /** The plan whose parameters applied when applied is PARAMETER_SOURCE.plan; '' otherwise. */
+  plan: string;
+  /** A concurrency limit: the leases held now (`remaining` is the leases free); 0 for the other algorithms. */
+  leasesHeld: number;
 }
 
 /**
@@ -117,6 +188,12 @@ export interface Decision {
   /** Shaping: wait this long before doing the allowed work; 0 otherwise. */
   delayMs: number;
   source: DecisionSource;
+  /**
+   * Allowed on a policy with a concurrency limit, by the store or the local
+   * failure mode: the lease held for the request id expires this many ms
+   * from now unless renewed or released. Absent (0) otherwise.
+   */
+  leaseExpiresInMs?: number;
 }
 
 /** One question to a limiter: may `identity` spend `cost` of `policy` now? */

@@ -1,5 +1,5 @@
 import type { Limit, Policy, PolicySet } from './types.js';
-import { InvalidArgumentError, PolicyNotFoundError } from './errors.js';
+import { InvalidArgumentError, NoConcurrencyLimitError, PolicyNotFoundError } from './errors.js';
 import { KEY_SEGMENT_PATTERN } from './keys.js';
 
 export interface AllowInput {
@@ -13,6 +13,11 @@ export interface AllowInput {
 /** A request that passed validation: every limit has its identity value, the cost is grantable. */
 export interface ValidRequest {
   policy: Policy;
+  /**
+   * The policy's limits with the parameters of the identity's plan where one
+   * applies (a limit's `plans`); the policy's own array when none does.
+   */
+  limits: readonly Limit[];
   cost: number;
   identityValues: readonly string[];
   /** '' when the caller sent none. */
@@ -52,6 +57,17 @@ const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
  * that bad input is rejected with the field named and no key is written.
  */
 export function validateRequest(policies: PolicySet, input: AllowInput): ValidRequest {
+  const request = validateRequestShape(policies, input);
+  for (const limit of request.limits) checkCost(request.policy, limit, request.cost);
+  return request;
+}
+
+/**
+ * validateRequest without the check that each limit can grant the cost: for
+ * a caller that applies other parameters first (the service's runtime
+ * overrides) and checks the cost against those (checkCost).
+ */
+export function validateRequestShape(policies: PolicySet, input: AllowInput): ValidRequest {
   const policy = findPolicy(policies, input.policy);
 
   if (!Number.isFinite(input.cost)) throw new InvalidArgumentError('cost', `must be a finite number, got ${input.cost}`);
@@ -60,19 +76,52 @@ export function validateRequest(policies: PolicySet, input: AllowInput): ValidRe
   const cost = input.cost === 0 ? 1 : input.cost;
 
   if (input.requestId !== '') checkId('request_id', input.requestId);
+  else checkLeaseHasId(policy);
 
   checkIdentity(input.identity);
-  const limits = policy.limits;
+  const limits = withPlans(policy.limits, input.identity);
   const identityValues: string[] = new Array(limits.length);
-  for (let i = 0; i < limits.length; i++) {
-    const limit = limits[i]!;
-    identityValues[i] = identityValue(policy, limit, input.identity);
-    const costProblem = limit.algorithm.rejectCost(limit.params, cost);
-    if (costProblem !== undefined) {
-      throw new InvalidArgumentError('cost', `${costProblem} (limit "${limit.name}" of policy "${policy.name}")`);
+  for (let i = 0; i < limits.length; i++) identityValues[i] = identityValue(policy, limits[i]!, input.identity);
+  return { policy, limits, cost, identityValues, requestId: input.requestId };
+}
+
+/** A policy with a concurrency limit acquires a lease per request id: an Allow without one has no lease to hold. */
+function checkLeaseHasId(policy: Policy): void {
+  for (const limit of policy.limits) {
+    if (limit.algorithm.lease !== undefined) {
+      throw new InvalidArgumentError(
+        'request_id',
+        `required by limit "${limit.name}" of policy "${policy.name}": a concurrency limit holds one lease per request_id, which Release and Renew name`,
+      );
     }
   }
-  return { policy, cost, identityValues, requestId: input.requestId };
+}
+
+/** A cost the limit (under the parameters that apply) could never grant is bad input, not a denial. */
+export function checkCost(policy: Policy, limit: Limit, cost: number): void {
+  const costProblem = limit.algorithm.rejectCost(limit.params, cost);
+  if (costProblem !== undefined) {
+    throw new InvalidArgumentError('cost', `${costProblem} (limit "${limit.name}" of policy "${policy.name}")`);
+  }
+}
+
+/**
+ * Each limit as the identity's plan sets it: the plan named by the value of
+ * its `plan_by` part, else the limit itself (no such part, or a value that
+ * names no plan). The same array when no limit has plans: no copy per request.
+ */
+export function withPlans(limits: readonly Limit[], identity: Readonly<Record<string, string>>): readonly Limit[] {
+  let out: Limit[] | undefined;
+  for (let i = 0; i < limits.length; i++) {
+    const limit = limits[i]!;
+    if (limit.plans === undefined) continue;
+    const value = Object.hasOwn(identity, limit.planBy!) ? identity[limit.planBy!] : undefined;
+    const planned = value === undefined ? undefined : limit.plans.get(value);
+    if (planned === undefined) continue;
+    out ??= limits.slice();
+    out[i] = planned;
+  }
+  return out ?? limits;
 }
 
 export interface PeekInput {
@@ -84,7 +133,27 @@ export interface PeekInput {
 export function validatePeek(policies: PolicySet, input: PeekInput): ValidRequest {
   const policy = findPolicy(policies, input.policy);
   checkIdentity(input.identity);
-  return { policy, cost: 0, identityValues: policy.limits.map((limit) => identityValue(policy, limit, input.identity)), requestId: '' };
+  const limits = withPlans(policy.limits, input.identity);
+  return { policy, limits, cost: 0, identityValues: limits.map((limit) => identityValue(policy, limit, input.identity)), requestId: '' };
+}
+
+export interface LeaseInput {
+  policy: string;
+  identity: Readonly<Record<string, string>>;
+  /** The request id of the Allow that acquired the lease. */
+  requestId: string;
+}
+
+/**
+ * Release's and Renew's input: Allow's policy and identity checks, a request
+ * id required, and a policy with a concurrency limit (else FAILED_PRECONDITION:
+ * it holds no leases).
+ */
+export function validateLease(policies: PolicySet, input: LeaseInput): ValidRequest {
+  const request = validatePeek(policies, input);
+  checkId('request_id', input.requestId);
+  if (!request.policy.limits.some((limit) => limit.algorithm.lease !== undefined)) throw new NoConcurrencyLimitError(request.policy.name);
+  return { ...request, requestId: input.requestId };
 }
 
 function findPolicy(policies: PolicySet, name: string): Policy {
@@ -134,7 +203,8 @@ function checkIdentity(identity: Readonly<Record<string, string>>): void {
  */
 const SHORT_ENOUGH = Math.floor(MAX_ID_BYTES / 3);
 
-function checkId(field: string, value: string): void {
+/** An identity value or request id: non-empty, well-formed, printable, at most MAX_ID_BYTES; InvalidArgumentError naming `field` otherwise. */
+export function checkId(field: string, value: string): void {
   const problem = idProblem(value);
   if (problem !== undefined) throw new InvalidArgumentError(field, problem);
 }

@@ -15,6 +15,12 @@ export type ApprovalOutcome = 'not_required' | 'approved' | 'declined' | 'cancel
  */
 export type QuotaOutcome = 'not_checked' | 'allowed' | 'denied' | 'fail_open' | 'fail_closed' | 'error';
 /**
+ * Outcome of the in-flight cap (a tool with a `concurrency` policy): 'acquired' (a
+ * lease held while the call ran), 'denied' (the cap was full), 'fail_open' /
+ * 'fail_closed' (the service could not be asked), 'error' (the service refused the request).
+ */
+export type ConcurrencyOutcome = 'acquired' | 'denied' | 'fail_open' | 'fail_closed' | 'error';
+/**
  * How the call ended. 'refused': a step stopped it, the tool body did not run;
  * 'ok' / 'tool_error': the body ran and returned a result (isError false / true);
  * 'exception': the body ran and threw (the SDK turns that into a tool error).
@@ -46,6 +52,26 @@ export interface AuditRecord {
       deniedBy?: string;
       retryAfterMs?: number;
       source?: string;
+      /** Reserve then settle: the units reserved (also `cost`). */
+      estimate?: number;
+      /** The actual cost the reservation was settled with. */
+      actual?: number;
+      /** The settled difference, actual - estimate as applied: negative given back, positive charged; 0 when nothing was applied. */
+      delta?: number;
+      /** How the settlement ended ('failed': the service refused it; see the log). */
+      settlement?: 'settled' | 'already_settled' | 'not_counted' | 'unavailable' | 'failed';
+    };
+    /** Tools with a cap on calls in flight only. */
+    concurrency?: {
+      outcome: ConcurrencyOutcome;
+      policy: string;
+      source?: string;
+      deniedBy?: string;
+      retryAfterMs?: number;
+      /** How the lease ended: released when the call ended, or why not ('failed': the release itself failed). */
+      release?: 'released' | 'not_held' | 'not_counted' | 'unavailable' | 'failed';
+      /** The lease was lost while the call ran (not renewed in time): the cap did not cover all of it. */
+      lost?: boolean;
     };
   };
   result: ResultStatus;

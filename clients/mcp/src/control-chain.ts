@@ -2,16 +2,21 @@ import { pino, type Logger } from 'pino';
 import { askApprover, type Approver, type AskOutcome } from './approval.js';
 import type { ApprovalTokens } from './approval-token.js';
 import { JsonLinesAuditSink, redactArgumentValues, type AuditRecord, type AuditSink, type ResultStatus } from './audit.js';
+import { acquireInFlight, releaseInFlight } from './in-flight-cap.js';
 import { principalFromAuthInfo, quotaIdentity, type Principal, type VerifiedCredential } from './principal.js';
-import type { QuotaDecider, QuotaDecision } from './quota-decider.js';
+import type { GuardQuota, Lease, QuotaDecision, Reservation } from './quota-decider.js';
 import { refusals } from './refusals.js';
+import { actualCost, settleReservation } from './settlement.js';
 import { checkSignedApproval } from './signed-approval.js';
 import type { ToolPolicy } from './tool-policy.js';
 import type { ToolResult } from './tool-result.js';
 
 export interface ToolGuardOptions {
-  /** Decides the quota step (the quota client, or anything with its `allow`). */
-  quota: QuotaDecider;
+  /**
+   * Decides the quota step: the quota client, or anything with its `allow`; tools
+   * with `quota.estimate` need its `reserve`, tools with `concurrency` its `acquire`.
+   */
+  quota: GuardQuota;
   /** Where audit records go: a sink, or a JSON lines file path. Default `mcp-audit.jsonl`. */
   audit?: AuditSink | string;
   /**
@@ -72,6 +77,21 @@ export class ControlChain {
     this.logger = (options.logger ?? pino({ name: 'mcp-tool-guard' }, pino.destination(2))).child({ component: 'mcp-tool-guard' });
   }
 
+  /** Refuses, when a tool is registered, a policy the chain could not carry out. */
+  checkPolicy(tool: string, policy: ToolPolicy<never>): void {
+    const quota = policy.quota;
+    if (quota?.estimate !== undefined) {
+      if (quota.cost !== undefined) throw new TypeError(`tool ${tool}: quota.cost and quota.estimate exclude each other (estimate reserves, then settles)`);
+      if (quota.actual === undefined) throw new TypeError(`tool ${tool}: quota.estimate needs quota.actual, the cost to settle from the result`);
+      if (typeof this.options.quota.reserve !== 'function') throw new TypeError(`tool ${tool}: quota.estimate needs a quota client with reserve()`);
+    } else if (quota?.actual !== undefined) {
+      throw new TypeError(`tool ${tool}: quota.actual needs quota.estimate`);
+    }
+    if (policy.concurrency !== undefined && typeof this.options.quota.acquire !== 'function') {
+      throw new TypeError(`tool ${tool}: concurrency needs a quota client with acquire()`);
+    }
+  }
+
   /** Who calls: the verified credential's principal, else the configured one (stdio). */
   principalOf(credential: VerifiedCredential | undefined): Principal | undefined {
     return credential !== undefined ? principalFromAuthInfo(credential) : this.options.principal;
@@ -89,7 +109,10 @@ export class ControlChain {
     };
     const principal = this.principalOf(call.credential);
     let approver: { subject: string; tenant?: string } | undefined;
+    // The in-flight lease is released before the record is written, whatever ended the call.
+    let lease: Lease | undefined;
     const finish = async (result: ToolResult, status: ResultStatus, reason?: string): Promise<ToolResult> => {
+      if (lease !== undefined && steps.concurrency !== undefined) await releaseInFlight(lease, steps.concurrency, this.logger, tool);
       await this.record({
         time: new Date().toISOString(),
         tool,
@@ -148,21 +171,41 @@ export class ControlChain {
       if (outcome !== 'approved') return finish(refusals.approval(tool, outcome), 'refused', `approval ${outcome}`);
     }
 
-    // Quota.
+    // In-flight cap: a lease held until the call ends, taken before any quota is
+    // spent so a full cap costs the caller nothing.
+    if (policy.concurrency !== undefined) {
+      const inFlight = await acquireInFlight(this.options.quota, tool, policy.concurrency, quotaIdentity(principal));
+      steps.concurrency = inFlight.step;
+      if ('refusal' in inFlight) return finish(inFlight.refusal, 'refused', inFlight.reason);
+      lease = inFlight.lease;
+      if (inFlight.step.outcome === 'fail_open')
+        this.logger.warn({ tool, policy: policy.concurrency.policy }, 'quota service unavailable, in-flight cap failing open');
+    }
+
+    // Quota: a plain spend of `cost`, or a reservation of `estimate` settled after the call.
+    let reservation: Reservation | undefined;
     if (policy.quota !== undefined) {
       const { policy: policyName, failureMode } = policy.quota;
       let cost: number;
       let decision: QuotaDecision;
       try {
-        cost = typeof policy.quota.cost === 'function' ? policy.quota.cost(args) : (policy.quota.cost ?? 1);
-        steps.quota = { outcome: 'error', policy: policyName, cost };
-        decision = await this.options.quota.allow({ policy: policyName, identity: quotaIdentity(principal), cost });
+        if (policy.quota.estimate !== undefined) {
+          cost = typeof policy.quota.estimate === 'function' ? policy.quota.estimate(args) : policy.quota.estimate;
+          steps.quota = { outcome: 'error', policy: policyName, cost, estimate: cost };
+          // reserve() exists: checked when the tool was registered.
+          reservation = await this.options.quota.reserve!({ policy: policyName, identity: quotaIdentity(principal), estimate: cost });
+          decision = reservation.decision;
+        } else {
+          cost = typeof policy.quota.cost === 'function' ? policy.quota.cost(args) : (policy.quota.cost ?? 1);
+          steps.quota = { outcome: 'error', policy: policyName, cost };
+          decision = await this.options.quota.allow({ policy: policyName, identity: quotaIdentity(principal), cost });
+        }
       } catch (error) {
         steps.quota = { ...steps.quota, outcome: 'error', policy: policyName };
         const message = error instanceof Error ? error.message : String(error);
         return finish(refusals.quotaError(tool, policyName, message), 'refused', `quota check failed: ${message}`);
       }
-      steps.quota = { outcome: 'allowed', policy: policyName, cost, source: decision.source };
+      steps.quota = { ...steps.quota, outcome: 'allowed', policy: policyName, cost, source: decision.source };
       if (decision.source === 'fail_open' || decision.source === 'fail_closed') {
         // The service was not asked: the tool's failure mode decides, else the client's.
         const open = failureMode === undefined ? decision.allowed : failureMode === 'open';
@@ -182,8 +225,12 @@ export class ControlChain {
     try {
       result = await body();
     } catch (error) {
+      if (reservation !== undefined) await settleReservation(reservation, 0, steps.quota, this.logger, tool);
       await finish({ content: [] }, 'exception', error instanceof Error ? error.message : String(error));
       throw error;
+    }
+    if (reservation !== undefined && policy.quota !== undefined) {
+      await settleReservation(reservation, actualCost(policy.quota, reservation, result, args, this.logger, tool), steps.quota, this.logger, tool);
     }
     return finish(result, result.isError === true ? 'tool_error' : 'ok');
   }

@@ -17,6 +17,7 @@ export type RefusalReason =
   | 'approval_required'
   | 'approval_invalid'
   | 'rate_limited'
+  | 'too_many_in_flight'
   | 'quota_unavailable'
   | 'quota_error';
 
@@ -26,7 +27,7 @@ export interface Refusal {
   retryable: boolean;
   retryAfterMs?: number;
   policy?: string;
-  /** The limit that rejected the call (rate_limited only). */
+  /** The limit that rejected the call (rate_limited and too_many_in_flight only). */
   limit?: string;
   /** What an approver must approve (approval_required only). */
   approvalRequest?: ApprovalRequestDetails;
@@ -92,6 +93,11 @@ export const refusals = {
       policy,
       limit,
     }),
+  tooManyInFlight: (tool: string, policy: string, limit: string, retryAfterMs: number) =>
+    refusalResult(
+      `Too many tool calls in progress for this caller (policy ${policy}); tool ${tool} was not executed. Retry after ${retryAfterSeconds(retryAfterMs)} s, when a call has finished.`,
+      { reason: 'too_many_in_flight', retryable: true, retryAfterMs, policy, limit },
+    ),
   quotaUnavailable: (tool: string, policy: string) =>
     refusalResult(
       `The quota service could not be reached for tool ${tool} (policy ${policy}), and this tool fails closed. Nothing was executed. Retry later.`,

@@ -12,6 +12,20 @@ export {
   type ApprovalRequestDetails,
   type ApprovalTokenProblem,
 } from './approval-token.js';
-export { JsonLinesAuditSink, redactArgumentValues, type AuditRecord, type AuditSink } from './audit.js';
+export { JsonLinesAuditSink, redactArgumentValues, type AuditRecord, type AuditSink, type ConcurrencyOutcome } from './audit.js';
 export { REFUSAL_META_KEY, refusalResult, retryAfterSeconds, type Refusal, type RefusalReason } from './refusals.js';
-export type { QuotaDecider, QuotaDecision, AllowParams, DecisionSource, QuotaLimitStatus } from './quota-decider.js';
+export type {
+  QuotaDecider,
+  QuotaDecision,
+  AllowParams,
+  DecisionSource,
+  QuotaLimitStatus,
+  GuardQuota,
+  QuotaReserver,
+  QuotaLeaser,
+  Reservation,
+  Settlement,
+  SettlementStatus,
+  Lease,
+  LeaseRelease,
+} from './quota-decider.js';

@@ -47,6 +47,7 @@ export class ToolGuard {
     policy: ToolPolicy<ToolArgs<InputArgs>>,
     callback: ToolCallback<InputArgs>,
   ): RegisteredTool {
+    this.chain.checkPolicy(name, policy);
     // The SDK calls (args, extra) when the tool has an input schema, else (extra).
     const body = callback as unknown as (...params: unknown[]) => ToolResult | Promise<ToolResult>;
     const run = (args: ToolArgs<InputArgs>, extra: ToolExtra, params: unknown[]) =>

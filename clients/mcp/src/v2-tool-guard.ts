@@ -76,6 +76,7 @@ export class ToolGuard {
     policy: ToolPolicy<ToolArgs<InputArgs>>,
     callback: ToolCallback<InputArgs>,
   ): RegisteredTool {
+    this.chain.checkPolicy(name, policy);
     // The SDK calls (args, ctx) when the tool has an input schema, else (ctx).
     const body = callback as unknown as (...params: unknown[]) => ToolResult | Promise<ToolResult>;
     const run = (args: ToolArgs<InputArgs>, ctx: ServerContext, params: unknown[]) =>

@@ -46,3 +46,44 @@ export function requestError(code: Status, details: string): QuotaRequestError |
   if (code === Status.NOT_FOUND) return new QuotaPolicyNotFoundError(code, details);
   return new QuotaRequestError(code, details);
 }
+
+/** NOT_FOUND from Settle: no reservation with that request_id for this policy and identity (never made, expired, or another identity's). */
+export class QuotaReservationNotFoundError extends QuotaRequestError {
+  override name = 'QuotaReservationNotFoundError';
+}
+
+/** Why a lease was lost: the service no longer held it, or it could not be renewed before it expired. */
+export type LeaseLossReason = 'not_held' | 'expired' | 'refused';
+
+/**
+ * A lease's holder lost it: the work it covered is no longer counted against the
+ * concurrency limit, so another caller may start. `lease.signal` aborts with it.
+ */
+export class LeaseLostError extends Error {
+  override name = 'LeaseLostError';
+  constructor(
+    /** 'not_held': the service answered that the lease is not held (it expired or was released); 'expired': it could not be renewed before it expired; 'refused': the service refused the renewal itself (`cause`). */
+    readonly reason: LeaseLossReason,
+    readonly policy: string,
+    readonly requestId: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `lease ${requestId} of policy ${policy} was lost: ${
+        reason === 'not_held'
+          ? 'the quota service no longer holds it'
+          : reason === 'expired'
+            ? 'it could not be renewed before it expired'
+            : 'the quota service refused to renew it'
+      }`,
+      options,
+    );
+  }
+}
+
+/** The typed error a Settle failure means, or undefined when the status means "unavailable". */
+export function settleError(code: Status, details: string): QuotaRequestError | undefined {
+  // NOT_FOUND names either the policy ("policy: ...") or the reservation.
+  if (code === Status.NOT_FOUND && !details.startsWith('policy:')) return new QuotaReservationNotFoundError(code, details);
+  return requestError(code, details);
+}

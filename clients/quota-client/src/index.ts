@@ -1,7 +1,24 @@
 // The quota client for the quota decision service (README.md beside this package).
 export { createQuotaClient, DEFAULT_BATCH, DEFAULT_DEADLINE_MS } from './quota-client.js';
-export { QuotaInvalidArgumentError, QuotaPolicyNotFoundError, QuotaRequestError } from './errors.js';
+export {
+  LeaseLostError,
+  QuotaInvalidArgumentError,
+  QuotaPolicyNotFoundError,
+  QuotaRequestError,
+  QuotaReservationNotFoundError,
+  type LeaseLossReason,
+} from './errors.js';
 export type {
+  AcquireOptions,
+  AcquireParams,
+  Lease,
+  LeaseOnUnavailable,
+  LeaseRelease,
+  LeaseTimers,
+  Reservation,
+  ReserveParams,
+  Settlement,
+  SettlementStatus,
   AllowOptions,
   AllowParams,
   BatchOptions,

@@ -1,11 +1,27 @@
+import { randomUUID } from 'node:crypto';
 import { ChannelCredentials, ClientError, createChannel, createClientFactory, Status } from 'nice-grpc';
 import { DecisionSource as ProtoDecisionSource, type AllowResponse } from '@quota-service/contract';
 import { Batcher, unarySender, type Send } from './batcher.js';
 import { checkDeadlineMs, DeadlineExceeded } from './call-deadline.js';
 import { requestError } from './errors.js';
-import { createFallback } from './fallback.js';
+import { createFallback, type Fallback } from './fallback.js';
+import { LeaseHandle } from './lease.js';
+import { systemLeaseTimers } from './lease-timers.js';
+import { ReservationHandle } from './reservation.js';
 import { allowRequest, quotaClientDefinition } from './service-definition.js';
-import type { AllowOptions, AllowParams, DecisionSource, QuotaClient, QuotaClientOptions, QuotaDecision } from './types.js';
+import type {
+  AcquireOptions,
+  AcquireParams,
+  AllowOptions,
+  AllowParams,
+  DecisionSource,
+  Lease,
+  QuotaClient,
+  QuotaClientOptions,
+  QuotaDecision,
+  Reservation,
+  ReserveParams,
+} from './types.js';
 
 export const DEFAULT_DEADLINE_MS = 250;
 export const DEFAULT_BATCH = { maxDelayMs: 0, maxSize: 100 } as const;
@@ -31,8 +47,15 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
     }
     if (!(batch.maxDelayMs >= 0)) throw new RangeError(`batch.maxDelayMs must be >= 0, got ${batch.maxDelayMs}`);
   }
-  const fallback = createFallback(options.onUnavailable ?? 'fail_closed', options.failClosedRetryAfterMs ?? 1_000);
+  const failClosedRetryAfterMs = options.failClosedRetryAfterMs ?? 1_000;
+  const fallback = createFallback(options.onUnavailable ?? 'fail_closed', failClosedRetryAfterMs);
+  const leaseFallbacks = { fail_open: createFallback('fail_open', failClosedRetryAfterMs), fail_closed: createFallback('fail_closed', failClosedRetryAfterMs) };
+  const leaseOnUnavailable = options.leaseOnUnavailable ?? 'fail_closed';
+  if (leaseOnUnavailable !== 'fail_open' && leaseOnUnavailable !== 'fail_closed') {
+    throw new RangeError(`leaseOnUnavailable must be 'fail_open' or 'fail_closed', got ${String(leaseOnUnavailable)}`);
+  }
   const logger = options.logger;
+  const leaseTimers = options.leaseTimers ?? systemLeaseTimers;
 
   const channel = createChannel(options.address, options.credentials ?? ChannelCredentials.createInsecure(), options.channelOptions);
   // Connect now rather than on the first call, so that call does not spend
@@ -57,28 +80,77 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
     try {
       response = await send(request, callDeadlineMs, signal);
     } catch (error) {
-      if (signal?.aborted) throw signal.reason;
-      if (error instanceof ClientError) {
-        const typed = requestError(error.code, error.details);
-        if (typed !== undefined) throw typed;
-        // The service is up and shedding load: "not now", never the failure policy's grant.
-        if (error.code === Status.RESOURCE_EXHAUSTED) return overloaded(error.details);
-      }
-      if (!degraded) {
-        degraded = true;
-        logger?.warn({ reason: describe(error) }, 'quota service unavailable: the failure policy answers');
-      }
-      return fallback(params);
+      return failed(error, signal, params, fallback);
     }
+    answering();
+    return toDecision(response);
+  }
+
+  /** The service could not answer: a caller bug or abort rejects; overload denies; anything else is the failure policy's. */
+  function failed(error: unknown, signal: AbortSignal | undefined, params: AllowParams, answer: Fallback): Promise<QuotaDecision> {
+    if (signal?.aborted) throw signal.reason;
+    if (error instanceof ClientError) {
+      const typed = requestError(error.code, error.details);
+      if (typed !== undefined) throw typed;
+      // The service is up and shedding load: "not now", never the failure policy's grant.
+      if (error.code === Status.RESOURCE_EXHAUSTED) return Promise.resolve(overloaded(error.details));
+    }
+    unavailable(error);
+    return answer(params);
+  }
+
+  function unavailable(error: unknown): void {
+    if (!degraded) {
+      degraded = true;
+      logger?.warn({ reason: describe(error) }, 'quota service unavailable: the failure policy answers');
+    }
+  }
+
+  function answering(): void {
     if (degraded) {
       degraded = false;
       logger?.info('quota service answering again');
     }
-    return toDecision(response);
+  }
+
+  /** An Allow with a request_id (generated when not given), answered with the raw response when the service decided. */
+  async function decideWithId(
+    params: AllowParams,
+    callOptions: AllowOptions,
+    answer: Fallback,
+  ): Promise<{ request: ReturnType<typeof allowRequest>; decision: QuotaDecision; response: AllowResponse | undefined }> {
+    if (closed) throw new Error('quota client is closed');
+    const request = allowRequest({ ...params, requestId: params.requestId === undefined || params.requestId === '' ? randomUUID() : params.requestId });
+    const callDeadlineMs = callOptions.deadlineMs ?? deadlineMs;
+    checkDeadlineMs(callDeadlineMs);
+    try {
+      const response = await send(request, callDeadlineMs, callOptions.signal);
+      answering();
+      return { request, decision: toDecision(response), response };
+    } catch (error) {
+      return { request, decision: await failed(error, callOptions.signal, { ...params, requestId: request.requestId }, answer), response: undefined };
+    }
+  }
+
+  async function reserve(params: ReserveParams, callOptions: AllowOptions = {}): Promise<Reservation> {
+    const { estimate, ...rest } = params;
+    const { request, decision } = await decideWithId({ ...rest, cost: estimate }, callOptions, fallback);
+    return new ReservationHandle({ rpc: client, deadlineMs, unavailable }, request, decision);
+  }
+
+  async function acquire(params: AcquireParams, callOptions: AcquireOptions = {}): Promise<Lease> {
+    const mode = callOptions.onUnavailable ?? leaseOnUnavailable;
+    const answer = leaseFallbacks[mode];
+    if (answer === undefined) throw new RangeError(`onUnavailable must be 'fail_open' or 'fail_closed', got ${String(mode)}`);
+    const sentAt = leaseTimers.now();
+    const { request, decision, response } = await decideWithId(params, callOptions, answer);
+    return new LeaseHandle({ rpc: client, deadlineMs, timers: leaseTimers, logger }, request, decision, sentAt, response?.leaseExpiresInMs ?? 0);
   }
 
   return {
     allow,
+    reserve,
+    acquire,
     async close() {
       closed = true;
       batcher?.close();

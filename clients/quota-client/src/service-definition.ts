@@ -1,12 +1,20 @@
 import { Status, type Client } from 'nice-grpc';
-import { AllowBatchRequest, AllowRequest, AllowStreamRequest, QuotaServiceDefinition } from '@quota-service/contract';
+import {
+  AllowBatchRequest,
+  AllowRequest,
+  AllowStreamRequest,
+  QuotaServiceDefinition,
+  ReleaseRequest,
+  RenewRequest,
+  SettleRequest,
+} from '@quota-service/contract';
 import { QuotaInvalidArgumentError } from './errors.js';
 import type { AllowParams } from './types.js';
 
-const { allow, allowBatch, allowStream } = QuotaServiceDefinition.methods;
+const { allow, allowBatch, allowStream, settle, release, renew } = QuotaServiceDefinition.methods;
 
 /**
- * The three rpcs the client calls, as QuotaServiceDefinition has them, except
+ * The rpcs the client calls, as QuotaServiceDefinition has them, except
  * that requests are encoded as they are instead of through fromPartial: for a
  * definition with fromPartial, nice-grpc deep-copies every request (identity
  * map included) before encoding it, a copy per decision that the batched bench
@@ -20,6 +28,10 @@ export const quotaClientDefinition = {
     allow: { ...allow, requestType: { encode: AllowRequest.encode, decode: AllowRequest.decode } },
     allowBatch: { ...allowBatch, requestType: { encode: AllowBatchRequest.encode, decode: AllowBatchRequest.decode } },
     allowStream: { ...allowStream, requestType: { encode: AllowStreamRequest.encode, decode: AllowStreamRequest.decode } },
+    // A reservation's settlement and a lease's renewals and release: built complete from the Allow's request.
+    settle: { ...settle, requestType: { encode: SettleRequest.encode, decode: SettleRequest.decode } },
+    release: { ...release, requestType: { encode: ReleaseRequest.encode, decode: ReleaseRequest.decode } },
+    renew: { ...renew, requestType: { encode: RenewRequest.encode, decode: RenewRequest.decode } },
   },
 } as const;
 

@@ -1,5 +1,20 @@
 import type { ChannelCredentials, ChannelOptions, ClientMiddleware } from 'nice-grpc';
-import type { AllowParams, Clock, Decision, DecisionSource, LimitStatus, PolicySet } from '@quota-service/core';
+import type {
+  AcquireParams,
+  AllowParams,
+  Clock,
+  Decision,
+  DecisionSource,
+  Lease,
+  LeaseRelease,
+  LimitStatus,
+  PolicySet,
+  QuotaReservation as Reservation,
+  ReserveParams,
+  QuotaSettlement as Settlement,
+  QuotaSettlementStatus as SettlementStatus,
+} from '@quota-service/core';
+import type { LeaseTimers } from './lease-timers.js';
 
 /**
  * Where the client reports when the failure policy starts and stops answering:
@@ -39,8 +54,32 @@ export interface AllowOptions {
   signal?: AbortSignal;
 }
 
+/** A reservation and its settlement (reserve()), a concurrency lease (acquire()): the shapes @quota-service/core defines. */
+export type { AcquireParams, Lease, LeaseRelease, Reservation, ReserveParams, Settlement, SettlementStatus, LeaseTimers };
+
+/** What answers an acquire() the service cannot decide: a lease granted without the service is not counted anywhere. */
+export type LeaseOnUnavailable = 'fail_open' | 'fail_closed';
+
+export interface AcquireOptions extends AllowOptions {
+  /** This call's answer when the service cannot decide, instead of the client's `leaseOnUnavailable`. */
+  onUnavailable?: LeaseOnUnavailable;
+}
+
 export interface QuotaClient {
   allow(params: AllowParams, options?: AllowOptions): Promise<QuotaDecision>;
+  /**
+   * Reserves `estimate` units (an Allow with a request_id) for work whose real cost
+   * is known only afterwards; settle the real cost on the handle. Follows the
+   * client's deadline and `onUnavailable`, as allow() does.
+   */
+  reserve(params: ReserveParams, options?: AllowOptions): Promise<Reservation>;
+  /**
+   * Acquires a concurrency lease (an Allow with a request_id on a policy with a
+   * `concurrency` limit). The lease renews itself while held; release it, or
+   * dispose of it (`await using`). When the service cannot decide, the lease fails
+   * closed unless `leaseOnUnavailable` (or this call's `onUnavailable`) says otherwise.
+   */
+  acquire(params: AcquireParams, options?: AcquireOptions): Promise<Lease>;
   /** Closes the channel; later allow() calls reject. Calls still in flight may get the failure policy's answer. */
   close(): Promise<void>;
 }
@@ -105,4 +144,13 @@ export interface QuotaClientOptions {
   middleware?: ClientMiddleware;
   /** Warnings when the failure policy starts and stops answering. Default: silent. */
   logger?: QuotaClientLogger;
+  /**
+   * What answers acquire() when the service cannot decide. Default 'fail_closed':
+   * a lease granted without the service is invisible to every other replica, so
+   * the cap on work in progress would not hold. `onUnavailable` does not apply to
+   * leases (a local limit cannot count another process's leases).
+   */
+  leaseOnUnavailable?: LeaseOnUnavailable;
+  /** Tests only: the clock and timers leases renew themselves by. */
+  leaseTimers?: LeaseTimers;
 }

@@ -67,3 +67,26 @@ R.fixed_window = function(keys, args, now, spent_at)
   local count = tonumber(stored[2])
   redis.call('HSET', keys[1], 'c', int(count - math.min(count, cost)))
 end
+
+--[[
+  Charge (driver mode 'charge'): counts `cost` more in the window of now
+  without checking: the count may pass the limit (later requests of that
+  window are denied), but never twice the limit. Mirrors the fixed window's
+  chargeInMemory.
+]]
+C.fixed_window = function(keys, args, now)
+  local limit, window, cost = tonumber(args[1]), WINDOWS[args[2]] or tonumber(args[2]), tonumber(args[3])
+  if cost <= 0 then return end
+  local start = now - (now % window)
+  local stored = redis.call('HMGET', keys[1], 'w', 'c')
+  local count = 0
+  if tonumber(stored[1]) == start then count = tonumber(stored[2]) end
+  local add = math.min(cost, math.max(0, 2 * limit - count))
+  if add <= 0 then return end
+  if count == 0 then
+    redis.call('HSET', keys[1], 'w', int(start), 'c', int(add))
+    redis.call('PEXPIRE', keys[1], int(start + window - now))
+  else
+    redis.call('HINCRBY', keys[1], 'c', int(add))
+  end
+end

@@ -52,3 +52,19 @@ R.gcra = function(keys, args, now, spent_at)
   end
   redis.call('SET', keys[1], g17(tat), 'PX', int(math.ceil(tat - now)))
 end
+
+--[[
+  Charge (driver mode 'charge'): moves tat `cost` emission intervals later
+  without checking, so it may run more than the burst ahead of now (debt:
+  later requests wait), but at most two bursts ahead (a balance of -capacity).
+  Mirrors chargeGcra in model.ts.
+]]
+C.gcra = function(keys, args, now)
+  local capacity, rate, cost = tonumber(args[1]), tonumber(args[2]), tonumber(args[3])
+  if cost <= 0 then return end
+  local interval = 1000 / rate
+  local backlog = math.max(0, tonumber(redis.call('GET', keys[1]) or now) - now)
+  local after = math.max(backlog, math.min(backlog + cost * interval, 2 * capacity * interval))
+  if after <= 0 then return end
+  redis.call('SET', keys[1], g17(now + after), 'PX', int(math.ceil(after)))
+end

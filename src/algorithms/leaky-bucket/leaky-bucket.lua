@@ -62,3 +62,24 @@ R.leaky_bucket = function(keys, args, now, spent_at)
   redis.call('HSET', keys[1], 'level', g17(level), 'ts', int(now))
   redis.call('PEXPIRE', keys[1], int(math.ceil(level * 1000 / rate)))
 end
+
+--[[
+  Charge (driver mode 'charge'): drains to now, then adds `cost` without
+  checking: the level may rise above the capacity (debt: later requests wait
+  until it drains below capacity - cost), but never above twice the capacity.
+  Mirrors chargeLeakyBucket in model.ts.
+]]
+C.leaky_bucket = function(keys, args, now)
+  local capacity, rate, cost = tonumber(args[1]), tonumber(args[2]), tonumber(args[3])
+  if cost <= 0 then return end
+  local level, ts = 0, now
+  local stored = redis.call('HMGET', keys[1], 'level', 'ts')
+  if stored[1] and stored[2] then
+    level, ts = tonumber(stored[1]), tonumber(stored[2])
+  end
+  level = math.max(0, level - math.max(0, now - ts) * rate / 1000)
+  level = math.max(level, math.min(level + cost, 2 * capacity))
+  if level <= 0 then return end
+  redis.call('HSET', keys[1], 'level', g17(level), 'ts', int(now))
+  redis.call('PEXPIRE', keys[1], int(math.ceil(level * 1000 / rate)))
+end

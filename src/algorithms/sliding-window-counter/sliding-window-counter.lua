@@ -73,3 +73,27 @@ R.sliding_window_counter = function(keys, args, now, spent_at)
     redis.call('HSET', keys[1], 'p', int(math.max(0, tonumber(stored[3]) - cost)))
   end
 end
+
+--[[
+  Charge (driver mode 'charge'): counts `cost` more in the current window
+  without checking: the estimate may pass the limit (later requests wait for
+  it to fade), but the current count never passes twice the limit. Mirrors
+  chargeSlidingWindowCounter in model.ts.
+]]
+C.sliding_window_counter = function(keys, args, now)
+  local limit, window, cost = tonumber(args[1]), tonumber(args[2]), tonumber(args[3])
+  if cost <= 0 then return end
+  local start = now - (now % window)
+  local current, previous = 0, 0
+  local stored = redis.call('HMGET', keys[1], 'w', 'c', 'p')
+  local w = tonumber(stored[1])
+  if w and w >= start then
+    start, current, previous = w, tonumber(stored[2]), tonumber(stored[3])
+  elseif w and w == start - window then
+    previous = tonumber(stored[2])
+  end
+  local add = math.min(cost, math.max(0, 2 * limit - current))
+  if add <= 0 then return end
+  redis.call('HSET', keys[1], 'w', int(start), 'c', int(current + add), 'p', int(previous))
+  redis.call('PEXPIRE', keys[1], int(start + 2 * window - now))
+end

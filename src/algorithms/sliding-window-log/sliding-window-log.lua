@@ -58,3 +58,25 @@ R.sliding_window_log = function(keys, args, now, spent_at)
     redis.call('ZREM', keys[1], stamp .. ':' .. n)
   end
 end
+
+--[[
+  Charge (driver mode 'charge'): logs `cost` more entries stamped now without
+  checking: the window may hold more than the limit (later requests wait for
+  entries to leave it), but never more than twice the limit, which also
+  bounds the script's work. Mirrors chargeSlidingWindowLog in model.ts.
+]]
+C.sliding_window_log = function(keys, args, now)
+  local limit, window, cost = tonumber(args[1]), tonumber(args[2]), tonumber(args[3])
+  if cost <= 0 then return end
+  local key = keys[1]
+  local count = redis.call('ZCOUNT', key, '(' .. int(now - window), '+inf')
+  local add = math.min(cost, math.max(0, 2 * limit - count))
+  if add <= 0 then return end
+  local stamp = int(now)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - window))
+  local n = redis.call('ZCOUNT', key, stamp, stamp)
+  for i = 1, add do
+    redis.call('ZADD', key, stamp, stamp .. ':' .. (n + i))
+  end
+  redis.call('PEXPIRE', key, int(window))
+end

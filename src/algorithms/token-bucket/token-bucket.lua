@@ -58,3 +58,23 @@ R.token_bucket = function(keys, args, now, spent_at)
   redis.call('HSET', keys[1], 'tokens', g17(tokens), 'ts', int(now))
   redis.call('PEXPIRE', keys[1], int(math.ceil(capacity * 2000 / rate)))
 end
+
+--[[
+  Charge (driver mode 'charge'): spends `cost` tokens without checking, after
+  refilling to now: the balance may go below zero (debt: later requests wait
+  until it refills), but never below -capacity, so the key's expiry still
+  covers a refill to full. Mirrors chargeTokenBucket in model.ts.
+]]
+C.token_bucket = function(keys, args, now)
+  local capacity, rate, cost = tonumber(args[1]), tonumber(args[2]), tonumber(args[3])
+  if cost <= 0 then return end
+  local tokens, ts = capacity, now
+  local stored = redis.call('HMGET', keys[1], 'tokens', 'ts')
+  if stored[1] and stored[2] then
+    tokens, ts = tonumber(stored[1]), tonumber(stored[2])
+  end
+  tokens = math.min(capacity, tokens + math.max(0, now - ts) * rate / 1000)
+  tokens = math.min(tokens, math.max(-capacity, tokens - cost))
+  redis.call('HSET', keys[1], 'tokens', g17(tokens), 'ts', int(now))
+  redis.call('PEXPIRE', keys[1], int(math.ceil(capacity * 2000 / rate)))
+end

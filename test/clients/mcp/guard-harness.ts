@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { Approver, AuditRecord, Principal, QuotaDecider, ToolPolicy, ToolResult, VerifiedCredential } from '@quota-service/mcp';
+import type { Approver, AuditRecord, GuardQuota, Principal, ToolPolicy, ToolResult, VerifiedCredential } from '@quota-service/mcp';
 
 // What the guard suite needs of a guarded server and its client, whatever the SDK
 // line: each line's harness (harness-v1.ts, harness-v2.ts) builds the same four
@@ -18,7 +18,9 @@ export interface ElicitQuestion {
 export type ElicitAnswer = { action: 'accept'; content: Record<string, string | number | boolean | string[]> } | { action: 'decline' } | { action: 'cancel' };
 
 export interface HarnessOptions {
-  quota: QuotaDecider;
+  quota: GuardQuota;
+  /** Tools registered beside the four of the suite (their bodies count their own runs). */
+  extraTools?: GuardedTool[];
   /** The configured (stdio-style) principal. */
   principal?: Principal;
   /** A verified credential the transport attaches to every request (what HTTP bearer auth does). */
@@ -30,7 +32,8 @@ export interface HarnessOptions {
 }
 
 export interface Harness {
-  callTool(name: string, args: Record<string, unknown>): Promise<ToolResult>;
+  /** `signal`: aborting it cancels the call (the client sends notifications/cancelled). */
+  callTool(name: string, args: Record<string, unknown>, options?: { signal?: AbortSignal }): Promise<ToolResult>;
   /** How many times each tool body ran. */
   runs: Record<string, number>;
   auditRecords(): Promise<AuditRecord[]>;
@@ -46,8 +49,8 @@ export interface GuardedTool {
   output?: z.ZodRawShape;
   // biome-ignore lint/suspicious/noExplicitAny: the arguments are the zod-validated input of each tool
   policy: ToolPolicy<any>;
-  // biome-ignore lint/suspicious/noExplicitAny: as above
-  body(args: any): Promise<ToolResult>;
+  // biome-ignore lint/suspicious/noExplicitAny: as above; the second argument is the SDK's extra (1.x) or ctx (2.x)
+  body(args: any, extra?: any): Promise<ToolResult>;
 }
 
 /** The four tools of the suite; each body counts its runs in `runs`. */

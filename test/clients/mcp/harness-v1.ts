@@ -38,7 +38,7 @@ export async function startV1Harness(options: HarnessOptions): Promise<Harness> 
     ...(options.approver === undefined ? {} : { approver: options.approver }),
     logger: options.logger ?? pino({ level: 'silent' }),
   });
-  for (const tool of guardedTools(runs)) {
+  for (const tool of [...guardedTools(runs), ...(options.extraTools ?? [])]) {
     guard.registerTool(
       tool.name,
       { description: tool.description, inputSchema: tool.input, ...(tool.output === undefined ? {} : { outputSchema: tool.output }) },
@@ -60,7 +60,7 @@ export async function startV1Harness(options: HarnessOptions): Promise<Harness> 
   await client.listTools();
 
   return {
-    callTool: async (name, args) => (await client.callTool({ name, arguments: args })) as ToolResult,
+    callTool: async (name, args, options) => (await client.callTool({ name, arguments: args }, undefined, options)) as ToolResult,
     runs,
     auditText: audit.text,
     auditRecords: audit.records,

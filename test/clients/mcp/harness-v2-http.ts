@@ -25,7 +25,7 @@ export async function startV2HttpHarness(options: HarnessOptions): Promise<Harne
       ...(options.approver === undefined ? {} : { approver: options.approver }),
       logger,
     });
-    for (const tool of guardedTools(runs)) {
+    for (const tool of [...guardedTools(runs), ...(options.extraTools ?? [])]) {
       guard.registerTool(
         tool.name,
         {
@@ -57,7 +57,7 @@ export async function startV2HttpHarness(options: HarnessOptions): Promise<Harne
   await client.listTools();
 
   return {
-    callTool: async (name, args) => (await client.callTool({ name, arguments: args })) as ToolResult,
+    callTool: async (name, args, options) => (await client.callTool({ name, arguments: args }, options)) as ToolResult,
     runs,
     auditText: audit.text,
     auditRecords: audit.records,

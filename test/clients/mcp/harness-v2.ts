@@ -22,7 +22,7 @@ export async function startV2Harness(options: HarnessOptions): Promise<Harness> 
     ...(options.approver === undefined ? {} : { approver: options.approver }),
     logger: options.logger ?? pino({ level: 'silent' }),
   });
-  for (const tool of guardedTools(runs)) {
+  for (const tool of [...guardedTools(runs), ...(options.extraTools ?? [])]) {
     guard.registerTool(
       tool.name,
       {
@@ -54,7 +54,7 @@ export async function startV2Harness(options: HarnessOptions): Promise<Harness> 
   await client.listTools();
 
   return {
-    callTool: async (name, args) => (await client.callTool({ name, arguments: args })) as ToolResult,
+    callTool: async (name, args, options) => (await client.callTool({ name, arguments: args }, options)) as ToolResult,
     runs,
     auditText: audit.text,
     auditRecords: audit.records,

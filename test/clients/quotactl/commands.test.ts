@@ -44,7 +44,14 @@ describe('quotactl policies', () => {
     expect(code).toBe(0);
     const lines = stdout.trimEnd().split('\n');
     expect(lines[0]!.split(/\s{2,}/)).toEqual(['POLICY', 'LIMIT', 'KEY_BY', 'ALGORITHM', 'PARAMETERS', 'ON_STORE_FAILURE']);
-    expect(lines.find((l) => l.startsWith('scarce'))!.split(/\s{2,}/)).toEqual(['scarce', 'scarce', 'user', 'token_bucket', 'capacity 5, +0/s', 'fail_closed']);
+    expect(lines.find((l) => l.startsWith('scarce'))!.split(/\s{2,}/)).toEqual([
+      'scarce',
+      'scarce',
+      'user',
+      'token_bucket',
+      'capacity 5, +0.001/s',
+      'fail_closed',
+    ]);
     expect(stdout).not.toMatch(/[│┌─]|\x1b\[/);
   });
 

@@ -18,3 +18,22 @@ export function useServiceProcess(env: () => Record<string, string>): { address(
   }, 30_000);
   return { address: () => address, process: () => service! };
 }
+
+/** `count` service processes with the same environment (replicas behind one address in production), started in parallel. */
+export function useServiceReplicas(count: number, env: () => Record<string, string>): { addresses(): string[] } {
+  let services: ServiceProcess[] = [];
+  let addresses: string[] = [];
+  beforeAll(async () => {
+    services = Array.from({ length: count }, () => startServiceProcess(env()));
+    addresses = (await Promise.all(services.map((s) => s.port))).map((port) => `127.0.0.1:${port}`);
+  }, 90_000);
+  afterAll(async () => {
+    for (const service of services) service.signal('SIGTERM');
+    const timer = setTimeout(() => {
+      for (const service of services) service.signal('SIGKILL');
+    }, 5_000);
+    await Promise.all(services.map((s) => s.exit));
+    clearTimeout(timer);
+  }, 30_000);
+  return { addresses: () => addresses };
+}

@@ -4,7 +4,8 @@ import { quotactl, spawnQuotactl } from '../../support/quotactl.js';
 // Bad usage is exit status 2 with a message naming what is wrong, before any
 // call is made (no service runs here: a call would fail with status 3).
 
-const COMMANDS = ['policies', 'allow', 'peek', 'validate', 'watch', 'bench'] as const;
+const COMMANDS = ['policies', 'allow', 'peek', 'reset', 'overrides', 'validate', 'watch', 'bench'] as const;
+const OVERRIDES = ['list', 'get', 'set', 'delete'] as const;
 
 describe('quotactl usage', () => {
   it('--help on the program and on every command: exit 0, usage on stdout', async () => {
@@ -18,16 +19,13 @@ describe('quotactl usage', () => {
       expect({ command, code, stderr }).toEqual({ command, code: 0, stderr: '' });
       expect(stdout).toMatch(new RegExp(`^Usage: quotactl ${command} `));
     }
-    expect((await quotactl(['help', 'allow'])).stdout).toMatch(/^Usage: quotactl allow /);
-  });
-
-  it('commands the service does not offer yet are not there at all', async () => {
-    for (const command of ['reset', 'overrides']) {
-      const { code, stderr } = await quotactl([command]);
-      expect(code).toBe(2);
-      expect(stderr).toMatch(new RegExp(`^error: unknown command '${command}'`));
+    for (const sub of OVERRIDES) {
+      const { code, stdout, stderr } = await quotactl(['overrides', sub, '--help']);
+      expect({ sub, code, stderr }).toEqual({ sub, code: 0, stderr: '' });
+      expect(stdout).toMatch(new RegExp(`^Usage: quotactl overrides ${sub} `));
     }
-    expect((await quotactl(['--help'])).stdout).not.toMatch(/reset|overrides/);
+    expect((await quotactl(['help', 'allow'])).stdout).toMatch(/^Usage: quotactl allow /);
+    expect((await quotactl(['overrides', 'set', '--help'])).stdout).toMatch(/^ {2}token_bucket, gcra +--capacity N {2}--refill-per-second R$/m);
   });
 
   it.each([
@@ -52,6 +50,25 @@ describe('quotactl usage', () => {
     [['--ca', '/nonexistent/ca.crt', 'policies'], /^quotactl: --ca: cannot read \/nonexistent\/ca\.crt: ENOENT/],
     [['--token-file', '/nonexistent/token', 'policies'], /^quotactl: --token-file: cannot read \/nonexistent\/token: ENOENT/],
     [['--token', 'a', '--token-file', 'b', 'policies'], /^quotactl: --token, --token-file: give one of them, not both/],
+    [['reset', 'orders'], /^error: missing required argument 'part=value'/],
+    [['reset', 'orders', 'user'], /^quotactl: identity: expected part=value/],
+    [['overrides'], /^Usage: quotactl overrides /],
+    [['overrides', 'frob'], /^error: unknown command 'frob'/],
+    [['overrides', 'get', 'orders'], /^error: missing required argument 'value'/],
+    [['overrides', 'delete', 'orders', '*'], /^quotactl: VALUE: a wildcard needs a prefix before "\*"/],
+    [
+      ['overrides', 'set', 'orders', '42', '--capacity', '500', '--ttl', '2'],
+      /^error: option '--ttl <duration>' argument '2' is invalid\. expected a duration with its unit, e\.g\. 2h, 90m/,
+    ],
+    [['overrides', 'set', 'orders', '42', '--capacity', '500', '--ttl', 'soon'], /^error: option '--ttl <duration>' argument 'soon' is invalid/],
+    [['overrides', 'set', 'orders', '42', '--capacity', '0'], /^error: option '--capacity <n>' argument '0' is invalid\. expected a number greater than 0/],
+    [['overrides', 'set', 'orders', '42', '--limit', '2.5'], /^error: option '--limit <n>' argument '2\.5' is invalid\. expected a whole number/],
+    [['overrides', 'set', 'daily', '42', '--window', 'hour'], /^error: unknown option '--window'/],
+    [
+      ['overrides', 'set', 'orders', '42', '--algorithm', 'token_bucket', '--limit', '10'],
+      /^quotactl: --limit: limit "orders" is a token_bucket, whose parameters are --capacity, --refill-per-second\n$/,
+    ],
+    [['overrides', 'set', 'daily', '42', '--algorithm', 'fixed_window'], /^quotactl: give the new parameters of limit "daily" \(fixed_window\): --limit\n$/],
     [['validate'], /^error: missing required argument 'file'/],
     [['validate', '/nonexistent/policies.yaml'], /^quotactl: cannot read policy file \/nonexistent\/policies\.yaml: ENOENT/],
   ])('%j: exit 2, %s', async (args, message) => {

@@ -59,10 +59,16 @@ async function serviceRefusal(path: string): Promise<string> {
 describe('quotactl validate', () => {
   it('a good file: exit 0, its policies named', async () => {
     const text = await quotactl(['validate', 'config/policies.yaml']);
-    expect(text).toEqual({ code: 0, stdout: 'valid config/policies.yaml: 5 policies (orders, orders.create, user, tenant, ip)\n', stderr: '' });
+    expect(text).toEqual({
+      code: 0,
+      stdout: 'valid config/policies.yaml: 6 policies (orders, orders.create, orders.in-flight, user, tenant, ip)\n',
+      stderr: '',
+    });
     const json = await quotactl(['--json', 'validate', 'config/policies.yaml']);
     expect(json.code).toBe(0);
-    expect(jsonLines(json.stdout)).toEqual([{ file: 'config/policies.yaml', valid: true, policies: ['orders', 'orders.create', 'user', 'tenant', 'ip'] }]);
+    expect(jsonLines(json.stdout)).toEqual([
+      { file: 'config/policies.yaml', valid: true, policies: ['orders', 'orders.create', 'orders.in-flight', 'user', 'tenant', 'ip'] },
+    ]);
   });
 
   it.each(Object.entries(BROKEN))(

@@ -6,6 +6,7 @@ import { createQuotaClient } from '@quota-service/client';
 import { CheckFailed } from './assert.mjs';
 import { checkQuotaClient } from './check-client.mjs';
 import { checkExpress, checkFastify } from './check-http.mjs';
+import { checkReservationsAndLeases } from './check-leases.mjs';
 import { checkMcp } from './check-mcp.mjs';
 import { checkMcpV2 } from './check-mcp-v2.mjs';
 
@@ -21,6 +22,7 @@ console.log(`consumer: node ${process.version}`);
 const client = createQuotaClient({ address, deadlineMs: 5000 });
 const checks = [
   ['quota client', checkQuotaClient],
+  ['reservations and leases', checkReservationsAndLeases],
   ['express', checkExpress],
   ['fastify', checkFastify],
   ['mcp', checkMcp],

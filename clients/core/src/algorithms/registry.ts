@@ -1,4 +1,5 @@
 import type { Algorithm } from './algorithm.js';
+import { concurrency } from './concurrency/concurrency.js';
 import { fixedWindow } from './fixed-window/fixed-window.js';
 import { gcra } from './gcra/gcra.js';
 import { leakyBucket } from './leaky-bucket/leaky-bucket.js';
@@ -14,6 +15,7 @@ export const algorithms = {
   sliding_window_counter: slidingWindowCounter,
   leaky_bucket: leakyBucket,
   gcra,
+  concurrency,
   // `any`: each entry has its own parameter type, used both as input and output (scaleParams).
   // biome-ignore lint/suspicious/noExplicitAny: see above.
 } as const satisfies Record<string, Algorithm<any>>;

@@ -1,8 +1,9 @@
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
-import { algorithms } from '../algorithms/registry.js';
-import type { Limit, Policy, PolicySet } from '../types.js';
-import { policyFileSchema, type LimitDefinition, type PolicyFile } from './policy-schema.js';
+import { algorithms, type AlgorithmName } from '../algorithms/registry.js';
+import { PARAMETER_SOURCE, type Limit, type Policy, type PolicySet } from '../types.js';
+import { parameterFields, parameterSchema } from './limit-parameters.js';
+import { mergePlan, policyFileSchema, type LimitDefinition, type PolicyFile } from './policy-schema.js';
 
 export class PolicyFileError extends Error {
   override name = 'PolicyFileError';
@@ -35,54 +36,46 @@ function buildPolicySet(file: PolicyFile, source: string): PolicySet {
 /** A share so small that a limit's local copy could never grant one unit is a mistake, not a policy. */
 function checkLocalShare(source: string, policy: string, limits: readonly Limit[], share: number): void {
   for (const limit of limits) {
-    const scaled = limit.algorithm.capacity(limit.algorithm.scaleParams(limit.params, share));
-    if (scaled < 1) {
-      throw new PolicyFileError(
-        `${source}: invalid policies:\n  policies.${policy}.local_share: ${share} of limit "${limit.name}" grants ${scaled} units per instance; it must grant at least 1`,
-      );
+    for (const one of [limit, ...(limit.plans?.values() ?? [])]) {
+      const scaled = one.algorithm.capacity(one.algorithm.scaleParams(one.params, share));
+      if (scaled < 1) {
+        const which = one.plan === undefined ? '' : ` under plan "${one.plan}"`;
+        throw new PolicyFileError(
+          `${source}: invalid policies:\n  policies.${policy}.local_share: ${share} of limit "${limit.name}"${which} grants ${scaled} units per instance; it must grant at least 1`,
+        );
+      }
     }
   }
 }
 
 function toLimit(definition: LimitDefinition): Limit {
-  const common = { name: definition.name, keyBy: definition.key_by, definition };
-  switch (definition.algorithm) {
+  const base = { name: definition.name, keyBy: definition.key_by, definition, algorithm: algorithms[definition.algorithm] };
+  const limit: Limit = { ...base, params: toParams(definition.algorithm, definition) };
+  if (definition.plans === undefined || definition.plan_by === undefined) return Object.freeze(limit);
+  const fields = parameterFields(definition.algorithm);
+  const plans = new Map<string, Limit>();
+  for (const [plan, given] of Object.entries(definition.plans)) {
+    // Checked by the schema already: this only fills in the defaults (a leaky bucket's mode).
+    const merged = parameterSchema(definition.algorithm).parse(mergePlan(definition as unknown as Record<string, unknown>, fields, given));
+    plans.set(plan, Object.freeze({ ...base, params: toParams(definition.algorithm, merged), applied: PARAMETER_SOURCE.plan, plan }));
+  }
+  return Object.freeze({ ...limit, planBy: definition.plan_by, plans });
+}
+
+/** An algorithm's parameters as the models take them, from the policy file's spelling. */
+export function toParams(algorithm: AlgorithmName, p: Record<string, unknown>): unknown {
+  switch (algorithm) {
     case 'token_bucket':
-      return Object.freeze({
-        ...common,
-        algorithm: algorithms.token_bucket,
-        params: { capacity: definition.capacity, refillPerSecond: definition.refill_per_second },
-      }) as Limit;
-    case 'fixed_window':
-      return Object.freeze({
-        ...common,
-        algorithm: algorithms.fixed_window,
-        params: { limit: definition.limit, window: definition.window },
-      }) as Limit;
-    case 'sliding_window_log':
-      return Object.freeze({
-        ...common,
-        algorithm: algorithms.sliding_window_log,
-        params: { limit: definition.limit, window: definition.window },
-      }) as Limit;
-    case 'sliding_window_counter':
-      return Object.freeze({
-        ...common,
-        algorithm: algorithms.sliding_window_counter,
-        params: { limit: definition.limit, window: definition.window },
-      }) as Limit;
-    case 'leaky_bucket':
-      return Object.freeze({
-        ...common,
-        algorithm: algorithms.leaky_bucket,
-        params: { capacity: definition.capacity, leakPerSecond: definition.leak_per_second, mode: definition.mode },
-      }) as Limit;
     case 'gcra':
-      return Object.freeze({
-        ...common,
-        algorithm: algorithms.gcra,
-        params: { capacity: definition.capacity, refillPerSecond: definition.refill_per_second },
-      }) as Limit;
+      return { capacity: p.capacity, refillPerSecond: p.refill_per_second };
+    case 'fixed_window':
+    case 'sliding_window_log':
+    case 'sliding_window_counter':
+      return { limit: p.limit, window: p.window };
+    case 'leaky_bucket':
+      return { capacity: p.capacity, leakPerSecond: p.leak_per_second, mode: p.mode };
+    case 'concurrency':
+      return { limit: p.limit, leaseTtlMs: p.lease_ttl_ms };
   }
 }
 

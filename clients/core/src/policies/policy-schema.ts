@@ -1,13 +1,15 @@
 import { z } from 'zod';
-import { WINDOWS } from '../algorithms/fixed-window/model.js';
-import { LEAKY_MODES } from '../algorithms/leaky-bucket/model.js';
-import { tokenBucketTtlMs } from '../algorithms/token-bucket/model.js';
 import { KEY_SEGMENT_PATTERN } from '../keys.js';
+import { type AlgorithmFileName, PARAMETER_CHECKS, PARAMETER_SHAPES, parameterFields, parameterSchema } from './limit-parameters.js';
 
-/** A bucket whose idle state outlives a year is a typo, and its TTL would not fit a PEXPIRE. */
-const MAX_STATE_TTL_MS = 366 * 24 * 3600 * 1000;
+export { SLIDING_COUNTER_MAX_LIMIT, SLIDING_LOG_MAX_LIMIT } from './limit-parameters.js';
 
 const keySegment = z.string().regex(KEY_SEGMENT_PATTERN, 'use 1-64 lowercase letters, digits, "_", "." or "-", starting with a letter or digit');
+
+/** A plan's name: the value of the identity part `plan_by` that selects it. */
+export const PLAN_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+const planName = z.string().regex(PLAN_NAME_PATTERN, 'a plan name is 1-64 letters, digits, "_", "." or "-", starting with a letter or digit');
 
 const limitCommon = {
   /** Names the limit in responses (denied_by) and in its state keys. */
@@ -15,86 +17,84 @@ const limitCommon = {
   /** The identity part (AllowRequest.identity key) this limit counts per value of. */
   key_by: keySegment,
   description: z.string().default(''),
+  /** The identity part whose value picks a plan (e.g. "plan"); with `plans`. */
+  plan_by: keySegment.optional(),
+  /** Per plan, the parameters that differ from the limit's own (checked whole, merged onto them). */
+  plans: z.record(planName, z.record(z.string(), z.unknown())).optional(),
 };
 
-const tokenBucketLimit = z
-  .strictObject({
-    ...limitCommon,
-    algorithm: z.literal('token_bucket'),
-    capacity: z.number().positive().max(1e12),
-    refill_per_second: z.number().positive().max(1e12),
-  })
-  .refine((l) => tokenBucketTtlMs({ capacity: l.capacity, refillPerSecond: l.refill_per_second }) <= MAX_STATE_TTL_MS, {
-    message: 'capacity / refill_per_second is too large: an idle bucket would have to be kept for over a year',
-    path: ['refill_per_second'],
-  });
+/** At most this many plans per limit: each is looked up per decision, and listed by ListPolicies. */
+export const MAX_PLANS = 64;
 
-/** Above 10,000/s GCRA's 10 µs slack would exceed a tenth of a unit (../algorithms/gcra/model.ts). */
-const GCRA_MAX_RATE = 10_000;
+const ALGORITHM_NAMES_MESSAGE =
+  'must be one of "token_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter", "leaky_bucket", "gcra", "concurrency"';
 
-const gcraLimit = z
-  .strictObject({
-    ...limitCommon,
-    algorithm: z.literal('gcra'),
-    capacity: z.number().positive().max(1e12),
-    refill_per_second: z.number().positive().max(GCRA_MAX_RATE),
-  })
-  .refine((l) => l.capacity / l.refill_per_second <= MAX_STATE_TTL_MS / 1000, {
-    message: 'capacity / refill_per_second is too large: an idle limit would have to be kept for over a year',
-    path: ['refill_per_second'],
-  });
+/**
+ * Plans and overrides change a limit's numbers, not its window: a window's
+ * state counts the units of its own window length, and counting anew under
+ * another length could grant more than either limit allows.
+ */
+export const WINDOW_IS_THE_LIMITS = "cannot differ from the limit's own window: the identity's state counts in that window (change the limit itself instead)";
 
-const windowName = z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]);
+/** The fields every limit has that its checks read. */
+interface LimitCommonFields {
+  key_by: string;
+  plan_by?: string | undefined;
+  plans?: Record<string, Record<string, unknown>> | undefined;
+}
 
-const fixedWindowLimit = z.strictObject({
-  ...limitCommon,
-  algorithm: z.literal('fixed_window'),
-  limit: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-  window: windowName,
-});
+/** The checks of one algorithm's limit: across its parameters, and its plans merged onto them and checked the same way. */
+function limitChecks(algorithm: AlgorithmFileName) {
+  const check = PARAMETER_CHECKS[algorithm];
+  const whole = parameterSchema(algorithm);
+  const fields = parameterFields(algorithm);
+  return (limit: LimitCommonFields, ctx: z.RefinementCtx): void => {
+    const own = limit as unknown as Record<string, unknown>;
+    check?.(own, ctx);
+    if ((limit.plan_by === undefined) !== (limit.plans === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [limit.plan_by === undefined ? 'plan_by' : 'plans'],
+        message: 'plan_by and plans go together: plan_by names the identity part whose value picks one of plans',
+      });
+    }
+    if (limit.plan_by !== undefined && limit.plan_by === limit.key_by) {
+      ctx.addIssue({ code: 'custom', path: ['plan_by'], message: `must be another identity part than key_by ("${limit.key_by}")` });
+    }
+    const plans = Object.entries(limit.plans ?? {});
+    if (plans.length > MAX_PLANS) ctx.addIssue({ code: 'custom', path: ['plans'], message: `at most ${MAX_PLANS} plans per limit` });
+    for (const [name, plan] of plans) {
+      if (plan.window !== undefined && plan.window !== own.window) {
+        ctx.addIssue({ code: 'custom', path: ['plans', name, 'window'], message: WINDOW_IS_THE_LIMITS });
+        continue;
+      }
+      const parsed = whole.safeParse(mergePlan(own, fields, plan));
+      if (parsed.success) continue;
+      for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: ['plans', name, ...issue.path] });
+    }
+  };
+}
 
-/** The log stores one entry per unit: this bounds the memory and the script time of one identity. */
-export const SLIDING_LOG_MAX_LIMIT = 10_000;
+/** A plan's parameters: the limit's own, replaced by the ones the plan gives. */
+export function mergePlan(limit: Record<string, unknown>, fields: readonly string[], plan: Record<string, unknown>): Record<string, unknown> {
+  const merged: Record<string, unknown> = {};
+  for (const field of fields) if (limit[field] !== undefined) merged[field] = limit[field];
+  return Object.assign(merged, plan);
+}
 
-const slidingWindowLogLimit = z.strictObject({
-  ...limitCommon,
-  algorithm: z.literal('sliding_window_log'),
-  limit: z
-    .number()
-    .int()
-    .positive()
-    .max(SLIDING_LOG_MAX_LIMIT, `at most ${SLIDING_LOG_MAX_LIMIT}: the log keeps one entry per unit (use sliding_window_counter for more)`),
-  window: windowName,
-});
-
-/** The counter computes limit * window_ms * 3 in whole numbers, which must stay below 2^53. */
-export const SLIDING_COUNTER_MAX_LIMIT = 10_000_000;
-
-const slidingWindowCounterLimit = z.strictObject({
-  ...limitCommon,
-  algorithm: z.literal('sliding_window_counter'),
-  limit: z.number().int().positive().max(SLIDING_COUNTER_MAX_LIMIT),
-  window: windowName,
-});
-
-const leakyBucketLimit = z
-  .strictObject({
-    ...limitCommon,
-    algorithm: z.literal('leaky_bucket'),
-    capacity: z.number().positive().max(1e12),
-    leak_per_second: z.number().positive().max(1e12),
-    mode: z.enum(LEAKY_MODES).default('policing'),
-  })
-  .refine((l) => l.capacity / l.leak_per_second <= MAX_STATE_TTL_MS / 1000, {
-    message: 'capacity / leak_per_second is too large: a full bucket would take over a year to drain',
-    path: ['leak_per_second'],
-  });
-
-const ALGORITHM_NAMES_MESSAGE = 'must be one of "token_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter", "leaky_bucket", "gcra"';
+const variant = <A extends AlgorithmFileName>(algorithm: A) => ({ ...limitCommon, algorithm: z.literal(algorithm), ...PARAMETER_SHAPES[algorithm] });
 
 export const limitSchema = z.discriminatedUnion(
   'algorithm',
-  [tokenBucketLimit, fixedWindowLimit, slidingWindowLogLimit, slidingWindowCounterLimit, leakyBucketLimit, gcraLimit],
+  [
+    z.strictObject(variant('token_bucket')).superRefine(limitChecks('token_bucket')),
+    z.strictObject(variant('fixed_window')).superRefine(limitChecks('fixed_window')),
+    z.strictObject(variant('sliding_window_log')).superRefine(limitChecks('sliding_window_log')),
+    z.strictObject(variant('sliding_window_counter')).superRefine(limitChecks('sliding_window_counter')),
+    z.strictObject(variant('leaky_bucket')).superRefine(limitChecks('leaky_bucket')),
+    z.strictObject(variant('gcra')).superRefine(limitChecks('gcra')),
+    z.strictObject(variant('concurrency')).superRefine(limitChecks('concurrency')),
+  ],
   {
     error: (issue) => (issue.code === 'invalid_union' ? ALGORITHM_NAMES_MESSAGE : undefined),
   },

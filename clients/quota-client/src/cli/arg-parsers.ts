@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import ms from 'ms';
 
 // Option value parsers for commander: a bad value is reported by commander,
 // naming the option, and quotactl exits with status 2.
@@ -28,4 +29,27 @@ export function duration(value: string): number {
   const ms = match === null ? Number.NaN : Number(match[1]) * UNIT_MS[(match[2] ?? 's') as keyof typeof UNIT_MS];
   if (!(ms >= 1 && ms <= MAX_DURATION_MS)) throw new InvalidArgumentError('expected a duration from 1ms to 60m, e.g. 10s, 500ms, 2m');
   return Math.round(ms);
+}
+
+/** A number above 0 (an override's parameter: 0 would mean "as the limit has it"). */
+export function positiveNumber(value: string): number {
+  const n = finiteNumber(value);
+  if (!(n > 0)) throw new InvalidArgumentError('expected a number greater than 0');
+  return n;
+}
+
+/** A whole number above 0, up to the largest exact integer. */
+export const positiveWholeNumber = wholeNumber(Number.MAX_SAFE_INTEGER);
+
+/**
+ * A human duration with its unit, as ms: "2h", "90m", "1.5h", "7d", "30s",
+ * "2 hours". A bare number is refused: minutes or milliseconds? An override's
+ * lifetime is too important to guess.
+ */
+export function humanDuration(value: string): number {
+  const text = value.trim();
+  const parsed = /^\d+(\.\d+)?$/.test(text) ? undefined : ms(text as ms.StringValue);
+  if (parsed === undefined || !Number.isFinite(parsed) || parsed < 1)
+    throw new InvalidArgumentError('expected a duration with its unit, e.g. 2h, 90m, 30s, 7d');
+  return Math.round(parsed);
 }

@@ -92,12 +92,15 @@ export function formatNumber(n: number): string {
   return n.toFixed(2).replace(/\.?0+$/, '');
 }
 
-/** A duration in ms: "0", "250 ms", "1.5 s", "2 min 5 s". */
+/** A duration in ms: "0", "250 ms", "1.5 s", "2 min 5 s", "23 h 38 min" (a day window's reset). */
 export function formatMs(ms: number): string {
   if (ms <= 0) return '0';
   if (ms < 1_000) return `${formatNumber(ms)} ms`;
   if (ms < 60_000) return `${formatNumber(Math.round(ms / 100) / 10)} s`;
-  const minutes = Math.floor(ms / 60_000);
-  const seconds = Math.round((ms % 60_000) / 1_000);
-  return seconds === 0 ? `${minutes} min` : `${minutes} min ${seconds} s`;
+  // Rounded once, then split: 59.6 s past a minute is the next minute, never "1 min 60 s".
+  const inHours = ms >= 3_600_000 - 500;
+  const small = Math.round(ms / (inHours ? 60_000 : 1_000));
+  const [whole, rest] = [Math.floor(small / 60), small % 60];
+  const [bigUnit, smallUnit] = inHours ? ['h', 'min'] : ['min', 's'];
+  return rest === 0 ? `${whole} ${bigUnit}` : `${whole} ${bigUnit} ${rest} ${smallUnit}`;
 }

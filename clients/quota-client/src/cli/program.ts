@@ -3,7 +3,9 @@ import { Command, CommanderError, Option } from 'commander';
 import { allowCommand } from './commands/allow.js';
 import { benchCommand } from './commands/bench.js';
 import { peekCommand } from './commands/peek.js';
+import { overridesCommand } from './commands/overrides.js';
 import { policiesCommand } from './commands/policies.js';
+import { resetCommand } from './commands/reset.js';
 import { validateCommand } from './commands/validate.js';
 import { watchCommand } from './commands/watch.js';
 import { commandContext } from './context.js';
@@ -29,11 +31,11 @@ Environment (an option given on the command line wins):
 
 Exit status:
   0  allowed, or the command succeeded
-  1  denied (allow), or the policy file is invalid (validate)
+  1  denied (allow), the policy file is invalid (validate), no such override (overrides get, delete)
   2  bad usage: unknown command or option, malformed argument, unreadable file
   3  the service could not be reached or did not answer in time
-  4  the service refused the credentials (missing or unknown token, policy not allowed for it)
-  5  the service refused the request (unknown policy, bad identity or cost)
+  4  the service refused the credentials (missing or unknown token, policy not allowed for it, no admin role)
+  5  the service refused the request (unknown policy or limit, bad identity, cost or parameters)
   6  quotactl failed unexpectedly
   130  Ctrl-C stopped a call (watch and bench stop with their usual status)`;
 
@@ -70,8 +72,13 @@ export async function runQuotactl(argv: readonly string[], io: CliIo): Promise<n
       writeErr: (text) => io.stderr.write(text),
     });
   // A command is a file in commands/ making a commander Command from the context; adding one is a line here.
-  for (const make of [policiesCommand, allowCommand, peekCommand, validateCommand, watchCommand, benchCommand]) {
-    program.addCommand(make(ctx).exitOverride().showHelpAfterError('(run with --help for usage)').configureOutput(program.configureOutput()));
+  const configure = (command: Command): Command => {
+    command.exitOverride().showHelpAfterError('(run with --help for usage)').configureOutput(program.configureOutput());
+    for (const sub of command.commands) configure(sub);
+    return command;
+  };
+  for (const make of [policiesCommand, allowCommand, peekCommand, resetCommand, overridesCommand, validateCommand, watchCommand, benchCommand]) {
+    program.addCommand(configure(make(ctx)));
   }
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -29,6 +29,20 @@ export const fixedWindow: Algorithm<FixedWindowParams> = {
     space.update(key, { start: state.start, count: state.count - Math.min(state.count, cost) });
   },
 
+  chargeInMemory(space, identityKey, params, cost, nowMs) {
+    if (cost <= 0) return;
+    const key = fixedWindowKey(identityKey, params.window);
+    const count = fixedWindowCount(space.get<FixedWindowState>(key, nowMs), params.window, nowMs);
+    // Past the limit, but never twice it.
+    const add = Math.min(cost, Math.max(0, 2 * params.limit - count));
+    if (add <= 0) return;
+    const ms = windowMs(params.window);
+    const start = nowMs - (nowMs % ms);
+    // Like the script: a new window's counter replaces the old one with its expiry; HINCRBY keeps the expiry.
+    if (count === 0) space.set(key, { start, count: add }, start + ms - nowMs, nowMs);
+    else space.update(key, { start, count: count + add });
+  },
+
   capacity: (params) => params.limit,
 
   // A window counts whole units: round down so N instances never exceed the global limit.

@@ -1,5 +1,5 @@
 import type { Algorithm } from '../algorithm.js';
-import { decideGcra, refundGcra, type GcraParams } from './model.js';
+import { chargeGcra, decideGcra, refundGcra, type GcraParams } from './model.js';
 
 /** GCRA: a token bucket's guarantees in one timestamp per identity. */
 export const gcra: Algorithm<GcraParams> = {
@@ -20,6 +20,11 @@ export const gcra: Algorithm<GcraParams> = {
     const write = refundGcra(space.get<number>(identityKey, nowMs), params, cost, nowMs);
     if (write === 'delete') space.delete(identityKey);
     else if (write !== undefined) space.set(identityKey, write.tat, write.ttlMs, nowMs);
+  },
+
+  chargeInMemory(space, identityKey, params, cost, nowMs) {
+    const write = chargeGcra(space.get<number>(identityKey, nowMs), params, cost, nowMs);
+    if (write !== undefined) space.set(identityKey, write.tat, write.ttlMs, nowMs);
   },
 
   capacity: (params) => params.capacity,

@@ -50,6 +50,20 @@ function remainingOf(params: GcraParams, backlog: number, interval: number): num
 }
 
 /**
+ * Moves tat `cost` emission intervals later without checking, at most two
+ * bursts ahead of now (a balance of -capacity). undefined (nothing to write)
+ * for a cost of 0.
+ */
+export function chargeGcra(tat: number | undefined, params: GcraParams, cost: number, nowMs: number): { tat: number; ttlMs: number } | undefined {
+  if (cost <= 0) return undefined;
+  const interval = 1000 / params.refillPerSecond;
+  const backlog = Math.max(0, (tat ?? nowMs) - nowMs);
+  const after = Math.max(backlog, Math.min(backlog + cost * interval, 2 * params.capacity * interval));
+  if (after <= 0) return undefined;
+  return { tat: nowMs + after, ttlMs: Math.ceil(after) };
+}
+
+/**
  * Moves tat `cost` emission intervals back. Returns the tat to write,
  * 'delete' when the limit is full again, undefined when there is no key.
  */

@@ -1,5 +1,5 @@
 import type { Algorithm } from '../algorithm.js';
-import { decideLeakyBucket, refundLeakyBucket, type LeakyBucketParams, type LeakyBucketState } from './model.js';
+import { chargeLeakyBucket, decideLeakyBucket, refundLeakyBucket, type LeakyBucketParams, type LeakyBucketState } from './model.js';
 
 /** Leaky bucket: a steady outflow; policing rejects over the rate, shaping delays within a bounded queue. */
 export const leakyBucket: Algorithm<LeakyBucketParams> = {
@@ -20,6 +20,11 @@ export const leakyBucket: Algorithm<LeakyBucketParams> = {
     const write = refundLeakyBucket(space.get<LeakyBucketState>(identityKey, nowMs), params, cost, nowMs);
     if (write === 'delete') space.delete(identityKey);
     else if (write !== undefined) space.set(identityKey, write.state, write.ttlMs, nowMs);
+  },
+
+  chargeInMemory(space, identityKey, params, cost, nowMs) {
+    const write = chargeLeakyBucket(space.get<LeakyBucketState>(identityKey, nowMs), params, cost, nowMs);
+    if (write !== undefined) space.set(identityKey, write.state, write.ttlMs, nowMs);
   },
 
   capacity: (params) => params.capacity,

@@ -51,6 +51,20 @@ export function decideLeakyBucket(state: LeakyBucketState | undefined, params: L
 }
 
 /**
+ * Drains to now, then adds `cost` without checking: the level may pass the
+ * capacity, never twice the capacity. undefined (nothing to write) for a cost of 0.
+ */
+export function chargeLeakyBucket(state: LeakyBucketState | undefined, params: LeakyBucketParams, cost: number, nowMs: number): LeakyBucketStep['write'] {
+  if (cost <= 0) return undefined;
+  const { capacity, leakPerSecond: rate } = params;
+  const prior = state ?? { level: 0, ts: nowMs };
+  let level = Math.max(0, prior.level - (Math.max(0, nowMs - prior.ts) * rate) / 1000);
+  level = Math.max(level, Math.min(level + cost, 2 * capacity));
+  if (level <= 0) return undefined;
+  return { state: { level, ts: nowMs }, ttlMs: Math.ceil((level * 1000) / rate) };
+}
+
+/**
  * Drains to now, then takes `cost` back out, never below empty. Returns the
  * state to write, 'delete' for an empty bucket, undefined when there is none.
  */

@@ -90,6 +90,34 @@ function retryAfter(limit: number, cost: number, current: number, previous: numb
 }
 
 /**
+ * Counts `cost` more in the current window without checking: the estimate may
+ * pass the limit, the current count never twice the limit. undefined (nothing
+ * to write) for a cost of 0 or a count already that high.
+ */
+export function chargeSlidingWindowCounter(
+  state: SlidingWindowCounterState | undefined,
+  params: SlidingWindowCounterParams,
+  cost: number,
+  nowMs: number,
+): SlidingWindowCounterStep['write'] {
+  if (cost <= 0) return undefined;
+  const windowMs = windowLength(params.window);
+  let start = nowMs - (nowMs % windowMs);
+  let current = 0;
+  let previous = 0;
+  if (state !== undefined && state.start >= start) {
+    start = state.start;
+    current = state.current;
+    previous = state.previous;
+  } else if (state !== undefined && state.start === start - windowMs) {
+    previous = state.current;
+  }
+  const add = Math.min(cost, Math.max(0, 2 * params.limit - current));
+  if (add <= 0) return undefined;
+  return { state: { start, current: current + add, previous }, ttlMs: start + 2 * windowMs - nowMs };
+}
+
+/**
  * Takes `cost` back off the window the spend fell in: `current` while that
  * window is current, `previous` after one rollover, nothing later. Never below 0.
  */

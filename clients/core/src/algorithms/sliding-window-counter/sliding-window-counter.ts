@@ -1,6 +1,12 @@
 import type { Algorithm } from '../algorithm.js';
 import { windowMs } from '../fixed-window/model.js';
-import { decideSlidingWindowCounter, refundSlidingWindowCounter, type SlidingWindowCounterParams, type SlidingWindowCounterState } from './model.js';
+import {
+  chargeSlidingWindowCounter,
+  decideSlidingWindowCounter,
+  refundSlidingWindowCounter,
+  type SlidingWindowCounterParams,
+  type SlidingWindowCounterState,
+} from './model.js';
 
 /** Sliding window counter: two counters, an estimate of the rolling window. */
 export const slidingWindowCounter: Algorithm<SlidingWindowCounterParams> = {
@@ -22,6 +28,11 @@ export const slidingWindowCounter: Algorithm<SlidingWindowCounterParams> = {
     const next = state === undefined ? undefined : refundSlidingWindowCounter(state, params, cost, spentAtMs);
     // HSET keeps the hash's expiry.
     if (next !== undefined) space.update(identityKey, next);
+  },
+
+  chargeInMemory(space, identityKey, params, cost, nowMs) {
+    const write = chargeSlidingWindowCounter(space.get<SlidingWindowCounterState>(identityKey, nowMs), params, cost, nowMs);
+    if (write !== undefined) space.set(identityKey, write.state, write.ttlMs, nowMs);
   },
 
   capacity: (params) => params.limit,

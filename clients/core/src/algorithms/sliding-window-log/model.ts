@@ -46,6 +46,25 @@ function resetAfter(newest: number | undefined, windowMs: number, nowMs: number)
   return newest === undefined ? 0 : newest + windowMs - nowMs;
 }
 
+/**
+ * Logs `cost` more entries stamped now without checking: the window may hold
+ * more than the limit, never more than twice it. Returns the log to write
+ * (entries that left the window dropped), or undefined for nothing to write.
+ */
+export function chargeSlidingWindowLog(
+  log: readonly number[] | undefined,
+  params: SlidingWindowLogParams,
+  cost: number,
+  nowMs: number,
+): SlidingWindowLogStep['write'] {
+  if (cost <= 0) return undefined;
+  const windowMs = windowLength(params.window);
+  const live = (log ?? []).filter((at) => at > nowMs - windowMs);
+  const add = Math.min(cost, Math.max(0, 2 * params.limit - live.length));
+  if (add <= 0) return undefined;
+  return { log: [...live, ...Array<number>(add).fill(nowMs)].sort((a, b) => a - b), ttlMs: windowMs };
+}
+
 /** Removes `cost` entries stamped `spentAtMs` (what a spend then logged); an empty log is dropped (undefined). */
 export function refundSlidingWindowLog(log: readonly number[], cost: number, spentAtMs: number): number[] | undefined {
   const next = [...log];

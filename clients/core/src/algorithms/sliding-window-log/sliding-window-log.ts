@@ -1,6 +1,6 @@
 import type { Algorithm } from '../algorithm.js';
 import { windowMs } from '../fixed-window/model.js';
-import { decideSlidingWindowLog, refundSlidingWindowLog, type SlidingWindowLogParams } from './model.js';
+import { chargeSlidingWindowLog, decideSlidingWindowLog, refundSlidingWindowLog, type SlidingWindowLogParams } from './model.js';
 
 /** Sliding window log: an exact rolling window, one stored entry per unit accepted. */
 export const slidingWindowLog: Algorithm<SlidingWindowLogParams> = {
@@ -24,6 +24,11 @@ export const slidingWindowLog: Algorithm<SlidingWindowLogParams> = {
     // Like ZREM: the set keeps its expiry, and Redis deletes it once empty.
     if (next === undefined) space.delete(identityKey);
     else space.update(identityKey, next);
+  },
+
+  chargeInMemory(space, identityKey, params, cost, nowMs) {
+    const write = chargeSlidingWindowLog(space.get<number[]>(identityKey, nowMs), params, cost, nowMs);
+    if (write !== undefined) space.set(identityKey, write.log, write.ttlMs, nowMs);
   },
 
   capacity: (params) => params.limit,

@@ -52,6 +52,20 @@ export function decideTokenBucket(state: TokenBucketState | undefined, params: T
 }
 
 /**
+ * Spends `cost` tokens without checking: refill to now, take cost, but never
+ * below -capacity (a debt of at most one bucket, which the key's expiry still
+ * covers). undefined (nothing to write) for a cost of 0.
+ */
+export function chargeTokenBucket(state: TokenBucketState | undefined, params: TokenBucketParams, cost: number, nowMs: number): TokenBucketState | undefined {
+  if (cost <= 0) return undefined;
+  const { capacity, refillPerSecond: rate } = params;
+  const prior = state ?? { tokens: capacity, ts: nowMs };
+  let tokens = Math.min(capacity, prior.tokens + (Math.max(0, nowMs - prior.ts) * rate) / 1000);
+  tokens = Math.min(tokens, Math.max(-capacity, tokens - cost));
+  return { tokens, ts: nowMs };
+}
+
+/**
  * Gives back `cost` tokens a spend took: refill to now, add cost, cap at the
  * capacity. undefined (nothing to write) when there is no bucket: it is full.
  */

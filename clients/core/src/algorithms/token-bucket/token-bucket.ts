@@ -1,5 +1,5 @@
 import type { Algorithm } from '../algorithm.js';
-import { decideTokenBucket, refundTokenBucket, tokenBucketTtlMs, type TokenBucketParams, type TokenBucketState } from './model.js';
+import { chargeTokenBucket, decideTokenBucket, refundTokenBucket, tokenBucketTtlMs, type TokenBucketParams, type TokenBucketState } from './model.js';
 
 /** Token bucket: bursts up to capacity, refills at a steady rate. */
 export const tokenBucket: Algorithm<TokenBucketParams> = {
@@ -16,6 +16,11 @@ export const tokenBucket: Algorithm<TokenBucketParams> = {
 
   refundInMemory(space, identityKey, params, cost, nowMs) {
     const state = refundTokenBucket(space.get<TokenBucketState>(identityKey, nowMs), params, cost, nowMs);
+    if (state !== undefined) space.set(identityKey, state, tokenBucketTtlMs(params), nowMs);
+  },
+
+  chargeInMemory(space, identityKey, params, cost, nowMs) {
+    const state = chargeTokenBucket(space.get<TokenBucketState>(identityKey, nowMs), params, cost, nowMs);
     if (state !== undefined) space.set(identityKey, state, tokenBucketTtlMs(params), nowMs);
   },
 

@@ -1,37 +1,9 @@
 import { Command } from 'commander';
-import type { LimitDefinition, Policy } from '@quota-service/contract';
+import type { Policy } from '@quota-service/contract';
 import type { CommandContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 import { formatNumber } from '../output.js';
-
-/** A limit definition's algorithm and parameters, from the contract's oneof, e.g. ["token_bucket", {capacity: 10, refillPerSecond: 2}]. */
-function algorithmOf(limit: LimitDefinition): [string, Record<string, number | string>] {
-  if (limit.tokenBucket) return ['token_bucket', { ...limit.tokenBucket }];
-  if (limit.fixedWindow) return ['fixed_window', { ...limit.fixedWindow }];
-  if (limit.slidingWindowLog) return ['sliding_window_log', { ...limit.slidingWindowLog }];
-  if (limit.slidingWindowCounter) return ['sliding_window_counter', { ...limit.slidingWindowCounter }];
-  if (limit.leakyBucket) return ['leaky_bucket', { ...limit.leakyBucket }];
-  if (limit.gcra) return ['gcra', { ...limit.gcra }];
-  return ['unknown', {}];
-}
-
-/** "capacity 10, 2/s" and the like: a limit's parameters in a few words. */
-function describeParameters(algorithm: string, p: Record<string, number | string>): string {
-  const n = (key: string) => formatNumber(Number(p[key]));
-  switch (algorithm) {
-    case 'token_bucket':
-    case 'gcra':
-      return `capacity ${n('capacity')}, +${n('refillPerSecond')}/s`;
-    case 'leaky_bucket':
-      return `capacity ${n('capacity')}, -${n('leakPerSecond')}/s, ${p.mode}`;
-    case 'fixed_window':
-    case 'sliding_window_log':
-    case 'sliding_window_counter':
-      return `${n('limit')} per ${p.window}`;
-    default:
-      return '';
-  }
-}
+import { algorithmOf, describeParameters } from '../parameters-view.js';
 
 const policyJson = (policy: Policy) => ({
   name: policy.name,
@@ -40,7 +12,8 @@ const policyJson = (policy: Policy) => ({
   ...(policy.failureMode?.mode === 'local' && { localShare: policy.failureMode.localShare }),
   limits: policy.limits.map((limit) => {
     const [algorithm, parameters] = algorithmOf(limit);
-    return { name: limit.name, keyBy: limit.keyBy, algorithm, ...parameters };
+    const plans = limit.plans.map((plan) => ({ name: plan.name, ...algorithmOf(plan.parameters ?? {})[1] }));
+    return { name: limit.name, keyBy: limit.keyBy, algorithm, ...parameters, ...(limit.planBy !== '' && { planBy: limit.planBy, plans }) };
   }),
 });
 
@@ -48,7 +21,7 @@ const policyJson = (policy: Policy) => ({
 export function policiesCommand(ctx: CommandContext): Command {
   return new Command('policies')
     .summary('list the policies the service enforces')
-    .description('List the policies the service enforces, with their limits. With a token, only the policies that token may use.')
+    .description("List the policies the service enforces, with their limits and each limit's plans. With a token, only the policies that token may use.")
     .action(async (_options: object, command: Command) => {
       const settings = ctx.settings(command);
       const printer = ctx.printer(settings);
@@ -57,16 +30,24 @@ export function policiesCommand(ctx: CommandContext): Command {
         printer.jsonLine({ policies: policies.map(policyJson) });
       } else {
         const rows = policies.flatMap((policy) =>
-          policy.limits.map((limit, i) => {
+          policy.limits.flatMap((limit, i) => {
             const [algorithm, parameters] = algorithmOf(limit);
             const failure = policy.failureMode?.mode === 'local' ? `local ${formatNumber(policy.failureMode.localShare)}` : (policy.failureMode?.mode ?? '');
+            // A limit with plans: its default, then one row per plan (`plan=pro`, by its plan_by part).
+            const plans = limit.plans.map((plan) => {
+              const [planAlgorithm, planParameters] = algorithmOf(plan.parameters ?? {});
+              return ['', '', `${limit.planBy}=${plan.name}`, '', describeParameters(planAlgorithm, planParameters), ''];
+            });
             return [
-              i === 0 ? printer.colors.bold(policy.name) : '',
-              limit.name,
-              limit.keyBy,
-              algorithm,
-              describeParameters(algorithm, parameters),
-              i === 0 ? failure : '',
+              [
+                i === 0 ? printer.colors.bold(policy.name) : '',
+                limit.name,
+                limit.keyBy,
+                algorithm,
+                `${describeParameters(algorithm, parameters)}${plans.length > 0 ? ' (default)' : ''}`,
+                i === 0 ? failure : '',
+              ],
+              ...plans,
             ];
           }),
         );

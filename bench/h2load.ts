@@ -1,0 +1,64 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { percentile } from './stats.js';
+
+/** Whether h2load (nghttp2) is on PATH (make bench installs it: scripts/ensure-tool.sh). */
+export function h2loadAvailable(): boolean {
+  return spawnSync('h2load', ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+/**
+ * An open loop by h2load: `rate` unary gRPC calls per second for `seconds`
+ * on one HTTP/2 connection (as a proxy keeps one to its rate limit service),
+ * each with the framed request `frame`; p50/p99 of the time from sending a
+ * call to its end, in ms. h2load is written in C: no garbage collector of its
+ * own pauses the measurement, as a Node client's does. It reads HTTP, not
+ * gRPC statuses: `errors` are calls that failed or timed out on the wire; a
+ * gRPC error answer (trailers only, fast) counts as a call here, which is why
+ * the closed-loop phase, whose client reads every call's status, counts those.
+ */
+export async function h2loadOpenLoop(
+  port: number,
+  path: string,
+  frame: Uint8Array,
+  rate: number,
+  seconds: number,
+): Promise<{ p50: number; p99: number; sent: number; errors: number }> {
+  const dir = await mkdtemp(join(tmpdir(), 'h2load-'));
+  try {
+    const body = join(dir, 'request.bin');
+    const log = join(dir, 'requests.log');
+    await writeFile(body, frame);
+    const total = Math.max(1, Math.round(rate * seconds));
+    const args = [
+      ...['-n', String(total), '-c', '1', '-m', '256', '--rps', String(rate)],
+      ...['-d', body, '-H', 'content-type: application/grpc', '-H', 'te: trailers', `--log-file=${log}`],
+      `http://127.0.0.1:${port}${path}`,
+    ];
+    const output = await run('h2load', args);
+    const counts = /requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded/.exec(output);
+    if (counts === null) throw new Error(`h2load printed no request counts:\n${output}`);
+    // Each line: start time (µs since the epoch), HTTP status, duration (µs).
+    const durations = (await readFile(log, 'utf8'))
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => Number(line.split('\t')[2]) / 1000)
+      .sort((a, b) => a - b);
+    return { p50: percentile(durations, 50), p99: percentile(durations, 99), sent: total, errors: Number(counts[1]) - Number(counts[2]) };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function run(command: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(output) : reject(new Error(`${command} exited with ${code}:\n${output}`))));
+  });
+}

@@ -1,0 +1,38 @@
+import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import { toOutcome } from '@quota-service/http';
+import type { QuotaClient } from '@quota-service/client';
+
+export interface InFlightLeaseOptions {
+  quota: Pick<QuotaClient, 'acquire'>;
+  /** The policy with the `concurrency` limit, e.g. orders.in-flight (per tenant). */
+  policy: string;
+  /** The identity the lease counts, from the authenticated principal. */
+  identify: (request: FastifyRequest) => Record<string, string>;
+}
+
+/**
+ * Bounded work in progress across every replica: a Fastify preHandler that
+ * acquires a concurrency lease from the quota service and holds it until the
+ * response ends, however it ends (sent, failed, or the client went away: the
+ * raw response's 'close'). A full cap answers 429 with Retry-After and the
+ * body of a rate limit's denial (503 when the quota service cannot decide and
+ * the lease fails closed); the route does not run. No queue: a backlog never grows.
+ */
+export function inFlightLease(options: InFlightLeaseOptions): preHandlerAsyncHookHandler {
+  return async function inFlight(request: FastifyRequest, reply: FastifyReply) {
+    const lease = await options.quota.acquire({ policy: options.policy, identity: options.identify(request) });
+    if (!lease.acquired) {
+      const outcome = toOutcome(options.policy, lease.decision);
+      reply.headers(outcome.headers);
+      if (outcome.action === 'respond') return reply.code(outcome.status).send(outcome.body);
+      return;
+    }
+    reply.raw.once('close', () => {
+      lease.release().catch((error: unknown) => request.log.error({ err: error, policy: options.policy }, 'in-flight lease could not be released'));
+    });
+    // The lease was lost (not renewed in time): the work carries on, but say so.
+    lease.signal.addEventListener('abort', () => request.log.warn({ policy: options.policy }, 'in-flight lease lost while the order was in progress'), {
+      once: true,
+    });
+  };
+}

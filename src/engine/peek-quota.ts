@@ -1,0 +1,35 @@
+import { type LimitStatus, type PeekInput, type PolicySet, StoreUnavailableError, statuses, validatePeek } from '@quota-service/core';
+import { isStaleOverrides, type OverrideView } from '../overrides/override.js';
+import type { QuotaStore } from '../store/store.js';
+import { appliedLimits } from './applied-limits.js';
+import type { StoreFailurePolicy } from './failure.js';
+import { STALE_RETRIES } from './prepared.js';
+import { firstPartition, peekAcrossSlots, slotGroups } from './slot-groups.js';
+
+/**
+ * GetQuota: every limit's status now, as the parameters that apply to the
+ * identity set it, spending nothing and writing nothing. The budget and
+ * breaker of decisions apply: an unreachable store answers UNAVAILABLE within
+ * the budget. A stale view of the overrides is read again, at most
+ * STALE_RETRIES times.
+ */
+export async function peekQuota(
+  policies: PolicySet,
+  store: QuotaStore,
+  failure: StoreFailurePolicy,
+  overrides: OverrideView | undefined,
+  input: PeekInput,
+): Promise<LimitStatus[]> {
+  for (let attempt = 0; ; attempt++) {
+    const request = validatePeek(policies, input);
+    const { limits, calls } = appliedLimits(request, overrides);
+    const groups = slotGroups(store, calls);
+    try {
+      return statuses(limits, await failure.peek(() => peekAcrossSlots(store, calls, groups), firstPartition(store, calls, groups)));
+    } catch (error) {
+      if (!isStaleOverrides(error) || overrides?.refresh === undefined) throw error;
+      if (attempt >= STALE_RETRIES) throw new StoreUnavailableError(error);
+      await overrides.refresh(calls, request.identityValues, error);
+    }
+  }
+}

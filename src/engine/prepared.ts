@@ -1,0 +1,43 @@
+import { type AllowInput, type Limit, type LimitCall, type PolicySet, type ValidRequest, validateRequestShape } from '@quota-service/core';
+import type { OverrideView } from '../overrides/override.js';
+import type { QuotaStore } from '../store/store.js';
+import { appliedLimits } from './applied-limits.js';
+import type { PhasedRequest } from './phased-spend.js';
+import { firstPartition, type SlotGroups, slotGroups } from './slot-groups.js';
+
+/** How often a decision is made again after the store found this replica's view of the overrides stale. */
+export const STALE_RETRIES = 3;
+
+/** A request ready for the store (prepareRequest). */
+export interface Prepared {
+  input: AllowInput;
+  request: ValidRequest;
+  /** Its limits with the parameters that apply to the identity (appliedLimits). */
+  limits: readonly Limit[];
+  calls: LimitCall[];
+  groups: SlotGroups;
+  /** Undefined on a store of one part. */
+  partition: string | undefined;
+}
+
+/** A prepared request and its place in a batch (QuotaEngine.allowEach). */
+export interface Indexed {
+  index: number;
+  prepared: Prepared;
+}
+
+export const callsOf = (entry: Indexed): LimitCall[] => entry.prepared.calls;
+export const phasedOf = (entry: Indexed): PhasedRequest => entry.prepared;
+
+/**
+ * A request, validated, with its store calls (the parameters that apply to
+ * its identity), their slot groups and the partition its first reservation
+ * goes to: computed once per request, since the breaker's partition, the
+ * memo's place and the spend all follow them.
+ */
+export function prepareRequest(policies: PolicySet, store: QuotaStore, overrides: OverrideView | undefined, input: AllowInput): Prepared {
+  const request = validateRequestShape(policies, input);
+  const { limits, calls } = appliedLimits(request, overrides);
+  const groups = slotGroups(store, calls);
+  return { input, request, limits, calls, groups, partition: firstPartition(store, calls, groups) };
+}

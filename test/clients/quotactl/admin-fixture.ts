@@ -1,0 +1,75 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { tokenSha256 } from '../../../src/config/callers.js';
+
+/** A support desk's token: its caller has the admin role. */
+export const ADMIN_TOKEN = 'support-desk-admin-token-7f3a91c2e5b84d06';
+/** A caller that may use every policy but has no admin role. */
+export const VIEWER_TOKEN = 'dashboard-viewer-token-1b8e4c7a90d3f256';
+
+/**
+ * Policies whose numbers hold still during a test: a bucket refilling one
+ * token per 1000 s stays spent, a day window changes only at midnight UTC.
+ * `api` has plans: a `pro` customer's bucket holds 20.
+ */
+export const ADMIN_POLICIES = `
+policies:
+  api:
+    description: A customer's API calls.
+    limits:
+      - name: api
+        key_by: customer
+        algorithm: token_bucket
+        capacity: 5
+        refill_per_second: 0.001
+        plan_by: plan
+        plans:
+          pro:
+            capacity: 20
+  daily:
+    description: A hundred a day per user.
+    limits:
+      - name: daily
+        key_by: user
+        algorithm: fixed_window
+        limit: 100
+        window: day
+  team:
+    description: A user's and a tenant's daily limits.
+    limits:
+      - name: team-user
+        key_by: user
+        algorithm: fixed_window
+        limit: 50
+        window: day
+      - name: team-tenant
+        key_by: tenant
+        algorithm: sliding_window_counter
+        limit: 500
+        window: hour
+`;
+
+/** The callers file: `support` has the admin role, `dashboard` does not (both may use every policy). */
+const CALLERS = `
+callers:
+  support:
+    token_sha256: ${tokenSha256(ADMIN_TOKEN)}
+    policies: ['*']
+    roles: [admin]
+  dashboard:
+    token: ${VIEWER_TOKEN}
+    policies: ['*']
+`;
+
+/** The policy and callers files in a temp dir, and the service's environment for them. */
+export function writeAdminFixture(): { dir: string; env: Record<string, string>; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'quotactl-admin-'));
+  writeFileSync(join(dir, 'policies.yaml'), ADMIN_POLICIES);
+  writeFileSync(join(dir, 'callers.yaml'), CALLERS);
+  return {
+    dir,
+    env: { QUOTA_POLICIES: join(dir, 'policies.yaml'), QUOTA_AUTH_TOKENS: join(dir, 'callers.yaml') },
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}

@@ -1,0 +1,45 @@
+import type { PolicySet } from '@quota-service/core';
+import { AuditLog } from '../../src/admin/audit.js';
+import { QuotaAdmin } from '../../src/admin/quota-admin.js';
+import { MemoryStateReset, RedisStateReset } from '../../src/admin/state-reset.js';
+import { QuotaEngine } from '../../src/engine/engine.js';
+import { createLogger } from '../../src/logger.js';
+import { MemoryOverrides } from '../../src/overrides/memory-overrides.js';
+import type { OverrideStore, OverrideView } from '../../src/overrides/override.js';
+import { RedisOverrides } from '../../src/overrides/redis-overrides.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { RedisStore } from '../../src/store/redis.js';
+import type { StoreFixture } from './store-fixtures.js';
+
+/** An engine and the admin API's parts on one store fixture, wired as src/main.ts wires them, on the fixture's virtual clock. */
+export interface AdminSetup {
+  engine: QuotaEngine;
+  admin: QuotaAdmin;
+  overrides: OverrideStore & OverrideView;
+  /** The audit log's lines, parsed. */
+  audit: Record<string, unknown>[];
+}
+
+export function adminSetup(fixture: StoreFixture, policies: PolicySet): AdminSetup {
+  const { store, clock } = fixture;
+  let overrides: OverrideStore & OverrideView;
+  let reset: MemoryStateReset | RedisStateReset;
+  if (store instanceof MemoryStore) {
+    overrides = new MemoryOverrides(clock);
+    reset = new MemoryStateReset(store.space);
+  } else if (store instanceof RedisStore) {
+    overrides = new RedisOverrides(store.client, { testClock: clock });
+    reset = new RedisStateReset(store.client);
+  } else {
+    throw new Error('adminSetup: a memory or Redis store');
+  }
+  const audit: Record<string, unknown>[] = [];
+  const log = new AuditLog(createLogger('info', { write: (line: string) => void audit.push(JSON.parse(line) as Record<string, unknown>) }));
+  const engine = new QuotaEngine(policies, store, { overrides });
+  return { engine, admin: new QuotaAdmin(engine, overrides, reset, log), overrides, audit };
+}
+
+/** Another replica on the same store: its own engine and its own view of the overrides (RedisOverrides on its own client). */
+export function replicaOf(fixture: StoreFixture, policies: PolicySet, client: RedisStore): QuotaEngine {
+  return new QuotaEngine(policies, client, { overrides: new RedisOverrides(client.client, { testClock: fixture.clock }) });
+}
