@@ -74,7 +74,11 @@ describe('GetQuota while the store hangs', () => {
         expect(warning).toMatchObject({ method: '/quota.v1.QuotaService/GetQuota' });
         expect(JSON.stringify(warning)).not.toMatch(/stack|\n\s+at /);
       }
-      expect(warnings.map((warning) => warning.cause)).toEqual([`store answered nothing for ${BUDGET_MS} ms`, `store answered nothing for ${BUDGET_MS} ms`, 'the circuit is open']);
+      expect(warnings.map((warning) => warning.cause)).toEqual([
+        `store answered nothing for ${BUDGET_MS} ms`,
+        `store answered nothing for ${BUDGET_MS} ms`,
+        'the circuit is open',
+      ]);
     } finally {
       redis.signal('SIGCONT');
     }
