@@ -14,6 +14,7 @@ import { cpus, loadavg } from 'node:os';
 import { startRedisCluster } from '../test/support/redis-cluster.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { allowBatchCaller, type AllowBatchCaller } from './allow-batch-caller.js';
+import { scriptCalls } from '../test/support/script-calls.js';
 import { redisCpuMs, sampleCpu } from './cpu.js';
 import { benchMain, type BenchRun } from './bench-main.js';
 import { writeBenchOut } from './bench-out.js';
@@ -24,11 +25,14 @@ import { benchBudgetMs, ROUND_GRACE_MS } from './rounds.js';
 import { median } from './stats.js';
 
 const BATCH = 100;
-/** A round's load and the CPU it cost per decision (µs): the service process, and Redis (every master). */
-type Measured = LoadResult & { serviceUs: number; redisUs: number };
+/**
+ * A round's load, the CPU it cost per decision (µs: the service process, and
+ * Redis, every master) and the script calls Redis ran per 100 decisions.
+ */
+type Measured = LoadResult & { serviceUs: number; redisUs: number; callsPer100: number };
 type Store = 'single' | 'cluster' | 'cluster-replicated';
 type Policy = 'bench' | 'bench-tenant';
-const POLICIES: readonly Policy[] = ['bench', 'bench-tenant'];
+const POLICIES: readonly Policy[] = process.env.ONLYP ? [process.env.ONLYP as Policy] : ['bench', 'bench-tenant'];
 const STORES: readonly Store[] = ['single', 'cluster', 'cluster-replicated'];
 /** What the cluster should reach, as a share of one node, per policy. */
 const TARGET: Record<Policy, number> = { bench: 0.8, 'bench-tenant': 0.6 };
@@ -79,12 +83,13 @@ async function main(run: BenchRun): Promise<number> {
   const mastersOf = async (c: typeof cluster) => (await c.topology()).shards.map((s) => c.node(s.masterPort));
   const masters = { cluster: await mastersOf(cluster), replicated: await mastersOf(replicated) };
   const sumCpu = async (nodes: typeof masters.cluster) => (await Promise.all(nodes.map(redisCpuMs))).reduce((a, b) => a + b, 0);
-  const redisOf: Record<Store, () => Promise<number>> = {
-    single: () => redisCpuMs(redis.client()),
-    cluster: () => sumCpu(masters.cluster),
-    'cluster-replicated': () => sumCpu(masters.replicated),
-  };
-  const cpu = async (store: Store) => ({ serviceMs: (await sampleCpu(children[store].pid, undefined)).serverMs, redisMs: await redisOf[store]() });
+  const sumCalls = async (nodes: typeof masters.cluster) => (await Promise.all(nodes.map(scriptCalls))).reduce((a, b) => a + b, 0);
+  const nodesOf: Record<Store, typeof masters.cluster> = { single: [redis.client()], cluster: masters.cluster, 'cluster-replicated': masters.replicated };
+  const cpu = async (store: Store) => ({
+    serviceMs: (await sampleCpu(children[store].pid, undefined)).serverMs,
+    redisMs: await sumCpu(nodesOf[store]),
+    calls: await sumCalls(nodesOf[store]),
+  });
   const results = new Map<string, Measured[]>(kinds.map((k) => [k.name, []]));
   for (let round = 1; round <= options.rounds; round++) {
     for (const { name, store } of kinds) {
@@ -96,20 +101,21 @@ async function main(run: BenchRun): Promise<number> {
         ...r,
         serviceUs: ((after.serviceMs - before.serviceMs) * 1000) / decisions,
         redisUs: ((after.redisMs - before.redisMs) * 1000) / decisions,
+        callsPer100: ((after.calls - before.calls) * 100) / decisions,
       };
       results.get(name)!.push(m);
       process.stdout.write(
         `round ${round} ${name.padEnd(20)} ${(r.decisionsPerSecond * BATCH).toFixed(0)} decisions/s, ` +
           `batch p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, CPU per decision: service ${m.serviceUs.toFixed(1)} µs, ` +
-          `redis ${m.redisUs.toFixed(1)} µs, errors ${r.errors}${r.firstError ? ` (${r.firstError})` : ''}\n`,
+          `redis ${m.redisUs.toFixed(1)} µs, script calls per 100 decisions ${m.callsPer100.toFixed(1)}, errors ${r.errors}${r.firstError ? ` (${r.firstError})` : ''}\n`,
       );
     }
   }
   load.push(loadavg()[0]!);
 
   process.stdout.write(
-    '\n| store | policy | decisions/s | batch p50 (ms) | batch p99 (ms) | service CPU µs/decision | Redis CPU µs/decision | errors |\n' +
-      '|---|---|---:|---:|---:|---:|---:|---:|\n',
+    '\n| store | policy | decisions/s | batch p50 (ms) | batch p99 (ms) | service CPU µs/decision | Redis CPU µs/decision | script calls / 100 decisions | errors |\n' +
+      '|---|---|---:|---:|---:|---:|---:|---:|---:|\n',
   );
   for (const { store, policy, name } of kinds) {
     const rs = results.get(name)!;
@@ -117,7 +123,7 @@ async function main(run: BenchRun): Promise<number> {
     const errors = rs.reduce((sum, r) => sum + r.errors, 0);
     process.stdout.write(
       `| ${store} | ${policy} | ${(m((r) => r.decisionsPerSecond) * BATCH).toFixed(0)} | ${m((r) => r.p50Ms).toFixed(2)} | ${m((r) => r.p99Ms).toFixed(2)} | ` +
-        `${m((r) => r.serviceUs).toFixed(1)} | ${m((r) => r.redisUs).toFixed(1)} | ${errors} |\n`,
+        `${m((r) => r.serviceUs).toFixed(1)} | ${m((r) => r.redisUs).toFixed(1)} | ${m((r) => r.callsPer100).toFixed(1)} | ${errors} |\n`,
     );
   }
   process.stdout.write('\n');

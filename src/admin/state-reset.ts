@@ -1,4 +1,4 @@
-import calculateSlot from 'cluster-key-slot';
+import { keySlot } from '../store/key-slot.js';
 import { Cluster, type Redis } from 'ioredis';
 import type { MemorySpace } from '@quota-service/core';
 
@@ -31,7 +31,7 @@ export class RedisStateReset implements StateReset {
     }
     const bySlot = new Map<number, string[]>();
     for (const key of keys) {
-      const slot = calculateSlot(key);
+      const slot = keySlot(key);
       bySlot.set(slot, [...(bySlot.get(slot) ?? []), key]);
     }
     await Promise.all([...bySlot.values()].map((group) => (this.redis as Cluster).del(...group)));

@@ -94,13 +94,16 @@ export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, n
       args.push(guard.stamp, String(guard.wildcardExpiresAtMs));
     }
   }
-  return { keys, args };
+  const slot = calls[0]?.slot;
+  return slot === undefined ? { keys, args } : { keys, args, slot };
 }
 
 /** One driver call's KEYS and ARGV (decideArguments, rememberArguments). */
 export interface ScriptCall {
   keys: string[];
   args: string[];
+  /** On a Redis Cluster, the slot of its keys when known (LimitCall.slot); else computed from its first key. */
+  slot?: number;
 }
 
 /** KEYS and ARGV that store `value` as the remembered decision ('' forgets it). */

@@ -91,7 +91,7 @@ export class Leases {
   ): Promise<{ request: ValidRequest; limits: readonly ValidRequest['limits'][number][]; calls: LimitCall[]; outcomes: LimitOutcome[] }> {
     try {
       const request = validateLease(this.policies(), input);
-      const applied = appliedLimits(request, this.overrides);
+      const applied = appliedLimits(request, this.overrides, this.store);
       // Without the overrides' guard: the parameters only give a renewal its lease_ttl_ms, and the member is what counts.
       const calls: LimitCall[] = applied.calls.map(({ limit, identityKey, lease }) =>
         lease === undefined ? { limit, identityKey, cost: 0 } : { limit, identityKey, cost: 0, lease },

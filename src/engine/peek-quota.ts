@@ -22,7 +22,7 @@ export async function peekQuota(
 ): Promise<LimitStatus[]> {
   for (let attempt = 0; ; attempt++) {
     const request = validatePeek(policies, input);
-    const { limits, calls } = appliedLimits(request, overrides);
+    const { limits, calls } = appliedLimits(request, overrides, store);
     const groups = slotGroups(store, calls);
     try {
       return statuses(limits, await failure.peek(() => peekAcrossSlots(store, calls, groups), firstPartition(store, calls, groups)));

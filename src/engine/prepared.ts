@@ -37,7 +37,7 @@ export const phasedOf = (entry: Indexed): PhasedRequest => entry.prepared;
  */
 export function prepareRequest(policies: PolicySet, store: QuotaStore, overrides: OverrideView | undefined, input: AllowInput): Prepared {
   const request = validateRequestShape(policies, input);
-  const { limits, calls } = appliedLimits(request, overrides);
+  const { limits, calls } = appliedLimits(request, overrides, store);
   const groups = slotGroups(store, calls);
   return { input, request, limits, calls, groups, partition: firstPartition(store, calls, groups) };
 }

@@ -53,7 +53,7 @@ export function settleReservation(
 ): Promise<Settled> {
   try {
     const { request, actualCost } = validateSettle(policies, input);
-    const applied = appliedLimits(request, overrides);
+    const applied = appliedLimits(request, overrides, store);
     // Without the overrides' guard: a settlement adjusts by the parameters this replica applies now.
     const calls: LimitCall[] = applied.calls.map(({ limit, identityKey }) => ({ limit, identityKey, cost: 0 }));
     const groups = slotGroups(store, calls);

@@ -19,19 +19,33 @@ export type SlotGroups = readonly (readonly number[])[];
  */
 export function slotGroups(store: QuotaStore, calls: readonly LimitCall[]): SlotGroups {
   if (calls.length === 1) return ONE_CALL;
-  const slots = calls.map((call) => store.slotOf?.(call.identityKey));
-  if (calls.length === 0 || slots.some((slot) => slot === undefined)) return [calls.map((_, i) => i)];
-  const bySlot = new Map<number, number[]>();
-  calls.forEach((_, i) => {
-    const slot = slots[i] as number;
-    bySlot.set(slot, [...(bySlot.get(slot) ?? []), i]);
-  });
-  return [...bySlot.entries()].sort(([a], [b]) => a - b).map(([, group]) => group);
+  const all = () => [calls.map((_, i) => i)];
+  if (calls.length === 0 || store.slotOf === undefined) return all();
+  const slots = new Array<number>(calls.length);
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!;
+    const slot = call.slot ?? store.slotOf(call.identityKey);
+    if (slot === undefined) return all();
+    slots[i] = slot;
+  }
+  // By slot, and within a slot in the calls' order.
+  const order = calls.map((_, i) => i).sort((a, b) => slots[a]! - slots[b]! || a - b);
+  const groups: number[][] = [];
+  let last = -1;
+  for (const i of order) {
+    if (slots[i] === last) groups[groups.length - 1]!.push(i);
+    else {
+      groups.push([i]);
+      last = slots[i]!;
+    }
+  }
+  return groups;
 }
 
 /** The partition the first reservation goes to (slot order): its breaker and budget apply. Undefined on a store of one part. */
 export function firstPartition(store: QuotaStore, calls: readonly LimitCall[], groups: SlotGroups): string | undefined {
-  return store.partitionOf?.(calls[groups[0]?.[0] ?? 0]?.identityKey ?? '');
+  const first = calls[groups[0]?.[0] ?? 0];
+  return store.partitionOf?.(first?.identityKey ?? '', first?.slot);
 }
 
 /**

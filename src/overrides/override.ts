@@ -187,8 +187,8 @@ export interface OverrideView {
   exact(limit: string, value: string): OverrideRecord | undefined;
   /** The live prefix override with the longest prefix of `value` under `limit` and of `algorithm`. */
   prefix(limit: string, algorithm: string, value: string): OverrideRecord | undefined;
-  /** Redis: the guard of one limit call (undefined: the view needs no check). */
-  guard?(identityKey: string, exact: OverrideRecord | undefined, prefixApplied: OverrideRecord | undefined): OverrideGuard;
+  /** Redis: the guard of one limit call (undefined: the view needs no check); `slot`: identityKey's on a cluster, when known. */
+  guard?(identityKey: string, exact: OverrideRecord | undefined, prefixApplied: OverrideRecord | undefined, slot?: number): OverrideGuard;
   /** Redis: reads the overrides of these calls again after `error` (isStaleOverrides) said the view was stale. */
   refresh?(calls: readonly { identityKey: string; limit: Limit }[], identityValues: readonly string[], error: Error): Promise<void>;
 }

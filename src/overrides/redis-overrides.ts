@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
 import {
   type Clock,
@@ -24,6 +23,7 @@ import {
   staleGeneration,
 } from './override.js';
 import { type OverrideScripts, overrideScripts } from './redis-override-scripts.js';
+import { keySlot } from '../store/key-slot.js';
 import { SLOTS, slotTags } from './slot-tags.js';
 
 /** An expired exact override's key stays this long past its expiry (the decision script ignores it by then). */
@@ -86,8 +86,8 @@ export class RedisOverrides implements OverrideStore, OverrideView {
     return undefined;
   }
 
-  guard(identityKey: string, exact: OverrideRecord | undefined, prefixApplied: OverrideRecord | undefined): OverrideGuard {
-    const slot = this.cluster ? calculateSlot(identityKey) : 0;
+  guard(identityKey: string, exact: OverrideRecord | undefined, prefixApplied: OverrideRecord | undefined, knownSlot?: number): OverrideGuard {
+    const slot = this.cluster ? (knownSlot ?? keySlot(identityKey)) : 0;
     if (exact === undefined && prefixApplied === undefined) {
       // The usual call: no override applies. One shared guard per slot and generation, not one per call.
       if (this.plainGuards.generation !== this.generation) this.plainGuards = { generation: this.generation, bySlot: [] };

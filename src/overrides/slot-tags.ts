@@ -1,4 +1,4 @@
-import calculateSlot from 'cluster-key-slot';
+import { keySlot } from '../store/key-slot.js';
 
 /** Redis Cluster's hash slots. */
 export const SLOTS = 16384;
@@ -17,7 +17,7 @@ export function slotTags(): readonly string[] {
   let missing = SLOTS;
   for (let i = 0; missing > 0; i++) {
     const tag = i.toString(36);
-    const slot = calculateSlot(tag);
+    const slot = keySlot(tag);
     if (found[slot] === undefined) {
       found[slot] = tag;
       missing--;

@@ -47,7 +47,7 @@ export class ClusterNodeBatches {
   /** How the script batcher routes calls on this cluster. */
   routes(): BatchRoutes {
     return {
-      nodeOf: (call) => this.cluster.slots[keySlot(call.keys[0] ?? '')]?.[0],
+      nodeOf: (call) => this.cluster.slots[call.slot ?? keySlot(call.keys[0] ?? '')]?.[0],
       resend: this.sendAlone,
     };
   }

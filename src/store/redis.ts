@@ -180,11 +180,11 @@ export class RedisStore implements QuotaStore {
    * One script call; its error as the caller should see it (storeError).
    * `binary`: bulk strings come back as Buffers (ioredis's <name>Buffer variant).
    */
-  private send({ keys, args }: ScriptCall, binary: boolean, weight = 1): Promise<unknown> {
+  private send({ keys, args, slot }: ScriptCall, binary: boolean, weight = 1): Promise<unknown> {
     const name = binary ? `${DECIDE_SCRIPT_NAME}Buffer` : DECIDE_SCRIPT_NAME;
     const run = (this.redis as unknown as Record<string, ScriptRunner>)[name];
     if (run === undefined) return Promise.reject(new Error(`script ${name} is not registered`));
-    return this.trafficOf(this.partitionOf(keys[0] ?? '')).send(weight, () =>
+    return this.trafficOf(this.partitionOf(keys[0] ?? '', slot)).send(weight, () =>
       (run.call(this.redis, keys.length, ...keys, ...args) as Promise<unknown>).catch((error: unknown) => {
         throw storeError(error);
       }),
@@ -225,9 +225,9 @@ export class RedisStore implements QuotaStore {
     return this.redis instanceof Cluster ? keySlot(key) : undefined;
   }
 
-  partitionOf(key: string): string {
+  partitionOf(key: string, slot?: number): string {
     if (!(this.redis instanceof Cluster)) return SINGLE_NODE;
-    const slot = keySlot(key);
+    slot ??= keySlot(key);
     return this.redis.slots[slot]?.[0] ?? `slot ${slot}`;
   }
 

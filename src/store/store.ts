@@ -53,8 +53,9 @@ export interface QuotaStore {
   /**
    * The part of the store a key lives on, for one circuit breaker per part: the
    * master that owns the key's slot on a Redis Cluster. Stores of one part omit it.
+   * `slot`: the key's slot, when the caller already knows it (slotOf).
    */
-  partitionOf?(key: string): string;
+  partitionOf?(key: string, slot?: number): string;
   /**
    * How long (ms) the part of the store `partition` names (partitionOf; one
    * part: ignored) has had calls outstanding without answering any of them; 0

@@ -76,6 +76,12 @@ export interface LimitCall {
   guard?: OverrideGuard;
   /** A lease algorithm's limit (concurrency) with a request id: the lease's member (keys.ts leaseMember). */
   lease?: string;
+  /**
+   * On a store with hash slots (Redis Cluster): identityKey's slot, computed
+   * once when the call is made, since its routing, its slot group and its
+   * override guard all follow it. Absent: computed where needed.
+   */
+  slot?: number;
 }
 
 /**
