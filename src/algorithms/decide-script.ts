@@ -86,7 +86,9 @@ export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, n
   if (memo !== undefined) keys.push(memo.key);
   const first = calls[0]?.guard;
   if (first !== undefined) {
-    // The generation of the first call's slot: a script call's keys share one slot.
+    // The generation of the first call's slot. A call across the slots of one
+    // master reads that one only: a prefix override's change raises every
+    // slot's before the admin call returns, so any slot's tells a stale view.
     keys.push(first.generationKey);
     for (const { guard, identityKey } of calls) {
       if (guard === undefined) throw new Error('every limit call of a guarded request needs a guard');
@@ -95,7 +97,9 @@ export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, n
     }
   }
   const slot = calls[0]?.slot;
-  return slot === undefined ? { keys, args } : { keys, args, slot };
+  if (slot === undefined) return { keys, args };
+  for (const call of calls) if (call.slot !== slot) return { keys, args, slot, acrossSlots: true };
+  return { keys, args, slot };
 }
 
 /** One driver call's KEYS and ARGV (decideArguments, rememberArguments). */
@@ -104,6 +108,11 @@ export interface ScriptCall {
   args: string[];
   /** On a Redis Cluster, the slot of its keys when known (LimitCall.slot); else computed from its first key. */
   slot?: number;
+  /**
+   * Its keys lie in several slots of one master (QuotaStore.decidesInOneCall):
+   * it goes in a node batch even alone, and is never sent again alone.
+   */
+  acrossSlots?: true;
 }
 
 /** KEYS and ARGV that store `value` as the remembered decision ('' forgets it). */

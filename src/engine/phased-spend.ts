@@ -1,5 +1,6 @@
 import type { GroupDecision, LimitCall, LimitOutcome } from '@quota-service/core';
 import type { DecideStep, QuotaStore } from '../store/store.js';
+import { SlotsApart } from '../store/store-errors.js';
 import type { SlotGroups } from './slot-groups.js';
 
 /** A request whose limits live in more than one slot: its store calls and their slot groups (slotGroups). */
@@ -14,6 +15,9 @@ const REJECTED = 1;
 const FAILED = 2;
 const DONE = 3;
 
+/** In place of a group: the request's whole decision in one call (QuotaStore.decidesInOneCall). */
+const WHOLE = -1;
+
 /**
  * spendAcrossSlots (src/engine/slot-groups.ts) for many requests at once, in
  * phases: each phase is one decideGroups for every request still going, so
@@ -24,7 +28,10 @@ const DONE = 3;
  * phase, as spendAcrossSlots does in one round; a request whose call failed is
  * refunded as far as the shards answer and fails with that call's error. A
  * user + tenant policy thus costs two batched round trips per turn, not two
- * script calls per request.
+ * script calls per request. A request whose slots one master serves is
+ * decided whole in phase one, in one call there (all or nothing, as on one
+ * node); if its slots turn out to be apart, it goes group by group from the
+ * next phase on.
  *
  * Each request ends as spendAcrossSlots would end it: its outcomes, or the
  * error its decision failed with. Requests of one batch that share a key see
@@ -41,9 +48,14 @@ export async function spendInPhases(store: QuotaStore, requests: readonly Phased
   const at = new Uint8Array(count);
   /** Per request, [group, spentAtMs] pairs of its reservations; undefined while it holds none. */
   const reserved = new Array<number[] | undefined>(count);
-  for (let r = 0; r < count; r++) results[r] = new Array<LimitOutcome>(requests[r]!.calls.length);
+  /** 1: decided whole, in one call, in phase one. */
+  const whole = new Uint8Array(count);
+  for (let r = 0; r < count; r++) {
+    results[r] = new Array<LimitOutcome>(requests[r]!.calls.length);
+    if (store.decidesInOneCall?.(requests[r]!.calls) === true) whole[r] = 1;
+  }
 
-  const list: LimitCall[][] = [];
+  const list: (readonly LimitCall[])[] = [];
   const steps: DecideStep[] = [];
   /** Per entry of a phase: its request, its group, and the step's mode. */
   const owners: number[] = [];
@@ -58,7 +70,7 @@ export async function spendInPhases(store: QuotaStore, requests: readonly Phased
     };
     for (let r = 0; r < count; r++) {
       const { groups } = requests[r]!;
-      if (state[r] === GOING) add(r, at[r]!, SPEND);
+      if (state[r] === GOING) add(r, whole[r] === 1 ? WHOLE : at[r]!, SPEND);
       else if (state[r] === REJECTED || state[r] === FAILED) {
         const held = reserved[r];
         if (held !== undefined) for (let i = 0; i < held.length; i += 2) add(r, held[i]!, { mode: 'refund', spentAtMs: held[i + 1]! });
@@ -82,6 +94,15 @@ export async function spendInPhases(store: QuotaStore, requests: readonly Phased
       const answer = answers[e] ?? new Error(`no answer for group ${g}`);
       const mode = steps[e]!.mode;
       const outcomes = results[r];
+      if (g === WHOLE) {
+        // Slots apart after all: group by group from the next phase on. Else decided, all or nothing.
+        if (answer instanceof SlotsApart) whole[r] = 0;
+        else {
+          results[r] = answer instanceof Error ? answer : answer.outcomes;
+          state[r] = DONE;
+        }
+        continue;
+      }
       if (mode === 'spend') {
         if (answer instanceof Error) {
           // Refund what it holds in the next phase, then answer the error.
@@ -118,7 +139,7 @@ export async function spendInPhases(store: QuotaStore, requests: readonly Phased
  * slots fall. Left as they are when one state is decided by entries of two
  * shapes (a limit two policies share), whose order must not change.
  */
-function sortByLimits(list: LimitCall[][], steps: DecideStep[], owners: number[], groupsOf: number[]): void {
+function sortByLimits(list: (readonly LimitCall[])[], steps: DecideStep[], owners: number[], groupsOf: number[]): void {
   const order = new Array<number>(list.length);
   const shape = new Array<string>(list.length);
   const shapeOfState = new Map<string, string>();
@@ -148,8 +169,9 @@ function sortByLimits(list: LimitCall[][], steps: DecideStep[], owners: number[]
 const SPEND: DecideStep = Object.freeze({ mode: 'spend' });
 const CHECK: DecideStep = Object.freeze({ mode: 'check' });
 
-/** The calls of a request's group `g`. */
-function pick({ calls, groups }: PhasedRequest, g: number): LimitCall[] {
+/** The calls of a request's group `g`, or all of them (WHOLE). */
+function pick({ calls, groups }: PhasedRequest, g: number): readonly LimitCall[] {
+  if (g === WHOLE) return calls;
   const group = groups[g]!;
   const picked = new Array<LimitCall>(group.length);
   for (let j = 0; j < group.length; j++) picked[j] = calls[group[j]!]!;

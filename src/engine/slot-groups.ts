@@ -1,5 +1,6 @@
 import { encodeRemembered, type GroupDecision, type LimitCall, type LimitOutcome, type Memo, StoreUnavailableError } from '@quota-service/core';
 import type { QuotaStore } from '../store/store.js';
+import { SlotsApart } from '../store/store-errors.js';
 
 /** A retry that finds its request still being decided (cross-slot) looks again this often, this many times. */
 const PENDING_POLL_MS = 5;
@@ -65,6 +66,10 @@ export function firstPartition(store: QuotaStore, calls: readonly LimitCall[], g
  * call as the spend: concurrent retries cannot both spend. A cross-slot
  * decision claims the id in that call and stores the whole decision once
  * known; a retry meanwhile waits for it.
+ *
+ * Without `memo`, keys in several slots that one master serves are decided
+ * in one call there (QuotaStore.decidesInOneCall), atomically, with no
+ * reservation; group by group only if the slots turn out to be apart.
  */
 export function spendAcrossSlots<R>(
   store: QuotaStore,
@@ -84,6 +89,15 @@ export function spendAcrossSlots<R>(
       if (onReserved !== undefined && decision.replayed !== true && allAllowed(decision.outcomes)) onReserved();
       return then(decision.outcomes);
     });
+  }
+  if (full === undefined && store.decidesInOneCall?.(calls) === true) {
+    return store.decideGroup(calls, 'spend').then(
+      (decision) => then(decision.outcomes),
+      (error: unknown) => {
+        if (!(error instanceof SlotsApart)) throw error;
+        return spendGroupByGroup(store, calls, groups, undefined, undefined).then(then);
+      },
+    );
   }
   return spendGroupByGroup(store, calls, groups, full, onReserved).then(then);
 }

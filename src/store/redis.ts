@@ -225,6 +225,20 @@ export class RedisStore implements QuotaStore {
     return this.redis instanceof Cluster ? keySlot(key) : undefined;
   }
 
+  /**
+   * Node batches reach keys of every slot their master serves (decide.lua,
+   * "Node batch"), so a decision whose slots one master serves is one call
+   * there, atomic as any script call, instead of a reservation per slot.
+   */
+  decidesInOneCall(calls: readonly LimitCall[]): boolean {
+    if (!(this.redis instanceof Cluster) || this.batcher === undefined || calls.length < 2) return false;
+    const slots = this.redis.slots;
+    const master = slots[calls[0]!.slot ?? keySlot(calls[0]!.identityKey)]?.[0];
+    if (master === undefined) return false;
+    for (let i = 1; i < calls.length; i++) if (slots[calls[i]!.slot ?? keySlot(calls[i]!.identityKey)]?.[0] !== master) return false;
+    return true;
+  }
+
   partitionOf(key: string, slot?: number): string {
     if (!(this.redis instanceof Cluster)) return SINGLE_NODE;
     slot ??= keySlot(key);

@@ -1,5 +1,6 @@
 import { batchArguments, NotRunHere, splitBatchReply } from '../algorithms/decide-batch.js';
 import type { ScriptCall } from '../algorithms/decide-script.js';
+import { SlotsApart } from './store-errors.js';
 import { asError } from '@quota-service/core';
 
 /**
@@ -138,7 +139,7 @@ export class ScriptBatcher {
     }
     for (const [node, list] of byNode) {
       // No known master: each call alone, routed by its slot (the client finds the node).
-      if (node === undefined) for (const waiting of list) this.dispatch([waiting], undefined);
+      if (node === undefined) for (const waiting of list) this.resend(waiting);
       else this.split(list, node);
     }
   };
@@ -160,7 +161,8 @@ export class ScriptBatcher {
   }
 
   private dispatch(waiting: Waiting[], node: string | undefined): void {
-    if (waiting.length === 1) {
+    // A call across slots runs only in a node batch, even alone.
+    if (waiting.length === 1 && (node === undefined || waiting[0]!.call.acrossSlots !== true)) {
       const [only] = waiting as [Waiting];
       this.send(only.call, false, 1, node).then(
         (reply) => only.settle(true, reply, only.index),
@@ -195,8 +197,16 @@ export class ScriptBatcher {
     );
   }
 
-  /** A call that did not run where it was sent: alone, by its slot (BatchRoutes.resend). */
+  /**
+   * A call that did not run where it was sent: alone, by its slot
+   * (BatchRoutes.resend); one across slots cannot go alone, and answers
+   * SlotsApart for its caller to decide it slot by slot.
+   */
   private resend(waiting: Waiting): void {
+    if (waiting.call.acrossSlots === true) {
+      waiting.settle(false, new SlotsApart('its slots are not on one master now'), waiting.index);
+      return;
+    }
     this.routes!.resend(waiting.call).then(
       (reply) => waiting.settle(true, reply, waiting.index),
       (error: unknown) => waiting.settle(false, error, waiting.index),

@@ -43,6 +43,13 @@ export interface QuotaStore {
    * can be decided in one atomic step. Stores without slots omit it or answer undefined (one step always).
    */
   slotOf?(key: string): number | undefined;
+  /**
+   * Whether one script call can decide `calls`, whose keys lie in several
+   * slots, all or nothing: on a Redis Cluster with node batches, when one
+   * master serves every slot (as last seen). Such a call that finds a slot
+   * elsewhere writes nothing and answers SlotsApart (store-errors.ts).
+   */
+  decidesInOneCall?(calls: readonly LimitCall[]): boolean;
   /** Resolves once the store has answered; the service reports SERVING only after that. */
   ready(): Promise<void>;
   /**
