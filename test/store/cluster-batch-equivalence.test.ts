@@ -187,7 +187,8 @@ describe('batched on a cluster = one by one on a cluster = the model', () => {
           // One script call per master per batch at most (a lone call is one too): batched, not one per request.
           expect(await sides().batchedScriptCalls()).toBeLessThanOrEqual(3 * runs.length);
         }),
-        { numRuns: 12 },
+        // A fixed seed: the checks below are on what was generated, so they must not depend on the draw.
+        { numRuns: 12, seed: 29 },
       );
       expect(spanningEveryMaster).toBeGreaterThan(batches / 4);
       // Both ways, and often: the limits run out within a sequence.
