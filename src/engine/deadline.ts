@@ -144,10 +144,19 @@ class SharedDeadline implements Deadline {
     // loop, a starved CPU): that time is not held against the store.
     const late = Math.max(0, performance.now() - this.dueAt);
     let wait = Number.POSITIVE_INFINITY;
+    // One reading per partition: calls raced on the same partition (a breaker's
+    // inner call and the caller's outer race, say) expire together, never the
+    // outer first with the inner a moment later, after a caller's retry.
+    const silences = new Map<string, number>();
     for (let i = 0; i < this.rejects.length; i++) {
       const reject = this.rejects[i];
       if (reject === undefined) continue;
-      const silent = this.silence(this.partitions[i]!) - late;
+      const partition = this.partitions[i]!;
+      let silent = silences.get(partition);
+      if (silent === undefined) {
+        silent = this.silence(partition) - late;
+        silences.set(partition, silent);
+      }
       if (silent >= this.ms) {
         this.expired ??= new StoreTimeoutError(`store answered nothing for ${this.ms} ms`);
         this.rejects[i] = undefined;

@@ -33,6 +33,22 @@ function track(promise: Promise<unknown>): { state: 'pending' | 'resolved' | 'ti
 }
 
 describe('turn deadlines', () => {
+  it('calls raced on one partition expire together, however the silence grows while the check runs', async () => {
+    // The store's silence, read again for every call: just under the budget the first time, far over it after.
+    const readings = [19.999];
+    const deadlines = new TurnDeadlines(20, () => () => readings.shift() ?? 1_000);
+    const deadline = deadlines.start();
+    const inner = track(deadline.race(hung(), 'p'));
+    const outer = track(deadline.race(hung(), 'p'));
+    await advance(20);
+    // Read once for both: not yet silent for the whole budget.
+    expect([inner.state, outer.state]).toEqual(['pending', 'pending']);
+    await advance(1);
+    // The timer was set again for what the reading left of the budget (at least 1 ms).
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([inner.state, outer.state]).toEqual(['timeout', 'timeout']);
+  });
+
   it('a call started in a later turn gets its own full budget, not the rest of an earlier one', async () => {
     const deadlines = new TurnDeadlines(20);
     const first = track(deadlines.start().race(hung(), 'p'));
