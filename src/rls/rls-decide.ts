@@ -57,8 +57,10 @@ export async function decideRls(engine: QuotaEngine, config: RlsConfig, request:
   if (domain === undefined) return { domain, verdicts, over: false, source: 'store', retryAfterMs: 0 };
 
   const rules = request.descriptors.map((descriptor): RlsRule | undefined => {
-    if (descriptor.limit === undefined) return matchRule(domain.root, descriptor.entries);
-    return overrideRule(domain.name, descriptor.limit.requests_per_unit, overrideUnit(descriptor.limit.unit));
+    const matched = matchRule(domain.root, descriptor.entries);
+    if (descriptor.limit === undefined) return matched;
+    // The override keeps the matched rule's spend_when_over: a charge after the response spends whatever limit the route set.
+    return overrideRule(domain.name, descriptor.limit.requests_per_unit, overrideUnit(descriptor.limit.unit), matched?.spendsWhenOver === true);
   });
   // A rule some other matched rule replaces is dropped: its descriptor answers OK and spends nothing.
   const replaced = new Set(rules.flatMap((rule) => rule?.replaces ?? []));
@@ -191,9 +193,10 @@ function neverRetryMs(rule: RlsRule): number {
 /**
  * A descriptor's `limit` (set by the proxy's route configuration): N per unit
  * for this request instead of the configured rule, counted per descriptor
- * and unit (envoyproxy/ratelimit does the same). Never a shadow.
+ * and unit (envoyproxy/ratelimit does the same). Never a shadow; spends when
+ * over when the rule the descriptor matches does (`spendsWhenOver`).
  */
-function overrideRule(domain: string, requests: number, unit: keyof typeof UNIT_MS): RlsRule {
+function overrideRule(domain: string, requests: number, unit: keyof typeof UNIT_MS, spendsWhenOver: boolean): RlsRule {
   return {
     path: 'override',
     name: 'override',
@@ -203,7 +206,7 @@ function overrideRule(domain: string, requests: number, unit: keyof typeof UNIT_
     replaces: [],
     shadow: false,
     detailedMetric: false,
-    spendsWhenOver: false,
+    spendsWhenOver,
     report: { requestsPerUnit: requests, unit: UNIT_NUMBER[unit] },
     keyPrefix: `${RLS_KEY_PREFIX}:${encodeIdentityValue(domain)}:override:fixed_window:`,
   };

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisCluster } from '../support/redis-cluster.js';
 import type { RedisServer } from '../support/redis-server.js';
-import { d, header, metadataOf, type RlsClient, rlsClient, rlsConfigDir } from '../support/rls-client.js';
+import { d, header, metadataOf, type RlsClient, rlsClient, rlsConfigDir, type RlsStatus } from '../support/rls-client.js';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process.js';
 import { useRedisCluster, useRedisServer } from '../support/use-redis.js';
 import { ECOSYSTEM_EXAMPLES, README_EXAMPLES } from './rls-configs.js';
@@ -16,21 +16,40 @@ const redis = useRedisServer();
 const cluster = useRedisCluster();
 const UINT32_MAX = 4_294_967_295;
 
-const stores: [string, () => Record<string, string>][] = [
-  ['embedded store', () => ({})],
-  ['single Redis', () => ({ QUOTA_REDIS_URL: (redis() as RedisServer).url })],
-  ['Redis Cluster', () => ({ QUOTA_REDIS_CLUSTER: (cluster() as RedisCluster).seeds.join(',') })],
+/** Per store: the service's environment, and the keys of the store as a test can list them (none for the embedded store: its state is the service process's own). */
+const stores: [string, () => Record<string, string>, (() => Promise<string[]>) | undefined][] = [
+  ['embedded store', () => ({}), undefined],
+  ['single Redis', () => ({ QUOTA_REDIS_URL: (redis() as RedisServer).url }), () => redisKeys(redis())],
+  ['Redis Cluster', () => ({ QUOTA_REDIS_CLUSTER: (cluster() as RedisCluster).seeds.join(',') }), () => clusterKeys(cluster())],
 ];
 
-describe.each(stores)('ShouldRateLimit on the %s', (_name, env) => {
+async function redisKeys(server: RedisServer): Promise<string[]> {
+  const client = server.client();
+  const keys = await client.keys('*');
+  client.disconnect();
+  return keys;
+}
+
+async function clusterKeys(cluster: RedisCluster): Promise<string[]> {
+  const shards = (await cluster.topology()).shards;
+  return (await Promise.all(shards.map((shard) => cluster.node(shard.masterPort).keys('*')))).flat();
+}
+
+/** A Duration as Envoy reads it, in whole seconds. */
+const seconds = (status: RlsStatus) => Number(status.duration_until_reset?.seconds);
+
+describe.each(stores)('ShouldRateLimit on the %s', (_name, env, storeKeys) => {
   let service: ServiceProcess;
   let client: RlsClient;
+  let metricsPort: number;
   beforeAll(async () => {
     // A generous store budget: this shared machine stalls now and then, and a stall must not become a failure mode here.
-    service = startServiceProcess({ QUOTA_RLS_CONFIG: config, QUOTA_RLS_STORE_TIMEOUT_MS: '2000', ...env() });
+    service = startServiceProcess({ QUOTA_RLS_CONFIG: config, QUOTA_RLS_STORE_TIMEOUT_MS: '2000', QUOTA_METRICS_ADDR: '127.0.0.1:0', ...env() });
     client = rlsClient(`127.0.0.1:${await service.port}`);
+    metricsPort = Number(/"port":(\d+)/.exec(await service.logged(/"msg":"metrics at GET \/metrics"/))![1]);
     await service.logged(/health SERVING/);
   }, 60_000);
+  const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   afterAll(async () => {
     client?.close();
     service?.signal('SIGKILL');
@@ -72,6 +91,8 @@ describe.each(stores)('ShouldRateLimit on the %s', (_name, env) => {
     const blocked = await client.shouldRateLimit({ domain: 'edge_proxy_per_ip', descriptors: [d(['remote_address', '50.0.0.5'])] });
     expect(blocked.overall_code).toBe('OVER_LIMIT');
     expect(blocked.statuses[0]).toMatchObject({ code: 'OVER_LIMIT', current_limit: { requests_per_unit: 0, unit: 'SECOND' }, limit_remaining: 0 });
+    // The store was not asked: no state for the blocked address.
+    if (storeKeys !== undefined) expect((await storeKeys()).filter((key) => key.includes('edge_proxy_per_ip'))).toEqual([]);
     const other = await client.shouldRateLimit({ domain: 'edge_proxy_per_ip', descriptors: [d(['remote_address', '50.0.0.1'])] });
     expect(other.statuses[0]).toMatchObject({ code: 'OK', current_limit: { requests_per_unit: 10 }, limit_remaining: 9 });
   });
@@ -97,6 +118,8 @@ describe.each(stores)('ShouldRateLimit on the %s', (_name, env) => {
     expect(a.map((r) => r.overall_code)).toEqual(['OK', 'OK', 'OK']);
     expect(a.map((r) => r.statuses[0]!.code)).toEqual(['OK', 'OK', 'OK']);
     expect(a[2]!.raw_body.length).toBe(0);
+    // What the shadow rule would have denied is counted.
+    expect(await metrics()).toMatch(/quota_rls_descriptors_total\{domain="example6",rule="service.user_user-a",result="shadow_over_limit"\} 1\n/);
     const b = [await ask('user-b'), await ask('user-b'), await ask('user-b')];
     expect(b.map((r) => r.overall_code)).toEqual(['OK', 'OK', 'OVER_LIMIT']);
   });
@@ -205,6 +228,77 @@ describe.each(stores)('ShouldRateLimit on the %s', (_name, env) => {
     expect((await client.shouldRateLimit({ domain: 'llm', descriptors: [erin(0)] })).overall_code).toBe('OVER_LIMIT');
     // The route rule was spent only by the first call.
     expect((await client.shouldRateLimit({ domain: 'llm', descriptors: [route] })).statuses[0]!.limit_remaining).toBe(98);
+  });
+
+  it('spend_when_over: a denied request-time call is charged too (as envoyproxy/ratelimit charges it), one token more debt each', async () => {
+    // 0.001 tokens per second: each token is 1000 s of duration_until_reset (the time until the bucket is full again).
+    const spend = (hits: number) => client.shouldRateLimit({ domain: 'llm', descriptors: [{ ...d(['jwt.sub', 'grace']), hits_addend: { value: hits } }] });
+    const emptied = await spend(1000);
+    expect(emptied.statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 0 });
+    expect(seconds(emptied.statuses[0]!)).toBeGreaterThanOrEqual(999_998);
+    expect(seconds(emptied.statuses[0]!)).toBeLessThanOrEqual(1_000_000);
+    // A request-time call (request-level hits, 1): denied, and charged all the same.
+    const denied = await client.shouldRateLimit({ domain: 'llm', descriptors: [d(['jwt.sub', 'grace'])] });
+    expect(denied.statuses[0]).toMatchObject({ code: 'OVER_LIMIT', limit_remaining: 0 });
+    expect(seconds(denied.statuses[0]!)).toBeGreaterThanOrEqual(1_000_998);
+    expect(seconds(denied.statuses[0]!)).toBeLessThanOrEqual(1_001_000);
+    const again = await client.shouldRateLimit({ domain: 'llm', descriptors: [d(['jwt.sub', 'grace'])] });
+    expect(seconds(again.statuses[0]!)).toBeGreaterThanOrEqual(1_001_998);
+    expect(seconds(again.statuses[0]!)).toBeLessThanOrEqual(1_002_000);
+  });
+
+  it('spend_when_over: a post-response charge beyond what is left goes into debt, the next request-time check is OVER_LIMIT, the debt at most one capacity', async () => {
+    const tokens = (hits: number) => client.shouldRateLimit({ domain: 'llm', descriptors: [{ ...d(['jwt.sub', 'henry']), hits_addend: { value: hits } }] });
+    // Before the model call: a check (hits 0), then the response's 900 tokens after it.
+    expect((await tokens(0)).statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 1000 });
+    expect((await tokens(900)).statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 100 });
+    expect((await tokens(0)).statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 100 });
+    // The next response used 300, with 100 left: the answer (read by nobody) says OVER_LIMIT, and the 300 are spent.
+    const charged = await tokens(300);
+    expect(charged.statuses[0]).toMatchObject({ code: 'OVER_LIMIT', limit_remaining: 0 });
+    const check = await tokens(0);
+    expect(check.overall_code).toBe('OVER_LIMIT');
+    // 200 tokens of debt: full again after 1200 tokens at 0.001 per second.
+    expect(seconds(check.statuses[0]!)).toBeGreaterThanOrEqual(1_199_998);
+    expect(seconds(check.statuses[0]!)).toBeLessThanOrEqual(1_200_000);
+    // A huge charge: the debt stops at one capacity (1000 tokens below zero), 2000 tokens to full.
+    await tokens(50_000);
+    const capped = await tokens(0);
+    expect(capped.overall_code).toBe('OVER_LIMIT');
+    expect(seconds(capped.statuses[0]!)).toBeGreaterThanOrEqual(1_999_998);
+    expect(seconds(capped.statuses[0]!)).toBeLessThanOrEqual(2_000_000);
+  });
+
+  it('spend_when_over: a descriptor with a limit override on such a rule spends when over too', async () => {
+    const charge = (hits: number) =>
+      client.shouldRateLimit({
+        domain: 'llm',
+        descriptors: [{ ...d(['jwt.sub', 'olga']), limit: { requests_per_unit: 10, unit: 'DAY' }, hits_addend: { value: hits } }],
+      });
+    expect((await charge(8)).statuses[0]).toMatchObject({ code: 'OK', current_limit: { requests_per_unit: 10, unit: 'DAY' }, limit_remaining: 2 });
+    // 5 with 2 left: over, and charged (the window counts past its limit).
+    expect((await charge(5)).overall_code).toBe('OVER_LIMIT');
+    // A check of one more is over now; had the 5 not been charged, 2 would be left.
+    expect((await charge(0)).statuses[0]).toMatchObject({ code: 'OVER_LIMIT', limit_remaining: 0 });
+  });
+
+  it('duration_until_reset: a fixed window reports the time to its end; a token bucket the time until it is full again', async () => {
+    const before = Date.now();
+    const window = await client.shouldRateLimit({ domain: 'ours', descriptors: [d(['user', 'reset'])] });
+    const after = Date.now();
+    // Hour windows are aligned to the Unix epoch.
+    const reset = window.statuses[0]!.duration_until_reset!;
+    const resetMs = Number(reset.seconds) * 1000 + reset.nanos / 1e6;
+    expect(resetMs).toBeLessThanOrEqual(3_600_000 - (before % 3_600_000));
+    expect(resetMs).toBeGreaterThanOrEqual(3_600_000 - (after % 3_600_000) - 1);
+    // tool-tokens: 300 of 1000 spent at 0.001 per second refill: 300,000 s to full; its rate projected onto the shortest unit holding at least 1 (3.6 per hour, rounded down).
+    const bucket = await client.shouldRateLimit({
+      domain: 'mcp',
+      descriptors: [{ ...d(['mcp.tool.name', 'fetch'], ['jwt.sub', 'ivan']), hits_addend: { value: 300 } }],
+    });
+    expect(bucket.statuses[0]).toMatchObject({ code: 'OK', current_limit: { name: 'tool-tokens', requests_per_unit: 3, unit: 'HOUR' }, limit_remaining: 700 });
+    expect(seconds(bucket.statuses[0]!)).toBeGreaterThanOrEqual(299_998);
+    expect(seconds(bucket.statuses[0]!)).toBeLessThanOrEqual(300_000);
   });
 
   it('a fixed window of 90 s (our addition) reports its rate projected onto an hour', async () => {
