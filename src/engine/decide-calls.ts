@@ -25,10 +25,11 @@ export function decideCalls(
   store: QuotaStore,
   failure: StoreFailurePolicy,
   policy: Policy,
-  calls: readonly LimitCall[],
+  given: readonly LimitCall[],
   timeoutMs?: number,
 ): Promise<CallsDecision> {
   try {
+    const calls = withSlots(store, given);
     const limits = calls.map((call) => call.limit);
     const groups = slotGroups(store, calls);
     // The outcomes the decision was made of, per store: a late answer of the
@@ -71,8 +72,9 @@ export function decideCalls(
  * store's budget `timeoutMs` and the circuit breaker, and
  * StoreUnavailableError when the store cannot answer.
  */
-export function chargeCalls(store: QuotaStore, failure: StoreFailurePolicy, calls: readonly LimitCall[], timeoutMs?: number): Promise<LimitOutcome[]> {
+export function chargeCalls(store: QuotaStore, failure: StoreFailurePolicy, given: readonly LimitCall[], timeoutMs?: number): Promise<LimitOutcome[]> {
   try {
+    const calls = withSlots(store, given);
     const groups = slotGroups(store, calls);
     const charge = () =>
       Promise.all(
@@ -94,4 +96,24 @@ export function chargeCalls(store: QuotaStore, failure: StoreFailurePolicy, call
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/**
+ * The calls with their hash slot (LimitCall.slot) on a store with slots: a
+ * call across the slots of one master goes as one node batch only when its
+ * calls carry their slots (decideArguments); without them it would be sent
+ * as one script call over keys of several slots, which Redis Cluster refuses.
+ */
+function withSlots(store: QuotaStore, calls: readonly LimitCall[]): readonly LimitCall[] {
+  if (store.slotOf === undefined) return calls;
+  let out: LimitCall[] | undefined;
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!;
+    if (call.slot !== undefined) continue;
+    const slot = store.slotOf(call.identityKey);
+    if (slot === undefined) continue;
+    out ??= calls.slice();
+    out[i] = { ...call, slot };
+  }
+  return out ?? calls;
 }

@@ -5,14 +5,17 @@ import { parseRlsConfig } from '../../src/rls/rls-config.js';
 import { SHOULD_RATE_LIMIT_PATH } from '../../src/rls/envoy-codec.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import { d, type RlsClient, rlsClient, type RlsRequest } from '../support/rls-client.js';
-import type { StoreFixture } from '../support/store-fixtures.js';
-import { bothStores, useRedisServer } from '../support/use-redis.js';
+import { clusterFixture, type StoreFixture } from '../support/store-fixtures.js';
+import { bothStores, useRedisCluster, useRedisServer } from '../support/use-redis.js';
+import { README_EXAMPLES } from './rls-configs.js';
 
 /**
  * Hostile descriptors: each gets INVALID_ARGUMENT naming the field, nothing is
  * written, and the service keeps serving. Values with `{`, `}`, `:` (and the
  * separators of the key layout) are valid: they are kept apart and inside
- * their hash tag.
+ * their hash tag. On the embedded store, a single Redis and a 3+3 Redis
+ * Cluster, with the service in this process so that the test reads the
+ * store's keys (should-rate-limit.test.ts runs a service process).
  */
 const config = parseRlsConfig(
   new Map([
@@ -20,9 +23,12 @@ const config = parseRlsConfig(
       'edge.yaml',
       'domain: edge\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 5 }\n    descriptors:\n      - key: k2\n        rate_limit: { unit: hour, requests_per_unit: 5 }\n',
     ],
+    ['example3.yaml', README_EXAMPLES['example3.yaml']!],
   ]),
 );
 const redis = useRedisServer();
+const cluster = useRedisCluster();
+const stores: [string, () => StoreFixture][] = [...bothStores(redis), ['Redis Cluster', () => clusterFixture(cluster())]];
 
 /** A RateLimitRequest with raw bytes where a client would only send text. */
 function rawRequest(domain: string, entries: [Uint8Array | string, Uint8Array | string][]): Uint8Array {
@@ -36,13 +42,14 @@ function rawRequest(domain: string, entries: [Uint8Array | string, Uint8Array | 
   return writer.join().finish();
 }
 
-describe.each(bothStores(redis))('hostile descriptors on the %s store', (_name, makeFixture) => {
+describe.each(stores)('hostile descriptors on the %s store', (_name, makeFixture) => {
   let f: StoreFixture;
   let service: TestService;
   let client: RlsClient;
   let raw: Client;
   beforeAll(async () => {
     f = makeFixture();
+    await f.store.ready();
     service = await startTestService(f.store, undefined, undefined, { config: () => config, timeoutMs: 2_000, shadowMode: false, rateLimitHeaders: true });
     client = rlsClient(`127.0.0.1:${service.server.port}`);
     raw = new Client(`127.0.0.1:${service.server.port}`, ChannelCredentials.createInsecure());
@@ -51,6 +58,7 @@ describe.each(bothStores(redis))('hostile descriptors on the %s store', (_name, 
     client?.close();
     raw?.close();
     await service?.stop();
+    await f?.store.close();
   });
   beforeEach(async () => {
     await f.reset();
@@ -132,5 +140,17 @@ describe.each(bothStores(redis))('hostile descriptors on the %s store', (_name, 
     expect((await client.shouldRateLimit({ domain: 'edge', descriptors: [long] })).statuses[0]!.limit_remaining).toBe(4);
     expect((await client.shouldRateLimit({ domain: 'edge', descriptors: [long] })).statuses[0]!.limit_remaining).toBe(3);
     expect(await f.keys()).toEqual([expect.stringMatching(/^rl:v1:rls:edge:rule:k:fixed_window:\{sha256:[A-Za-z0-9_-]{43}\}:hour$/)]);
+  });
+
+  it('a blocked value (requests_per_unit 0): OVER_LIMIT, and no key written', async () => {
+    const blocked = await client.shouldRateLimit({ domain: 'edge_proxy_per_ip', descriptors: [d(['remote_address', '50.0.0.5'])] });
+    expect(blocked.statuses[0]).toMatchObject({ code: 'OVER_LIMIT', current_limit: { requests_per_unit: 0 }, limit_remaining: 0 });
+    // Beside a descriptor that would pass: all or nothing, so neither writes.
+    const both = await client.shouldRateLimit({
+      domain: 'edge_proxy_per_ip',
+      descriptors: [d(['remote_address', '50.0.0.1']), d(['remote_address', '50.0.0.5'])],
+    });
+    expect(both.statuses.map((s) => s.code)).toEqual(['OK', 'OVER_LIMIT']);
+    expect(await f.keys()).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keySlot } from '../../src/store/key-slot.js';
 import type { RedisCluster } from '../support/redis-cluster.js';
 import type { RedisServer } from '../support/redis-server.js';
 import { d, header, metadataOf, type RlsClient, rlsClient, rlsConfigDir, type RlsStatus } from '../support/rls-client.js';
@@ -316,6 +317,27 @@ describe.each(stores)('ShouldRateLimit on the %s', (_name, env, storeKeys) => {
       ['OVER_LIMIT', 0],
     ]);
     expect((await client.shouldRateLimit({ domain: 'ours', descriptors: [d(['user', 'u1'])] })).statuses[0]!.limit_remaining).toBe(2);
+  });
+
+  it('two descriptors in different hash slots of one Redis Cluster master: one all-or-nothing decision, no error', async () => {
+    // Hash tags whose slots differ but lie below 5000: on a 3-master cluster with the slots split evenly, one master serves both.
+    const tag = (key: string, from: number) => {
+      for (let i = from; ; i++) if (keySlot(`{${key}=m${i}}`) < 5000) return [`m${i}`, keySlot(`{${key}=m${i}}`)] as const;
+    };
+    const [user, userSlot] = tag('user', 0);
+    let [tenant, tenantSlot] = tag('tenant', 0);
+    for (let i = 1; tenantSlot === userSlot; i++) [tenant, tenantSlot] = tag('tenant', i);
+    const ask = () => client.shouldRateLimit({ domain: 'ours', descriptors: [d(['user', user]), d(['tenant', tenant])] });
+    expect((await ask()).statuses.map((s) => [s.code, s.limit_remaining])).toEqual([
+      ['OK', 4],
+      ['OK', 1],
+    ]);
+    await ask();
+    const denied = await ask();
+    expect(denied.statuses.map((s) => [s.code, s.limit_remaining])).toEqual([
+      ['OK', 3],
+      ['OVER_LIMIT', 0],
+    ]);
   });
 
   it('a limit override in the descriptor replaces the configured limit for that request', async () => {
