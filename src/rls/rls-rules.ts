@@ -52,7 +52,8 @@ export interface RlsRule {
   /**
    * Hits on this rule are spent even when they go over its limit (the balance
    * goes into debt, at most one limit deep), whatever the other descriptors
-   * decide: a charge after the response, which must be counted.
+   * decide: a charge after the response, which must be counted. A
+   * descriptor's `limit` override matching this rule spends when over too.
    */
   readonly spendsWhenOver: boolean;
   /** current_limit as Envoy reads it (docs/envoy.md, "Limits as Envoy sees them"). */
