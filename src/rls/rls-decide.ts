@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import { encodeIdentityValue, type Decision, type LimitCall, type LimitOutcome } from '@quota-service/core';
+import { type Decision, type LimitCall, type LimitOutcome, rlsDescriptorTag, rlsKeyPrefix, rlsStateKey } from '@quota-service/core';
 import type { QuotaEngine } from '../engine/engine.js';
 import type { RateLimitRequest } from './envoy-codec.js';
 import type { Entry } from './rls-match.js';
 import { matchRule } from './rls-match.js';
 import { hitsOf, overrideUnit, validateRlsRequest } from './rls-request.js';
-import { RLS_KEY_PREFIX, type RlsConfig, type RlsDomain, type RlsRule, windowLimit } from './rls-rules.js';
+import { type RlsConfig, type RlsDomain, type RlsRule, windowLimit } from './rls-rules.js';
 import { UNIT_MS } from './rls-config-schema.js';
 
 /** What a descriptor came to, for the response (rls-response.ts) and the metrics. */
@@ -208,7 +208,7 @@ function overrideRule(domain: string, requests: number, unit: keyof typeof UNIT_
     detailedMetric: false,
     spendsWhenOver,
     report: { requestsPerUnit: requests, unit: UNIT_NUMBER[unit] },
-    keyPrefix: `${RLS_KEY_PREFIX}:${encodeIdentityValue(domain)}:override:fixed_window:`,
+    keyPrefix: rlsKeyPrefix(domain, 'override:fixed_window'),
   };
 }
 
@@ -216,15 +216,12 @@ const UNIT_NUMBER = { second: 1, minute: 2, hour: 3, day: 4, month: 5, year: 6, 
 
 /**
  * The state key of `rule` for one descriptor: the rule's prefix, then the
- * descriptor's entries in a hash tag (`key=value,key=value`, each part
- * percent-encoded as identity values are, so `:`, `{`, `}`, `,` and `=` in
- * a value can neither collide two descriptors nor move the key to another
- * slot); beyond MAX_TAG_CHARS, their SHA-256.
+ * descriptor's entries in a hash tag (rlsDescriptorTag); beyond
+ * MAX_TAG_CHARS, their SHA-256.
  */
 export function stateKey(rule: RlsRule, entries: readonly Entry[]): string {
-  let tag = '';
-  for (const { key, value } of entries) tag += `${tag === '' ? '' : ','}${encodeIdentityValue(key)}=${encodeIdentityValue(value)}`;
+  let tag = rlsDescriptorTag(entries);
   // `sha256:` cannot start an encoded tag: `:` is always percent-encoded there.
   if (tag.length > MAX_TAG_CHARS) tag = `sha256:${createHash('sha256').update(tag).digest('base64url')}`;
-  return `${rule.keyPrefix}{${tag}}`;
+  return rlsStateKey(rule.keyPrefix, tag);
 }

@@ -1,4 +1,4 @@
-import { algorithms, encodeIdentityValue, type FailureMode, type Limit, type LimitDefinition, type Policy } from '@quota-service/core';
+import { algorithms, encodeIdentityValue, type FailureMode, type Limit, type LimitDefinition, type Policy, rlsKeyPrefix } from '@quota-service/core';
 import { Unit, type UnitNumber } from './envoy-codec.js';
 import { type AlgorithmLimitDefinition, type DescriptorDefinition, UNIT_MS, UNITS, type UnitName } from './rls-config-schema.js';
 
@@ -73,9 +73,6 @@ const UNIT_NUMBERS: Readonly<Record<UnitName, UnitNumber>> = {
 };
 const UINT32_MAX = 4_294_967_295;
 
-/** Keys of the rate limit service's state: `rl:v1:rls:<domain>:` then `rule:<path>` or `override`. */
-export const RLS_KEY_PREFIX = 'rl:v1:rls';
-
 /** The engine's view of a domain: its name for logs and its failure mode. */
 export function domainPolicy(domain: string, failure: FailureMode): Policy {
   return Object.freeze({ name: `rls:${domain}`, description: '', limits: [], failure, requestIdTtlMs: 0 });
@@ -112,7 +109,7 @@ export function ruleOf(domain: string, definition: DescriptorDefinition, path: s
       blocks: rate.requests_per_unit === 0,
       replaces: rate.replaces.map((r) => r.name),
       report: { requestsPerUnit: rate.requests_per_unit, unit: UNIT_NUMBERS[rate.unit] },
-      keyPrefix: `${RLS_KEY_PREFIX}:${encodeIdentityValue(domain)}:rule:${keyPath}:fixed_window:`,
+      keyPrefix: rlsKeyPrefix(domain, `rule:${keyPath}:fixed_window`),
     });
   }
   if (definition.limit === undefined) return undefined;
@@ -126,7 +123,7 @@ export function ruleOf(domain: string, definition: DescriptorDefinition, path: s
     blocks: false,
     replaces: own.replaces.map((r) => r.name),
     report: projected(own),
-    keyPrefix: `${RLS_KEY_PREFIX}:${encodeIdentityValue(domain)}:rule:${keyPath}:${own.algorithm}:`,
+    keyPrefix: rlsKeyPrefix(domain, `rule:${keyPath}:${own.algorithm}`),
   });
 }
 

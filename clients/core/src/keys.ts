@@ -8,6 +8,8 @@ import { WINDOWS } from './algorithms/fixed-window/model.js';
  *   rl:v1:<limit>:<key_by>:{<encoded identity>}:minute:<yyyymmddHHMM>   fixed window
  *   rl:v1:rid:<policy>:<key_by>:{<encoded identity>}:<identity parts>:<encoded request id>  remembered decision and reservation (request_id)
  *   rl:v1:<limit>:<key_by>:{<encoded identity>}        concurrency: a sorted set of leases, member <identity parts>:<encoded request id>
+ *   rl:v1:rls:<domain>:rule:<path>:<algorithm>:{<descriptor>}   Envoy's rate limit service, one rule and descriptor value
+ *   rl:v1:rls:<domain>:override:fixed_window:{<descriptor>}     the same, under a request's own limit
  *
  * The identity value sits inside a hash tag so that all keys of one identity
  * share a Redis Cluster slot while different identities spread over shards.
@@ -113,4 +115,30 @@ export function overrideGenerationKey(tag: string): string {
  */
 export function stateKeys(identityKeyOfLimit: string): string[] {
   return [identityKeyOfLimit, ...Object.keys(WINDOWS).map((window) => `${identityKeyOfLimit}:${window}`)];
+}
+
+/**
+ * Envoy's rate limit service: the prefix of one rule's state keys in one
+ * domain (`scope` is `rule:<path>:<algorithm>` or `override:fixed_window`),
+ * to which rlsStateKey adds a descriptor's hash tag.
+ */
+export function rlsKeyPrefix(domain: string, scope: string): string {
+  return `${KEY_PREFIX}:rls:${encodeIdentityValue(domain)}:${scope}:`;
+}
+
+/**
+ * A descriptor's entries as one hash tag's content: `key=value` pairs in
+ * request order joined by `,`, each part percent-encoded as identity values
+ * are, so `:`, `{`, `}`, `,` and `=` in a value can neither collide two
+ * descriptors nor move the key to another slot.
+ */
+export function rlsDescriptorTag(entries: ReadonlyArray<{ readonly key: string; readonly value: string }>): string {
+  let tag = '';
+  for (const { key, value } of entries) tag += `${tag === '' ? '' : ','}${encodeIdentityValue(key)}=${encodeIdentityValue(value)}`;
+  return tag;
+}
+
+/** The state key of one descriptor value under a rule's prefix (rlsKeyPrefix). */
+export function rlsStateKey(prefix: string, tag: string): string {
+  return `${prefix}{${tag}}`;
 }
