@@ -92,6 +92,11 @@ export const clusterFiguresSchema = z.object({
       p95Ms: z.number(),
       p99Ms: z.number(),
       errors: z.number().int().nonnegative(),
+      /** CPU per decision in µs: the service process's, and Redis's (every master's). */
+      serviceUs: z.number().optional(),
+      redisUs: z.number().optional(),
+      /** Script calls Redis ran per 100 decisions. */
+      callsPer100: z.number().optional(),
     }),
   ),
 });

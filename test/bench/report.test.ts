@@ -123,9 +123,43 @@ describe('the benchmark report', () => {
   it('reports the cluster as the median of per-round ratios to one node, with the lines the bench printed around its table', () => {
     const { markdown } = buildReport(fullResults());
     // Rounds: 0.9, 0.5, 0.7 -> median 0.7; the ratio of the medians (900/1000) would be 0.9.
-    expect(markdown).toContain('| one limit (user) | 3-master cluster | 900 | 1.00 | 3.00 | **0.70** (rounds 0.90, 0.50, 0.70) | 0 |');
+    expect(markdown).toContain('| one limit (user) | 3-master cluster | 900 | 1.00 | 3.00 | 0 |');
+    expect(markdown).toContain('| one limit (user) | 3-master cluster | 0.90, 0.50, 0.70 | **0.70** | ≥ 0.8×: **not met** |');
     expect(markdown).toContain('```text\nCluster bench header: concurrency 48\n```');
     expect(markdown).toContain('```text\nkeys: single node 10; cluster masters 3 / 3 / 4\n```');
+  });
+
+  it('judges the cluster without replicas against its target, per policy, and shows CPU per decision when the bench wrote it', () => {
+    const results = fullResults();
+    const row = (store: string, policy: string, round: number, decisionsPerSecond: number, serviceUs: number) => ({
+      store,
+      policy,
+      round,
+      decisionsPerSecond,
+      p50Ms: 1,
+      p95Ms: 2,
+      p99Ms: 3,
+      errors: 0,
+      serviceUs,
+      redisUs: serviceUs / 2,
+      callsPer100: 1,
+    });
+    const rows = [1, 2, 3, 4, 5].flatMap((round) => [
+      row('single', 'one limit (user)', round, 1000, 10),
+      row('cluster', 'one limit (user)', round, 800 + round * 10, 12),
+      row('cluster-replicated', 'one limit (user)', round, 500, 14),
+      row('single', 'user + tenant (two slots)', round, 1000, 20),
+      row('cluster', 'user + tenant (two slots)', round, 590 - round, 30),
+    ]);
+    results.steps['cluster'] = { ...results.steps['cluster']!, figures: { rows } };
+    const { markdown } = buildReport(results);
+    expect(markdown).toContain('| one limit (user) | 3-master cluster | 0.81, 0.82, 0.83, 0.84, 0.85 | **0.83** | ≥ 0.8×: **met** |');
+    expect(markdown).toContain('| one limit (user) | 3 masters + 3 replicas | 0.50, 0.50, 0.50, 0.50, 0.50 | **0.50** | for reference |');
+    expect(markdown).toContain('| user + tenant (two slots) | 3-master cluster | 0.59, 0.59, 0.59, 0.59, 0.58 | **0.59** | ≥ 0.6×: **not met** |');
+    expect(markdown).toContain(
+      '| policy | store | decisions/s | p50 (ms) | p99 (ms) | service CPU µs/decision | Redis CPU µs/decision | script calls / 100 decisions | errors |',
+    );
+    expect(markdown).toContain('| user + tenant (two slots) | 3-master cluster | 587 | 1.00 | 3.00 | 30.0 | 15.0 | 1.0 | 0 |');
   });
 
   it('takes whatever stores and policies bench/cluster.ts reports', () => {
