@@ -36,7 +36,6 @@ const policies = parsePolicies(
     },
   }),
 );
-const ADMIN = { name: 'tester', peer: '127.0.0.1:1' };
 
 const allow = (engine: QuotaEngine, policy: string, identity: Record<string, string>) => engine.allow({ policy, identity, cost: 1, requestId: '' });
 
@@ -49,12 +48,12 @@ function scenarios(fixture: () => StoreFixture, anotherStore?: () => RedisStore)
     expect((await allow(engine, 'combo', who)).deniedBy).toBe('per-minute');
     await allow(engine, 'orders', { user: 'bystander' });
     // Only the bucket: the window still denies.
-    const bucketOnly = await admin.reset({ policy: 'combo', identity: who, limits: ['orders'] }, ADMIN);
+    const bucketOnly = await admin.reset({ policy: 'combo', identity: who, limits: ['orders'] });
     expect(bucketOnly.before.map((s) => [s.name, s.remaining])).toEqual([['orders', C - 3]]);
     expect(bucketOnly.after.map((s) => [s.name, s.remaining, s.resetAfterMs])).toEqual([['orders', C, 0]]);
     expect((await allow(engine, 'combo', who)).deniedBy).toBe('per-minute');
     // Everything: all three start full.
-    const all = await admin.reset({ policy: 'combo', identity: who, limits: [] }, ADMIN);
+    const all = await admin.reset({ policy: 'combo', identity: who, limits: [] });
     expect(all.after.map((s) => [s.name, s.remaining])).toEqual([
       ['orders', C],
       ['per-minute', 3],
@@ -83,7 +82,7 @@ function scenarios(fixture: () => StoreFixture, anotherStore?: () => RedisStore)
           sent++;
           const decision = await allow(replica, 'orders', who);
           all.push({ allowed: decision.allowed, remaining: decision.limits[0]!.remaining });
-          if (all.length === C / 2) reset = admin.reset({ policy: 'orders', identity: who, limits: [] }, ADMIN);
+          if (all.length === C / 2) reset = admin.reset({ policy: 'orders', identity: who, limits: [] });
         }
       };
       await Promise.all([...replicas, ...replicas].map(caller));
