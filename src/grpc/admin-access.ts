@@ -1,19 +1,33 @@
-import { type CallContext, ServerError, Status } from 'nice-grpc';
+import { type CallContext, ServerError, type ServerMiddlewareCall, Status } from 'nice-grpc';
 import type { AdminCaller } from '../admin/audit.js';
 import type { AdminAuditContext } from './admin-audit.js';
 import type { CallerContext } from './auth-middleware.js';
+
+/** What the access middleware hands the admin handlers: the admitted caller. */
+export interface AdminContext {
+  admin?: AdminCaller;
+}
 
 /**
  * Who may call the admin API: with caller authentication (QUOTA_AUTH_TOKENS),
  * a caller whose entry in the callers file has the `admin` role; without it
  * (development), a client on a loopback address only. Anyone else gets
- * PERMISSION_DENIED before anything is read or written. Each admin handler
- * asks first; the auth middleware has named the caller by then. The admitted
+ * PERMISSION_DENIED before anything is read or written. Attached to the
+ * admin service alone (server.with), so it runs after the auth middleware,
+ * which names the caller, and costs the quota API nothing. The admitted
  * caller goes on the call's audit line (src/grpc/admin-audit.ts).
  */
-export function admitAdmin(context: CallContext & CallerContext & AdminAuditContext, authenticated: boolean): AdminCaller {
+export function adminAccessMiddleware(options: { authenticated: boolean }) {
+  return async function* adminAccess<Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
+    const admin = admitAdmin(context as CallContext & CallerContext, options.authenticated);
+    const audit = (context as CallContext & AdminAuditContext).adminAudit;
+    if (audit !== undefined) audit.caller = admin.name;
+    return yield* call.next(call.request, { ...context, admin } as CallContext);
+  };
+}
+
+function admitAdmin(context: CallContext & CallerContext, authenticated: boolean): AdminCaller {
   const peer = context.peer;
-  let name: string;
   if (authenticated) {
     const caller = context.caller;
     if (caller === undefined || !caller.roles.has('admin')) {
@@ -22,18 +36,15 @@ export function admitAdmin(context: CallContext & CallerContext & AdminAuditCont
         `caller "${caller?.name ?? 'unknown'}" may not use the admin API: give it roles: [admin] in the callers file`,
       );
     }
-    name = caller.name;
-  } else {
-    if (!isLoopback(peer)) {
-      throw new ServerError(
-        Status.PERMISSION_DENIED,
-        'the admin API needs caller authentication (QUOTA_AUTH_TOKENS, a caller with roles: [admin]); without it only loopback clients may use it',
-      );
-    }
-    name = 'loopback';
+    return { name: caller.name, peer };
   }
-  if (context.adminAudit !== undefined) context.adminAudit.caller = name;
-  return { name, peer };
+  if (!isLoopback(peer)) {
+    throw new ServerError(
+      Status.PERMISSION_DENIED,
+      'the admin API needs caller authentication (QUOTA_AUTH_TOKENS, a caller with roles: [admin]); without it only loopback clients may use it',
+    );
+  }
+  return { name: 'loopback', peer };
 }
 
 /**

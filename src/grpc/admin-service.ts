@@ -12,12 +12,11 @@ import {
   SetOverrideRequest,
   ValidatePoliciesRequest,
 } from '@quota-service/contract';
-import { auditRecord, auditStatus } from '../admin/audit.js';
+import { type AdminCaller, auditRecord, auditStatus } from '../admin/audit.js';
 import { OverrideNotFoundError, type QuotaAdmin, type TargetInput } from '../admin/quota-admin.js';
 import type { OverrideRecord } from '../overrides/override.js';
-import { admitAdmin } from './admin-access.js';
+import type { AdminContext as AccessContext } from './admin-access.js';
 import type { AdminAuditContext } from './admin-audit.js';
-import type { CallerContext } from './auth-middleware.js';
 import { fromProtoParameters, toProtoParameters } from './limit-parameters.js';
 import { strictUtf8Decode } from './strict-utf8.js';
 
@@ -36,56 +35,54 @@ export const adminServiceDefinition = {
   },
 } as const;
 
-/** What an admin handler gets: the caller the auth middleware named (absent without caller authentication) and the call's audit entry. */
-export type AdminContext = CallerContext & AdminAuditContext;
+/** What an admin handler gets: the caller the access middleware admitted (src/grpc/admin-access.ts) and the call's audit entry. */
+export type AdminContext = AccessContext & AdminAuditContext;
 
 /**
- * quota.v1.QuotaAdminService: each handler first lets in admins only
- * (admitAdmin), then maps proto messages to QuotaAdmin and back and puts what
- * a change did (before, after) on the call's audit entry.
+ * quota.v1.QuotaAdminService: maps proto messages to QuotaAdmin and back, and
+ * puts what a change did (before, after) on the call's audit entry.
  */
-export function adminService(admin: QuotaAdmin, options: { authenticated: boolean }): ServiceImplementation<typeof adminServiceDefinition, AdminContext> {
-  const admit = (context: CallContext & AdminContext) => admitAdmin(context, options.authenticated);
+export function adminService(admin: QuotaAdmin): ServiceImplementation<typeof adminServiceDefinition, AdminContext> {
   return {
     async resetQuota(request, context) {
-      admit(context);
       const result = await admin.reset({ policy: request.policy, identity: request.identity, limits: request.limits });
       record(context, { before: result.before.map(auditStatus), after: result.after.map(auditStatus) });
       return result;
     },
 
     async setOverride(request, context) {
-      const caller = admit(context);
       const { current, previous } = await admin.setOverride(
         { target: targetOf(request.key), parameters: fromProtoParameters(request.parameters), ttlMs: request.ttlMs, reason: request.reason },
-        caller,
+        callerOf(context),
       );
       record(context, { before: previous === undefined ? null : auditRecord(previous), after: auditRecord(current), reason: current.reason });
       return { current: toProtoOverride(current), ...(previous === undefined ? {} : { previous: toProtoOverride(previous) }) };
     },
 
-    async getOverride(request, context) {
-      admit(context);
+    async getOverride(request) {
       return { current: toProtoOverride(await notFound(admin.getOverride(targetOf(request.key)))) };
     },
 
-    async listOverrides(request, context) {
-      admit(context);
+    async listOverrides(request) {
       return { overrides: (await admin.listOverrides(request.limit)).map(toProtoOverride) };
     },
 
     async deleteOverride(request, context) {
-      admit(context);
       const previous = await notFound(admin.deleteOverride(targetOf(request.key)));
       record(context, { before: auditRecord(previous), after: null });
       return { previous: toProtoOverride(previous) };
     },
 
-    async validatePolicies(request, context) {
-      admit(context);
+    async validatePolicies(request) {
       return admin.validatePolicies(request.text, request.source);
     },
   };
+}
+
+function callerOf(context: CallContext & AdminContext): AdminCaller {
+  // The access middleware always sets it; a missing one would be a wiring bug, not a caller.
+  if (context.admin === undefined) throw new Error('admin call without an admin caller');
+  return context.admin;
 }
 
 /** A change's before and after (and a set's reason) on the call's audit line. */

@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import type { CallerRegistry } from '../config/callers.js';
 import type { AuditLog } from '../admin/audit.js';
 import type { QuotaAdmin } from '../admin/quota-admin.js';
+import { adminAccessMiddleware } from './admin-access.js';
 import { adminAuditMiddleware } from './admin-audit.js';
 import { adminService, adminServiceDefinition } from './admin-service.js';
 import { authMiddleware } from './auth-middleware.js';
@@ -86,7 +87,9 @@ export async function startQuotaServer(options: {
 
   const health = HealthState();
   server.add(HealthDefinition, boundedHealthService(health, draining.signal));
-  if (options.admin) server.add(adminServiceDefinition, adminService(options.admin.admin, { authenticated: options.callers !== undefined }));
+  // The admin check on the admin service alone: after the auth middleware, at no cost to the quota API.
+  if (options.admin)
+    server.with(adminAccessMiddleware({ authenticated: options.callers !== undefined })).add(adminServiceDefinition, adminService(options.admin.admin));
   addReflection(server, [
     QuotaServiceDefinition.fullName,
     RATE_LIMIT_SERVICE,
