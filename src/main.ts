@@ -108,7 +108,7 @@ async function main(): Promise<void> {
     onSettle: (policy, settled) => metrics.settled(policy, settled),
   });
   const audit = new AuditLog(logger.child({ component: 'audit' }));
-  const admin = new QuotaAdmin(engine, overrides, stateReset, audit);
+  const admin = new QuotaAdmin(engine, overrides, stateReset);
   const watcher = watchPolicyFile({
     path: config.QUOTA_POLICIES,
     loadedText: policyText,

@@ -10,9 +10,12 @@ import {
   validatePeek,
 } from '@quota-service/core';
 import type { QuotaEngine } from '../engine/engine.js';
-import { type OverrideMatch, type OverrideRecord, type OverrideStore, type OverrideTarget, validateOverride, validateTarget } from '../overrides/override.js';
-import { type AdminCaller, type AuditLog, identityDigests, valueDigest } from './audit.js';
+import { type OverrideMatch, type OverrideRecord, type OverrideStore, validateOverride, validateTarget } from '../overrides/override.js';
+import type { AdminCaller } from './audit.js';
 import type { StateReset } from './state-reset.js';
+
+/** Why a reset leaves a concurrency limit alone. */
+const LEASES_STAY = "which a reset leaves alone: leases are work still running, and end with a Release or expire after the limit's lease_ttl";
 
 /** A target as an admin names it, before validation. */
 export interface TargetInput {
@@ -28,16 +31,14 @@ export class OverrideNotFoundError extends Error {
 
 /**
  * The admin API's actions, transport-free: reset an identity's state, manage
- * overrides, check a policy file. Each action that changes something writes
- * one audit line (who, what, before, after); identity values appear there as
- * digests only.
+ * overrides, check a policy file. Each change answers what was before and
+ * after it, which the gRPC layer writes to the audit log (src/grpc/admin-audit.ts).
  */
 export class QuotaAdmin {
   constructor(
     private readonly engine: QuotaEngine,
     private readonly overrides: OverrideStore,
     private readonly state: StateReset,
-    private readonly audit: AuditLog,
   ) {}
 
   private get policies(): PolicySet {
@@ -47,19 +48,26 @@ export class QuotaAdmin {
   /**
    * Removes the identity's state under the policy's limits (or the named
    * ones): its next decision there starts full. Answers the statuses just
-   * before and just after.
+   * before and just after. Concurrency limits are left alone: their leases
+   * stand for work still running, which a reset does not stop; freeing them
+   * would let more than the limit run at once. They end with a Release, or
+   * expire after lease_ttl when their holder is gone.
    */
-  async reset(
-    input: { policy: string; identity: Readonly<Record<string, string>>; limits: readonly string[] },
-    caller: AdminCaller,
-  ): Promise<{ before: LimitStatus[]; after: LimitStatus[] }> {
+  async reset(input: {
+    policy: string;
+    identity: Readonly<Record<string, string>>;
+    limits: readonly string[];
+  }): Promise<{ before: LimitStatus[]; after: LimitStatus[] }> {
     const request = validatePeek(this.policies, { policy: input.policy, identity: input.identity });
-    const names = request.policy.limits.map((limit) => limit.name);
+    const policy = request.policy;
     input.limits.forEach((name, i) => {
-      if (!names.includes(name))
-        throw new InvalidArgumentError(`limits[${i}]`, `policy "${request.policy.name}" has no limit ${JSON.stringify(name.slice(0, 64))}`);
+      const limit = policy.limits.find((l) => l.name === name);
+      if (limit === undefined) throw new InvalidArgumentError(`limits[${i}]`, `policy "${policy.name}" has no limit ${JSON.stringify(name.slice(0, 64))}`);
+      if (limit.algorithm.lease !== undefined) throw new InvalidArgumentError(`limits[${i}]`, `limit "${name}" is a concurrency limit, ${LEASES_STAY}`);
     });
-    const chosen = (name: string) => input.limits.length === 0 || input.limits.includes(name);
+    const resettable = policy.limits.filter((limit) => limit.algorithm.lease === undefined).map((limit) => limit.name);
+    if (resettable.length === 0) throw new InvalidArgumentError('policy', `policy "${policy.name}" has only concurrency limits, ${LEASES_STAY}`);
+    const chosen = (name: string) => (input.limits.length === 0 ? resettable.includes(name) : input.limits.includes(name));
     const keys: string[] = [];
     request.policy.limits.forEach((limit, i) => {
       if (chosen(limit.name)) keys.push(...stateKeys(identityKey(limit.name, limit.keyBy, request.identityValues[i]!)));
@@ -68,11 +76,6 @@ export class QuotaAdmin {
     const before = await peek();
     await this.state.reset(keys);
     const after = await peek();
-    this.audit.done(caller, 'reset', {
-      target: { policy: request.policy.name, identity: identityDigests(input.identity), limits: before.map((s) => s.name) },
-      before: before.map(brief),
-      after: after.map(brief),
-    });
     return { before, after };
   }
 
@@ -86,14 +89,7 @@ export class QuotaAdmin {
     caller: AdminCaller,
   ): Promise<{ current: OverrideRecord; previous: OverrideRecord | undefined }> {
     const request = validateOverride(this.policies, { ...input, setBy: caller.name });
-    const result = await this.overrides.set(request);
-    this.audit.done(caller, 'override.set', {
-      target: auditTarget(request.target),
-      before: result.previous === undefined ? null : auditRecord(result.previous),
-      after: auditRecord(result.current),
-      reason: request.reason,
-    });
-    return result;
+    return this.overrides.set(request);
   }
 
   async getOverride(input: TargetInput): Promise<OverrideRecord> {
@@ -107,11 +103,10 @@ export class QuotaAdmin {
     return this.overrides.list(limit === '' ? undefined : limit);
   }
 
-  async deleteOverride(input: TargetInput, caller: AdminCaller): Promise<OverrideRecord> {
+  async deleteOverride(input: TargetInput): Promise<OverrideRecord> {
     const { target, limit } = validateTarget(this.policies, input);
     const previous = await this.overrides.delete(target, limit.keyBy);
     if (previous === undefined) throw new OverrideNotFoundError(`no ${target.match} override of limit "${target.limit}" for that value`);
-    this.audit.done(caller, 'override.delete', { target: auditTarget(target), before: auditRecord(previous), after: null });
     return previous;
   }
 
@@ -125,14 +120,3 @@ export class QuotaAdmin {
     }
   }
 }
-
-const brief = (status: LimitStatus) => ({ limit: status.name, remaining: status.remaining, of: status.limit });
-
-const auditTarget = (target: OverrideTarget) => ({ limit: target.limit, match: target.match, valueSha256: valueDigest(target.value) });
-
-const auditRecord = (record: OverrideRecord) => ({
-  parameters: record.parameters,
-  expiresAtMs: record.expiresAtMs,
-  setBy: record.setBy,
-  setAtMs: record.setAtMs,
-});

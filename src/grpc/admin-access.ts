@@ -1,45 +1,50 @@
 import { type CallContext, ServerError, type ServerMiddlewareCall, Status } from 'nice-grpc';
-import type { AuditLog } from '../admin/audit.js';
-import type { AdminContext } from './admin-service.js';
+import type { AdminCaller } from '../admin/audit.js';
+import type { AdminAuditContext } from './admin-audit.js';
 import type { CallerContext } from './auth-middleware.js';
 
-/** The admin service's methods. */
-const ADMIN_PREFIX = '/quota.v1.QuotaAdminService/';
+/** What the access middleware hands the admin handlers: the admitted caller. */
+export interface AdminContext {
+  admin?: AdminCaller;
+}
 
 /**
  * Who may call the admin API: with caller authentication (QUOTA_AUTH_TOKENS),
  * a caller whose entry in the callers file has the `admin` role; without it
  * (development), a client on a loopback address only. Anyone else gets
- * PERMISSION_DENIED before anything is read or written, and the refusal is
- * an audit line. Runs after the auth middleware, which names the caller.
+ * PERMISSION_DENIED before anything is read or written. Attached to the
+ * admin service alone (server.with), so it runs after the auth middleware,
+ * which names the caller, and costs the quota API nothing. The admitted
+ * caller goes on the call's audit line (src/grpc/admin-audit.ts).
  */
-export function adminAccessMiddleware(options: { authenticated: boolean; audit: AuditLog }) {
+export function adminAccessMiddleware(options: { authenticated: boolean }) {
   return async function* adminAccess<Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
-    if (!call.method.path.startsWith(ADMIN_PREFIX)) return yield* call.next(call.request, context);
-    const method = call.method.path.slice(ADMIN_PREFIX.length);
-    const peer = context.peer;
-    let name: string;
-    if (options.authenticated) {
-      const caller = (context as CallContext & CallerContext).caller;
-      if (caller === undefined || !caller.roles.has('admin')) {
-        const who = caller?.name ?? 'unknown';
-        options.audit.refused(who, peer, method, 'no admin role');
-        throw new ServerError(Status.PERMISSION_DENIED, `caller "${who}" may not use the admin API: give it roles: [admin] in the callers file`);
-      }
-      name = caller.name;
-    } else {
-      if (!isLoopback(peer)) {
-        options.audit.refused('unauthenticated', peer, method, 'not from loopback');
-        throw new ServerError(
-          Status.PERMISSION_DENIED,
-          'the admin API needs caller authentication (QUOTA_AUTH_TOKENS, a caller with roles: [admin]); without it only loopback clients may use it',
-        );
-      }
-      name = 'loopback';
-    }
-    const admin: AdminContext['admin'] = { name, peer };
+    const admin = admitAdmin(context as CallContext & CallerContext, options.authenticated);
+    const audit = (context as CallContext & AdminAuditContext).adminAudit;
+    if (audit !== undefined) audit.caller = admin.name;
     return yield* call.next(call.request, { ...context, admin } as CallContext);
   };
+}
+
+function admitAdmin(context: CallContext & CallerContext, authenticated: boolean): AdminCaller {
+  const peer = context.peer;
+  if (authenticated) {
+    const caller = context.caller;
+    if (caller === undefined || !caller.roles.has('admin')) {
+      throw new ServerError(
+        Status.PERMISSION_DENIED,
+        `caller "${caller?.name ?? 'unknown'}" may not use the admin API: give it roles: [admin] in the callers file`,
+      );
+    }
+    return { name: caller.name, peer };
+  }
+  if (!isLoopback(peer)) {
+    throw new ServerError(
+      Status.PERMISSION_DENIED,
+      'the admin API needs caller authentication (QUOTA_AUTH_TOKENS, a caller with roles: [admin]); without it only loopback clients may use it',
+    );
+  }
+  return { name: 'loopback', peer };
 }
 
 /**

@@ -12,9 +12,11 @@ import {
   SetOverrideRequest,
   ValidatePoliciesRequest,
 } from '@quota-service/contract';
-import type { AdminCaller } from '../admin/audit.js';
+import { type AdminCaller, auditRecord, auditStatus } from '../admin/audit.js';
 import { OverrideNotFoundError, type QuotaAdmin, type TargetInput } from '../admin/quota-admin.js';
 import type { OverrideRecord } from '../overrides/override.js';
+import type { AdminContext as AccessContext } from './admin-access.js';
+import type { AdminAuditContext } from './admin-audit.js';
 import { fromProtoParameters, toProtoParameters } from './limit-parameters.js';
 import { strictUtf8Decode } from './strict-utf8.js';
 
@@ -33,16 +35,19 @@ export const adminServiceDefinition = {
   },
 } as const;
 
-/** What the admin access middleware (src/grpc/admin-access.ts) hands the handlers: who is calling. */
-export interface AdminContext {
-  admin?: AdminCaller;
-}
+/** What an admin handler gets: the caller the access middleware admitted (src/grpc/admin-access.ts) and the call's audit entry. */
+export type AdminContext = AccessContext & AdminAuditContext;
 
-/** quota.v1.QuotaAdminService: maps proto messages to QuotaAdmin and back. */
+/**
+ * quota.v1.QuotaAdminService: maps proto messages to QuotaAdmin and back, and
+ * puts what a change did (before, after) on the call's audit entry.
+ */
 export function adminService(admin: QuotaAdmin): ServiceImplementation<typeof adminServiceDefinition, AdminContext> {
   return {
     async resetQuota(request, context) {
-      return admin.reset({ policy: request.policy, identity: request.identity, limits: request.limits }, callerOf(context));
+      const result = await admin.reset({ policy: request.policy, identity: request.identity, limits: request.limits });
+      record(context, { before: result.before.map(auditStatus), after: result.after.map(auditStatus) });
+      return result;
     },
 
     async setOverride(request, context) {
@@ -50,6 +55,7 @@ export function adminService(admin: QuotaAdmin): ServiceImplementation<typeof ad
         { target: targetOf(request.key), parameters: fromProtoParameters(request.parameters), ttlMs: request.ttlMs, reason: request.reason },
         callerOf(context),
       );
+      record(context, { before: previous === undefined ? null : auditRecord(previous), after: auditRecord(current), reason: current.reason });
       return { current: toProtoOverride(current), ...(previous === undefined ? {} : { previous: toProtoOverride(previous) }) };
     },
 
@@ -62,7 +68,9 @@ export function adminService(admin: QuotaAdmin): ServiceImplementation<typeof ad
     },
 
     async deleteOverride(request, context) {
-      return { previous: toProtoOverride(await notFound(admin.deleteOverride(targetOf(request.key), callerOf(context)))) };
+      const previous = await notFound(admin.deleteOverride(targetOf(request.key)));
+      record(context, { before: auditRecord(previous), after: null });
+      return { previous: toProtoOverride(previous) };
     },
 
     async validatePolicies(request) {
@@ -75,6 +83,11 @@ function callerOf(context: CallContext & AdminContext): AdminCaller {
   // The access middleware always sets it; a missing one would be a wiring bug, not a caller.
   if (context.admin === undefined) throw new Error('admin call without an admin caller');
   return context.admin;
+}
+
+/** A change's before and after (and a set's reason) on the call's audit line. */
+function record(context: AdminContext, change: { before: unknown; after: unknown; reason?: string }): void {
+  if (context.adminAudit !== undefined) Object.assign(context.adminAudit, change);
 }
 
 const MATCH: Partial<Record<OverrideMatch, 'exact' | 'prefix'>> = {

@@ -8,6 +8,7 @@ import type { CallerRegistry } from '../config/callers.js';
 import type { AuditLog } from '../admin/audit.js';
 import type { QuotaAdmin } from '../admin/quota-admin.js';
 import { adminAccessMiddleware } from './admin-access.js';
+import { adminAuditMiddleware } from './admin-audit.js';
 import { adminService, adminServiceDefinition } from './admin-service.js';
 import { authMiddleware } from './auth-middleware.js';
 import { boundedHealthService } from './health-service.js';
@@ -66,13 +67,15 @@ export async function startQuotaServer(options: {
   settingNames?: { address: string; healthAddress: string };
   /** Envoy's rate limit service (always served; without this, with no domain configured). */
   rls?: RlsServing;
-  /** Also serve quota.v1.QuotaAdminService, to admins only (src/grpc/admin-access.ts). */
+  /** Also serve quota.v1.QuotaAdminService, to admins only (src/grpc/admin-access.ts), every call audited (src/grpc/admin-audit.ts). */
   admin?: { admin: QuotaAdmin; audit: AuditLog };
 }): Promise<QuotaServer> {
-  // Logging outermost, so it sees the status the error middleware chose.
-  let chain = createServer().use(loggingMiddleware(options.logger)).use(errorMiddleware(options.logger));
+  // Logging outermost, so it sees the status the error middleware chose; the admin audit
+  // next, so it sees that status too and every refusal, the auth middleware's included.
+  let chain = createServer().use(loggingMiddleware(options.logger));
+  if (options.admin) chain = chain.use(adminAuditMiddleware(options.admin.audit));
+  chain = chain.use(errorMiddleware(options.logger));
   if (options.callers) chain = chain.use(authMiddleware(options.callers, options.logger));
-  if (options.admin) chain = chain.use(adminAccessMiddleware({ authenticated: options.callers !== undefined, audit: options.admin.audit }));
   const server: Server = chain;
   // Aborted when shutdown starts: open AllowStream streams answer what they have read and end.
   const draining = new AbortController();
@@ -84,7 +87,9 @@ export async function startQuotaServer(options: {
 
   const health = HealthState();
   server.add(HealthDefinition, boundedHealthService(health, draining.signal));
-  if (options.admin) server.add(adminServiceDefinition, adminService(options.admin.admin));
+  // The admin check on the admin service alone: after the auth middleware, at no cost to the quota API.
+  if (options.admin)
+    server.with(adminAccessMiddleware({ authenticated: options.callers !== undefined })).add(adminServiceDefinition, adminService(options.admin.admin));
   addReflection(server, [
     QuotaServiceDefinition.fullName,
     RATE_LIMIT_SERVICE,

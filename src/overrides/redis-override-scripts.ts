@@ -49,6 +49,38 @@ const RAISE_GENERATION = `
 if (tonumber(redis.call('GET', KEYS[1])) or 0) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
 return 1`;
 
+/**
+ * RAISE_GENERATION for many slots of one cluster master in one call, sent on
+ * that master's own connection (raiseGenerationsOn). Redis refuses declared
+ * keys of several slots (CROSSSLOT), so the keys travel in ARGV, as in the
+ * decision's node batch (decide.lua); the flag lets the script reach them.
+ * A key whose slot this node does not serve now raises an error: the keys
+ * before it are raised (which is harmless to repeat), the call fails, and its
+ * slots are raised again one by one, by the cluster's routing.
+ * ARGV[1]  a generation; ARGV[2 ..] generation keys of slots this node serves
+ */
+const RAISE_GENERATIONS = `#!lua flags=allow-cross-slot-keys
+local gen = tonumber(ARGV[1])
+for i = 2, #ARGV do
+  if (tonumber(redis.call('GET', ARGV[i])) or 0) < gen then redis.call('SET', ARGV[i], ARGV[1]) end
+end
+return #ARGV - 1`;
+
+const RAISE_GENERATIONS_NAME = 'quotaOverrideRaiseGenerations';
+
+/** Node connections that have learnt RAISE_GENERATIONS (ioredis defineCommand, EVALSHA with EVAL fallback). */
+const raisers = new WeakSet<Redis>();
+
+/** Raises the generation keys of slots that `node`, a cluster master, serves: one script call. */
+export function raiseGenerationsOn(node: Redis, keys: readonly string[], generation: number): Promise<unknown> {
+  if (!raisers.has(node)) {
+    node.defineCommand(RAISE_GENERATIONS_NAME, { numberOfKeys: 0, lua: RAISE_GENERATIONS });
+    raisers.add(node);
+  }
+  const run = (node as unknown as Record<string, Script>)[RAISE_GENERATIONS_NAME]!;
+  return run.call(node, String(generation), ...keys);
+}
+
 type Script = (...args: (string | number)[]) => Promise<unknown>;
 
 export interface OverrideScripts {

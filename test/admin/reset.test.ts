@@ -33,10 +33,16 @@ const policies = parsePolicies(
           { name: 'tenant-gcra', key_by: 'tenant', algorithm: 'gcra', capacity: 4, refill_per_second: 1 },
         ],
       },
+      jobs: {
+        limits: [
+          { name: 'jobs-in-flight', key_by: 'tenant', algorithm: 'concurrency', limit: 2, lease_ttl_ms: 30_000 },
+          { name: 'jobs-per-user', key_by: 'user', algorithm: 'token_bucket', capacity: 3, refill_per_second: 0.001 },
+        ],
+      },
+      slots: { limits: [{ name: 'slots', key_by: 'tenant', algorithm: 'concurrency', limit: 1, lease_ttl_ms: 30_000 }] },
     },
   }),
 );
-const ADMIN = { name: 'tester', peer: '127.0.0.1:1' };
 
 const allow = (engine: QuotaEngine, policy: string, identity: Record<string, string>) => engine.allow({ policy, identity, cost: 1, requestId: '' });
 
@@ -49,12 +55,12 @@ function scenarios(fixture: () => StoreFixture, anotherStore?: () => RedisStore)
     expect((await allow(engine, 'combo', who)).deniedBy).toBe('per-minute');
     await allow(engine, 'orders', { user: 'bystander' });
     // Only the bucket: the window still denies.
-    const bucketOnly = await admin.reset({ policy: 'combo', identity: who, limits: ['orders'] }, ADMIN);
+    const bucketOnly = await admin.reset({ policy: 'combo', identity: who, limits: ['orders'] });
     expect(bucketOnly.before.map((s) => [s.name, s.remaining])).toEqual([['orders', C - 3]]);
     expect(bucketOnly.after.map((s) => [s.name, s.remaining, s.resetAfterMs])).toEqual([['orders', C, 0]]);
     expect((await allow(engine, 'combo', who)).deniedBy).toBe('per-minute');
     // Everything: all three start full.
-    const all = await admin.reset({ policy: 'combo', identity: who, limits: [] }, ADMIN);
+    const all = await admin.reset({ policy: 'combo', identity: who, limits: [] });
     expect(all.after.map((s) => [s.name, s.remaining])).toEqual([
       ['orders', C],
       ['per-minute', 3],
@@ -63,6 +69,33 @@ function scenarios(fixture: () => StoreFixture, anotherStore?: () => RedisStore)
     expect((await allow(engine, 'combo', who)).limits.map((s) => s.remaining)).toEqual([C - 1, 2, 3]);
     // No key of u1 but the ones that decision wrote; the bystander's bucket is untouched.
     expect(await f.tokenBucket(identityKey('orders', 'user', 'bystander'))).toEqual({ tokens: C - 1, ts: f.clock.now() });
+  });
+
+  it('leaves concurrency leases alone: held leases stay held and count, their holders can still release them', async () => {
+    const f = fixture();
+    const { engine, admin } = adminSetup(f, policies);
+    const acquire = (user: string, requestId: string) => engine.allow({ policy: 'jobs', identity: { tenant: 'acme', user }, cost: 1, requestId });
+    expect((await acquire('u1', 'a')).allowed).toBe(true);
+    expect((await acquire('u1', 'b')).allowed).toBe(true);
+    expect((await acquire('u1', 'c')).deniedBy).toBe('jobs-in-flight');
+    const { before, after } = await admin.reset({ policy: 'jobs', identity: { tenant: 'acme', user: 'u1' }, limits: [] });
+    // Only the bucket is reset, and reported.
+    expect(before.map((s) => [s.name, s.remaining])).toEqual([['jobs-per-user', 1]]);
+    expect(after.map((s) => [s.name, s.remaining])).toEqual([['jobs-per-user', 3]]);
+    const [inFlight] = await engine.getQuota({ policy: 'jobs', identity: { tenant: 'acme', user: 'u1' } });
+    expect(inFlight).toMatchObject({ name: 'jobs-in-flight', remaining: 0, leasesHeld: 2 });
+    // No third job runs beside the two held; a holder's release frees its place.
+    expect((await acquire('u2', 'c')).deniedBy).toBe('jobs-in-flight');
+    expect((await engine.leases.release({ policy: 'jobs', identity: { tenant: 'acme', user: 'u1' }, requestId: 'a' })).released).toBe(true);
+    expect((await acquire('u2', 'd')).allowed).toBe(true);
+    // Naming a concurrency limit, or a policy of concurrency limits only, is refused; nothing is reset.
+    await expect(admin.reset({ policy: 'jobs', identity: { tenant: 'acme', user: 'u1' }, limits: ['jobs-in-flight'] })).rejects.toThrow(
+      /^limits\[0\]: limit "jobs-in-flight" is a concurrency limit, which a reset leaves alone: leases are work still running/,
+    );
+    await expect(admin.reset({ policy: 'slots', identity: { tenant: 'acme' }, limits: [] })).rejects.toThrow(
+      /^policy: policy "slots" has only concurrency limits, which a reset leaves alone/,
+    );
+    expect((await engine.getQuota({ policy: 'jobs', identity: { tenant: 'acme', user: 'u1' } }))[0]).toMatchObject({ leasesHeld: 2 });
   });
 
   it('a reset during a burst grants at most one more full bucket, from the reset on (frozen clock, then refill)', async () => {
@@ -83,7 +116,7 @@ function scenarios(fixture: () => StoreFixture, anotherStore?: () => RedisStore)
           sent++;
           const decision = await allow(replica, 'orders', who);
           all.push({ allowed: decision.allowed, remaining: decision.limits[0]!.remaining });
-          if (all.length === C / 2) reset = admin.reset({ policy: 'orders', identity: who, limits: [] }, ADMIN);
+          if (all.length === C / 2) reset = admin.reset({ policy: 'orders', identity: who, limits: [] });
         }
       };
       await Promise.all([...replicas, ...replicas].map(caller));

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { parsePolicies, type PolicySet, VirtualClock } from '@quota-service/core';
 import { OverrideMatch, QuotaAdminServiceDefinition, QuotaServiceDefinition } from '@quota-service/contract';
-import { AuditLog } from '../../src/admin/audit.js';
+import { AuditLog, valueDigest } from '../../src/admin/audit.js';
 import { QuotaAdmin } from '../../src/admin/quota-admin.js';
 import { MemoryStateReset } from '../../src/admin/state-reset.js';
 import { parseCallers, tokenSha256 } from '../../src/config/callers.js';
@@ -76,7 +76,7 @@ async function serve(options: { callers?: string; address?: string; lines: strin
     address: options.address ?? '127.0.0.1:0',
     logger,
     callers: options.callers === undefined ? undefined : parseCallers(options.callers),
-    admin: { admin: new QuotaAdmin(engine, overrides, new MemoryStateReset(store.space), audit), audit },
+    admin: { admin: new QuotaAdmin(engine, overrides, new MemoryStateReset(store.space)), audit },
   });
   server.setServing(true);
   return server;
@@ -91,6 +91,13 @@ interface AuditLine {
 }
 
 const auditLines = (lines: string[]) => lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((l) => l.component === 'audit');
+
+/** The audit lines one admin call wrote, whatever it answered (the tests run one call at a time). */
+async function auditOf(lines: string[], call: () => Promise<unknown>): Promise<Record<string, unknown>[]> {
+  const from = lines.length;
+  await call().catch(() => undefined);
+  return auditLines(lines.slice(from));
+}
 
 const setRequest = (value: string, capacity = 100) => ({
   key: { limit: 'orders', match: OverrideMatch.OVERRIDE_MATCH_EXACT, value },
@@ -114,25 +121,110 @@ describe('admin API with caller authentication', () => {
     await server?.shutdown(1_000);
   });
 
-  it('refuses every admin call without the admin role (PERMISSION_DENIED) or without a token (UNAUTHENTICATED), and audits the refusals', async () => {
-    const calls = [
-      () => admin.resetQuota({ policy: 'orders', identity: { user: '42' } }, bearer(ORDER_API_TOKEN)),
-      () => admin.setOverride(setRequest('42'), bearer(ORDER_API_TOKEN)),
-      () => admin.getOverride({ key: setRequest('42').key }, bearer(ORDER_API_TOKEN)),
-      () => admin.listOverrides({}, bearer(ORDER_API_TOKEN)),
-      () => admin.deleteOverride({ key: setRequest('42').key }, bearer(ORDER_API_TOKEN)),
-      () => admin.validatePolicies({ text: POLICIES }, bearer(ORDER_API_TOKEN)),
+  it('refuses every admin call without the admin role (PERMISSION_DENIED) or without a token (UNAUTHENTICATED), each refusal one audit line', async () => {
+    const calls: [string, () => Promise<unknown>][] = [
+      ['ResetQuota', () => admin.resetQuota({ policy: 'orders', identity: { user: '42' } }, bearer(ORDER_API_TOKEN))],
+      ['SetOverride', () => admin.setOverride(setRequest('42'), bearer(ORDER_API_TOKEN))],
+      ['GetOverride', () => admin.getOverride({ key: setRequest('42').key }, bearer(ORDER_API_TOKEN))],
+      ['ListOverrides', () => admin.listOverrides({}, bearer(ORDER_API_TOKEN))],
+      ['DeleteOverride', () => admin.deleteOverride({ key: setRequest('42').key }, bearer(ORDER_API_TOKEN))],
+      ['ValidatePolicies', () => admin.validatePolicies({ text: POLICIES }, bearer(ORDER_API_TOKEN))],
     ];
-    for (const call of calls) expect(await codeOf(call())).toBe('PERMISSION_DENIED');
+    for (const [method, call] of calls) {
+      expect(await codeOf(call())).toBe('PERMISSION_DENIED');
+      expect(await auditOf(lines, call)).toEqual([
+        expect.objectContaining({
+          level: 40,
+          method,
+          caller: 'order-api',
+          peer: expect.stringContaining('127.0.0.1'),
+          outcome: 'refused',
+          code: 'PERMISSION_DENIED',
+          why: expect.stringMatching(/^caller "order-api" may not use the admin API/),
+        }),
+      ]);
+    }
     await expect(admin.setOverride(setRequest('42'), bearer(ORDER_API_TOKEN))).rejects.toThrow(/caller "order-api" may not use the admin API/);
-    expect(await codeOf(admin.listOverrides({}))).toBe('UNAUTHENTICATED');
-    const refused = auditLines(lines).filter((l) => l.audit === 'refused');
-    expect(refused.map((l) => l.method)).toEqual(
-      expect.arrayContaining(['ResetQuota', 'SetOverride', 'GetOverride', 'ListOverrides', 'DeleteOverride', 'ValidatePolicies']),
-    );
-    expect(refused.every((l) => l.caller === 'order-api' && l.why === 'no admin role')).toBe(true);
+    // Who tried what, without the value: its digest.
+    const [reset] = await auditOf(lines, calls[0]![1]);
+    expect(reset).toMatchObject({ audit: 'reset', target: { policy: 'orders', identity: { user: expect.stringMatching(/^[0-9a-f]{16}$/) }, limits: [] } });
+    // Without a token, or with an unknown one: the caller is unnamed, the peer says where the call came from.
+    const unknownToken = 'not-a-known-token-5e5e5e5e5e5e5e5e';
+    for (const options of [{}, bearer(unknownToken)]) {
+      expect(await codeOf(admin.listOverrides({}, options))).toBe('UNAUTHENTICATED');
+      expect(await auditOf(lines, () => admin.listOverrides({ limit: 'orders' }, options))).toEqual([
+        expect.objectContaining({
+          audit: 'override.list',
+          method: 'ListOverrides',
+          caller: null,
+          peer: expect.stringContaining('127.0.0.1'),
+          outcome: 'refused',
+          code: 'UNAUTHENTICATED',
+          target: { limit: 'orders' },
+        }),
+      ]);
+    }
+    expect(lines.join('\n')).not.toContain(unknownToken);
     // Nothing was written.
     expect((await admin.listOverrides({}, bearer(SUPPORT_TOKEN))).overrides).toEqual([]);
+  });
+
+  it('every call an admin makes is one audit line: reads, refusals for bad input and NOT_FOUND too', async () => {
+    const key = setRequest('reader-1').key;
+    const one = async (call: () => Promise<unknown>) => {
+      const found = await auditOf(lines, call);
+      expect(found).toHaveLength(1);
+      return found[0]!;
+    };
+    expect(await one(() => admin.getOverride({ key }, bearer(SUPPORT_TOKEN)))).toMatchObject({
+      level: 40,
+      audit: 'override.get',
+      caller: 'support',
+      outcome: 'refused',
+      code: 'NOT_FOUND',
+      why: 'no exact override of limit "orders" for that value',
+      target: { limit: 'orders', match: 'exact', valueSha256: expect.stringMatching(/^[0-9a-f]{16}$/) },
+    });
+    expect(await one(() => admin.deleteOverride({ key }, bearer(SUPPORT_TOKEN)))).toMatchObject({
+      audit: 'override.delete',
+      outcome: 'refused',
+      code: 'NOT_FOUND',
+    });
+    await admin.setOverride(setRequest('reader-1'), bearer(SUPPORT_TOKEN));
+    expect(await one(() => admin.getOverride({ key }, bearer(SUPPORT_TOKEN)))).toMatchObject({
+      level: 30,
+      audit: 'override.get',
+      method: 'GetOverride',
+      caller: 'support',
+      outcome: 'ok',
+    });
+    expect(await one(() => admin.listOverrides({}, bearer(SUPPORT_TOKEN)))).toMatchObject({ audit: 'override.list', outcome: 'ok', target: { limit: '' } });
+    expect(await one(() => admin.validatePolicies({ text: POLICIES, source: 'next.yaml' }, bearer(SUPPORT_TOKEN)))).toMatchObject({
+      audit: 'policies.validate',
+      outcome: 'ok',
+      target: { source: 'next.yaml', chars: POLICIES.length },
+    });
+    // Bad input: refused naming the field, nothing changed, so no before or after.
+    const bad = await one(() => admin.setOverride({ ...setRequest('reader-1'), ttlMs: -1 }, bearer(SUPPORT_TOKEN)));
+    expect(bad).toMatchObject({ audit: 'override.set', outcome: 'refused', code: 'INVALID_ARGUMENT', why: expect.stringMatching(/^ttl_ms: /) });
+    expect(bad).not.toHaveProperty('after');
+    expect(await one(() => admin.resetQuota({ policy: 'orders', identity: {} }, bearer(SUPPORT_TOKEN)))).toMatchObject({
+      audit: 'reset',
+      outcome: 'refused',
+      code: 'INVALID_ARGUMENT',
+      target: { policy: 'orders', identity: {} },
+    });
+    // An admin the auth middleware refuses for a policy outside its list.
+    expect(await one(() => admin.resetQuota({ policy: 'api', identity: { tenant: 'x' } }, bearer(NARROW_ADMIN_TOKEN)))).toMatchObject({
+      audit: 'reset',
+      caller: 'narrow-admin',
+      outcome: 'refused',
+      code: 'PERMISSION_DENIED',
+      target: { policy: 'api' },
+    });
+    await admin.deleteOverride({ key }, bearer(SUPPORT_TOKEN));
+    const all = lines.join('\n');
+    for (const secret of ['reader-1', SUPPORT_TOKEN, NARROW_ADMIN_TOKEN, tokenSha256(SUPPORT_TOKEN)]) expect(all).not.toContain(secret);
   });
 
   it('lets an admin set, get, list and delete overrides; every change is one audit line (who, what, before, after) without the value or a token', async () => {
@@ -154,13 +246,15 @@ describe('admin API with caller authentication', () => {
     expect(await codeOf(admin.getOverride({ key: setRequest('customer-7').key }, bearer(SUPPORT_TOKEN)))).toBe('NOT_FOUND');
     expect(await codeOf(admin.deleteOverride({ key: setRequest('customer-7').key }, bearer(SUPPORT_TOKEN)))).toBe('NOT_FOUND');
 
-    const actions = auditLines(lines).filter((l) => l.audit === 'override.set' || l.audit === 'override.delete');
+    const ofCustomer = (l: Record<string, unknown>) => (l.target as { valueSha256?: string }).valueSha256 === valueDigest('customer-7');
+    const actions = auditLines(lines).filter((l) => (l.audit === 'override.set' || l.audit === 'override.delete') && l.outcome === 'ok' && ofCustomer(l));
     expect(actions.map((l) => l.audit)).toEqual(['override.set', 'override.set', 'override.delete']);
     // Audit lines are free-form JSON; their shape is what these assertions check.
     const [set1, set2, removed] = actions as AuditLine[];
     expect(set1).toMatchObject({
       level: 30,
       caller: 'support',
+      outcome: 'ok',
       target: { limit: 'orders', match: 'exact', valueSha256: expect.stringMatching(/^[0-9a-f]{16}$/) },
       before: null,
     });
@@ -181,11 +275,12 @@ describe('admin API with caller authentication', () => {
     expect(after[0]).toMatchObject({ name: 'orders', remaining: 10, limit: 10, resetAfterMs: 0 });
     const next = await quota.allow({ policy: 'orders', identity: { user: 'locked-out' } }, bearer(SUPPORT_TOKEN));
     expect(next.limits[0]!.remaining).toBe(9);
-    const line = auditLines(lines).find((l) => l.audit === 'reset') as AuditLine;
+    const line = auditLines(lines).find((l) => l.audit === 'reset' && l.outcome === 'ok') as AuditLine;
     expect(line).toMatchObject({
       caller: 'support',
-      target: { policy: 'orders', identity: { user: expect.stringMatching(/^[0-9a-f]{16}$/) }, limits: ['orders'] },
+      target: { policy: 'orders', identity: { user: expect.stringMatching(/^[0-9a-f]{16}$/) }, limits: [] },
     });
+    expect(line.before).toEqual([{ limit: 'orders', remaining: expect.any(Number), of: 10 }]);
     expect(line.after).toEqual([{ limit: 'orders', remaining: 10, of: 10 }]);
     expect(lines.join('\n')).not.toContain('locked-out');
     // Bad input names the field and resets nothing.
@@ -277,11 +372,15 @@ describe('admin API without caller authentication: loopback only', () => {
     expect(outside, 'a non-loopback IPv4 interface').toBeDefined();
     const admin = createClient(QuotaAdminServiceDefinition, createChannel(`${outside}:${server.port}`));
     await expect(admin.listOverrides({})).rejects.toThrow(/PERMISSION_DENIED.*only loopback clients/s);
-    expect(auditLines(lines).find((l) => l.audit === 'refused')).toMatchObject({
-      caller: 'unauthenticated',
-      why: 'not from loopback',
-      method: 'ListOverrides',
-    });
+    expect(auditLines(lines).filter((l) => l.outcome === 'refused')).toEqual([
+      expect.objectContaining({
+        caller: null,
+        peer: expect.stringContaining(outside!),
+        code: 'PERMISSION_DENIED',
+        why: expect.stringContaining('only loopback clients'),
+        method: 'ListOverrides',
+      }),
+    ]);
     // The quota API itself stays open to it (no caller authentication configured).
     const quota = createClient(QuotaServiceDefinition, createChannel(`${outside}:${server.port}`));
     expect((await quota.allow({ policy: 'orders', identity: { user: 'far' } })).allowed).toBe(true);

@@ -40,7 +40,7 @@ async function calls(engine: QuotaEngine, tenant: string, plan?: string) {
 
 const set = (s: AdminSetup, match: 'exact' | 'prefix', value: string, capacity: number, ttlMs = 0) =>
   s.admin.setOverride({ target: { limit: 'calls', match, value }, parameters: bucket(capacity), ttlMs, reason: `test ${value}` }, LOOPBACK);
-const remove = (s: AdminSetup, match: 'exact' | 'prefix', value: string) => s.admin.deleteOverride({ limit: 'calls', match, value }, LOOPBACK);
+const remove = (s: AdminSetup, match: 'exact' | 'prefix', value: string) => s.admin.deleteOverride({ limit: 'calls', match, value });
 
 const { exactOverride: EXACT, wildcardOverride: WILDCARD, plan: PLAN, default: DEFAULT } = PARAMETER_SOURCE;
 

@@ -1,9 +1,7 @@
 import type { PolicySet } from '@quota-service/core';
-import { AuditLog } from '../../src/admin/audit.js';
 import { QuotaAdmin } from '../../src/admin/quota-admin.js';
 import { MemoryStateReset, RedisStateReset } from '../../src/admin/state-reset.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { createLogger } from '../../src/logger.js';
 import { MemoryOverrides } from '../../src/overrides/memory-overrides.js';
 import type { OverrideStore, OverrideView } from '../../src/overrides/override.js';
 import { RedisOverrides } from '../../src/overrides/redis-overrides.js';
@@ -16,8 +14,6 @@ export interface AdminSetup {
   engine: QuotaEngine;
   admin: QuotaAdmin;
   overrides: OverrideStore & OverrideView;
-  /** The audit log's lines, parsed. */
-  audit: Record<string, unknown>[];
 }
 
 export function adminSetup(fixture: StoreFixture, policies: PolicySet): AdminSetup {
@@ -33,10 +29,8 @@ export function adminSetup(fixture: StoreFixture, policies: PolicySet): AdminSet
   } else {
     throw new Error('adminSetup: a memory or Redis store');
   }
-  const audit: Record<string, unknown>[] = [];
-  const log = new AuditLog(createLogger('info', { write: (line: string) => void audit.push(JSON.parse(line) as Record<string, unknown>) }));
   const engine = new QuotaEngine(policies, store, { overrides });
-  return { engine, admin: new QuotaAdmin(engine, overrides, reset, log), overrides, audit };
+  return { engine, admin: new QuotaAdmin(engine, overrides, reset), overrides };
 }
 
 /** Another replica on the same store: its own engine and its own view of the overrides (RedisOverrides on its own client). */
