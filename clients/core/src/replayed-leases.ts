@@ -14,7 +14,9 @@ export function replayedLeaseCalls(calls: readonly LimitCall[], remembered: read
   for (let i = 0; i < calls.length; i++) {
     if (remembered[i]?.allowed !== true) return undefined;
     const call = calls[i]!;
-    if (call.lease !== undefined && call.checkOnly !== true) (places ??= []).push(i);
+    if (call.lease === undefined || call.checkOnly === true) continue;
+    places ??= [];
+    places.push(i);
   }
   return places;
 }
