@@ -6,7 +6,7 @@ import { redisFixture, T0, type StoreFixture } from './support/store-fixtures.js
 import { useRedisServer } from './support/use-redis.js';
 
 /**
- * Spec verification 6: one tenant flooding the service does not change another
+ * One tenant flooding the service does not change another
  * tenant's decisions. The quiet tenant's sequence of decisions is the same
  * with and without the flood, and equals the token bucket model's. Virtual
  * time (the test clock reaches the scripts) makes every decision exact.

@@ -135,7 +135,7 @@ describe('the service process on a Redis Cluster (QUOTA_REDIS_CLUSTER)', () => {
   });
 });
 
-describe('early-eviction guard at start (spec 3.2 rule 3)', () => {
+describe('early-eviction guard at start: one warning when quota state may be evicted or the policy cannot be read', () => {
   it.each([
     [
       'allkeys-lru',

@@ -9,7 +9,7 @@ import { startRedisServer, type RedisServer } from './support/redis-server.js';
 import { startServiceProcess, untilServing, type ServiceProcess } from './support/service-process.js';
 
 /**
- * Spec verification 2 and 3: N real service processes on one Redis give one
+ * N real service processes on one Redis give one
  * user exactly the global limit, capacity + rate*T, whatever N is, because
  * every decision is one atomic script on Redis's clock.
  *
@@ -102,7 +102,7 @@ describe('replicas share one global limit through Redis', () => {
     expect([...sources]).toEqual([DecisionSource.DECISION_SOURCE_STORE]);
     expect(last.tokens).toBeGreaterThanOrEqual(0);
     expect(last.tokens).toBeLessThan(1);
-    // The exact account (floating point aside), then the spec's form of it.
+    // The exact account (floating point aside), then the bound within one request.
     expect(Math.abs(allowed + last.tokens - bound)).toBeLessThan(1e-6);
     expect(Math.abs(allowed - bound)).toBeLessThanOrEqual(1);
     // The interval is long enough that the refill part is exercised, not only the capacity.

@@ -39,8 +39,8 @@ interface RequestState {
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /**
- * The reference order service: POST /api/orders, in the layer order of spec
- * 4.1: edge (IP limit for unauthenticated traffic) -> authentication ->
+ * The reference order service: POST /api/orders, its layers in this order:
+ * edge (IP limit for unauthenticated traffic) -> authentication ->
  * orders in flight per tenant (a lease held until the response ends) ->
  * application limiter (per user) -> business logic (validation, stock check,
  * order creation, Idempotency-Key).

@@ -1,4 +1,13 @@
-import { encodeRemembered, type GroupDecision, type LimitCall, type LimitOutcome, type Memo, StoreUnavailableError } from '@quota-service/core';
+import {
+  encodeRemembered,
+  type GroupDecision,
+  type LimitCall,
+  type LimitOutcome,
+  type Memo,
+  replayedLeaseCalls,
+  StoreUnavailableError,
+  withLeasesNow,
+} from '@quota-service/core';
 import type { QuotaStore } from '../store/store.js';
 import { SlotsApart } from '../store/store-errors.js';
 
@@ -86,7 +95,8 @@ export function spendAcrossSlots<R>(
   // One group (the usual case): the store's answer, without an async frame of its own per request.
   if (groups.length === 1) {
     return store.decideGroup(calls, 'spend', full === undefined ? {} : { memo: full }).then((decision) => {
-      if (onReserved !== undefined && decision.replayed !== true && allAllowed(decision.outcomes)) onReserved();
+      if (decision.replayed === true) return leasesNow(store, calls, decision.outcomes, then);
+      if (onReserved !== undefined && allAllowed(decision.outcomes)) onReserved();
       return then(decision.outcomes);
     });
   }
@@ -129,7 +139,7 @@ async function spendGroupByGroup(
     try {
       if (g === 0 && full !== undefined) {
         decision = await firstWithMemo(store, pick(group), full);
-        if (decision.replayed) return decision.outcomes;
+        if (decision.replayed) return leasesNow(store, calls, decision.outcomes, asIs);
       } else {
         decision = await store.decideGroup(pick(group), 'spend');
       }
@@ -154,6 +164,22 @@ async function spendGroupByGroup(
   onReserved?.();
   return remembered(store, full, calls, outcomes, decidedAt, reserved);
 }
+
+/**
+ * A replayed decision (a retry with the same request id), with its leases as
+ * the store holds them now: an allowed one's lease calls are spent again,
+ * alone and all or nothing (replayed-leases.ts). A lease still held is found
+ * held, one released or expired is acquired again when there is room, and
+ * else the concurrency limit denies the retry.
+ */
+function leasesNow<R>(store: QuotaStore, calls: readonly LimitCall[], remembered: LimitOutcome[], then: (outcomes: LimitOutcome[]) => R): R | Promise<R> {
+  const places = replayedLeaseCalls(calls, remembered);
+  if (places === undefined) return then(remembered);
+  const leases = places.map((i) => calls[i]!);
+  return spendAcrossSlots(store, leases, undefined, slotGroups(store, leases), (now) => then(withLeasesNow(remembered, places, now)));
+}
+
+const asIs = (outcomes: LimitOutcome[]) => outcomes;
 
 /** The first group of a cross-slot request with a request id: claims it, or replays (waiting while it is pending). */
 async function firstWithMemo(store: QuotaStore, calls: readonly LimitCall[], memo: Memo): Promise<GroupDecision> {

@@ -43,7 +43,7 @@ describe.each(bothStores(redis))('driver on the %s store: check every limit, the
     expect(await f.tokenBucket('rl:v1:bucket:user:{42}')).toEqual({ tokens: 9, ts: T0 });
   });
 
-  it('one denies: the limits that passed spend nothing (spec 3.3)', async () => {
+  it('one denies: the limits that passed spend nothing', async () => {
     for (let i = 0; i < 3; i++) await f.store.decideAll(calls([bucket, window]), 'spend');
     const outcomes = await f.store.decideAll(calls([bucket, window]), 'spend');
     expect(outcomes.map((o) => o.allowed)).toEqual([true, false]);

@@ -3,7 +3,7 @@ import { identityKey } from '@quota-service/core';
 import { limitFrom, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
 
-// Spec 8: a fixed-window policy of 100 per minute.
+// A fixed-window policy of 100 per minute.
 const perMinute = limitFrom({ name: 'per-user', key_by: 'user', algorithm: 'fixed_window', limit: 100, window: 'minute' });
 const IDENTITY = identityKey('per-user', 'user', '42');
 // One declared key per identity and window length; it holds {w = window start, c = count}.
@@ -11,7 +11,7 @@ const COUNTER = 'rl:v1:per-user:user:{42}:minute';
 
 const redis = useRedisServer();
 
-describe.each(bothStores(redis))('fixed window on the %s store (spec 3.1 state table)', (_name, makeFixture) => {
+describe.each(bothStores(redis))('fixed window on the %s store: one counter per window, reset when the window starts', (_name, makeFixture) => {
   let f: StoreFixture;
   const spend = (cost = 1) => f.store.decide(perMinute, IDENTITY, cost);
 
@@ -37,7 +37,7 @@ describe.each(bothStores(redis))('fixed window on the %s store (spec 3.1 state t
   it('counter at the limit, same window: unchanged, rejected until the window ends', async () => {
     for (let i = 0; i < 100; i++) expect((await spend()).allowed).toBe(true);
     f.clock.advance(45_000);
-    // Spec 8: the 101st request in a 100/min window is rejected.
+    // The 101st request in a 100/min window is rejected.
     expect(await spend()).toEqual({ allowed: false, retryAfterMs: 15_000, remaining: 0, resetAfterMs: 15_000 });
     expect(await f.counter(COUNTER)).toBe(100);
   });
@@ -73,7 +73,7 @@ describe.each(bothStores(redis))('fixed window on the %s store (spec 3.1 state t
     expect(await spend(5)).toMatchObject({ allowed: true, remaining: 0 });
   });
 
-  it('spec 2.2: allows a burst of up to 2N across a window boundary', async () => {
+  it('allows a burst of up to 2N across a window boundary', async () => {
     f.clock.advance(59_000);
     const late = await Promise.all(Array.from({ length: 100 }, () => spend()));
     f.clock.advance(1_000);

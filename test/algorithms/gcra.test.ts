@@ -5,7 +5,7 @@ import { identity, runBoth, startTime, timeStep } from '../support/lua-vs-model.
 import { limitFrom, memoryFixture, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
 
-// The spec 8 order bucket's parameters (capacity 10, 2 per second), as a GCRA.
+// The shipped order bucket's parameters (capacity 10, 2 per second), as a GCRA.
 const orders = limitFrom({ name: 'orders', key_by: 'user', algorithm: 'gcra', capacity: 10, refill_per_second: 2 });
 const KEY = identityKey('orders', 'user', '42');
 
@@ -33,7 +33,7 @@ describe.each(bothStores(redis))('GCRA on the %s store', (_name, makeFixture) =>
     expect(ttl).toBeLessThanOrEqual(2_000);
   });
 
-  it('spec 8: a full burst of 10 lets ten simultaneous requests pass, then the client waits for refill', async () => {
+  it('a full burst of 10 lets ten simultaneous requests pass, then the client waits for refill', async () => {
     const outcomes = await Promise.all(Array.from({ length: 15 }, () => spend()));
     expect(outcomes.filter((o) => o.allowed)).toHaveLength(10);
     f.clock.advance(500);

@@ -10,7 +10,7 @@ const KEY = identityKey('api', 'user', '42');
 
 const redis = useRedisServer();
 
-describe.each(bothStores(redis))('sliding window counter on the %s store (spec 2.2)', (_name, makeFixture) => {
+describe.each(bothStores(redis))('sliding window counter on the %s store', (_name, makeFixture) => {
   let f: StoreFixture;
   const spend = (cost = 1) => f.store.decide(perMinute, KEY, cost);
 

@@ -3,13 +3,13 @@ import { identityKey } from '@quota-service/core';
 import { limitFrom, memoryFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
 
-// Spec 3.2 and 8: the order endpoint's bucket, capacity 10, refill 2 tokens/s.
+// The order endpoint's bucket, capacity 10, refill 2 tokens/s.
 const orders = limitFrom({ name: 'orders', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 2 });
 const KEY = identityKey('orders', 'user', '42');
 
 const redis = useRedisServer();
 
-describe.each(bothStores(redis))('token bucket on the %s store (spec 3.2 state table)', (_name, makeFixture) => {
+describe.each(bothStores(redis))('token bucket on the %s store: tokens and last refill time, refilled on each decision', (_name, makeFixture) => {
   let f: StoreFixture;
   const spend = (cost = 1) => f.store.decide(orders, KEY, cost);
 
@@ -18,7 +18,7 @@ describe.each(bothStores(redis))('token bucket on the %s store (spec 3.2 state t
     await f.reset();
   });
 
-  it('state key has the spec shape with the identity in a hash tag', async () => {
+  it('state key is rl:v1:<limit>:<key_by>:{<identity>}, the identity in a hash tag', async () => {
     await spend();
     expect(await f.keys()).toEqual(['rl:v1:orders:user:{42}']);
   });
@@ -75,7 +75,7 @@ describe.each(bothStores(redis))('token bucket on the %s store (spec 3.2 state t
     expect(await spend(3)).toMatchObject({ allowed: false, retryAfterMs: 250, remaining: 2.5 });
   });
 
-  it('spec 8: a full bucket of 10 lets ten near-simultaneous requests pass, then the client waits for refill', async () => {
+  it('a full bucket of 10 lets ten near-simultaneous requests pass, then the client waits for refill', async () => {
     const outcomes = await Promise.all(Array.from({ length: 15 }, () => spend()));
     expect(outcomes.filter((o) => o.allowed)).toHaveLength(10);
     f.clock.advance(500);
@@ -83,7 +83,7 @@ describe.each(bothStores(redis))('token bucket on the %s store (spec 3.2 state t
     expect((await spend()).allowed).toBe(false);
   });
 
-  it('spec 3.2 rule 1: with one token left, 50 simultaneous requests allow exactly one', async () => {
+  it('atomic: with one token left, 50 simultaneous requests allow exactly one', async () => {
     await spend(9);
     const outcomes = await Promise.all(Array.from({ length: 50 }, () => spend()));
     expect(outcomes.filter((o) => o.allowed)).toHaveLength(1);
@@ -96,7 +96,7 @@ describe.each(bothStores(redis))('token bucket on the %s store (spec 3.2 state t
   });
 });
 
-describe('token bucket expiry (spec 3.2 last row)', () => {
+describe('token bucket expiry: an idle bucket is dropped after twice its time to refill, and the next request starts full', () => {
   it('embedded store: after the expiry period of inactivity the bucket is gone and the next request starts full', async () => {
     const f = memoryFixture();
     await f.store.decide(orders, KEY, 10);

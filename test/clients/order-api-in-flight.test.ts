@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { createQuotaClient, type QuotaClient } from '@quota-service/client';
@@ -142,5 +143,48 @@ describe.each(bothStores(redis))('orders in flight per tenant over 2 order API r
     // The response ended (the socket closed): its lease is free although the order's work still waits.
     await vi.waitFor(async () => expect(await leasesHeld('acme')).toBe(0));
     open();
+  });
+
+  it('a client that goes away while its lease is being acquired gets no order, and the lease is released once it arrives', async () => {
+    const quota = createQuotaClient({ address: `127.0.0.1:${service.server.port}`, deadlineMs: 5_000 });
+    clients.push(quota);
+    // The lease is granted at once, but its answer reaches the order API only when the test says so.
+    const acquire = quota.acquire;
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    let granted!: () => void;
+    const acquiredInStore = new Promise<void>((resolve) => (granted = resolve));
+    quota.acquire = async (...args) => {
+      const lease = await acquire(...args);
+      granted();
+      await answered;
+      return lease;
+    };
+    const api = await startOrderApi(quota, {}, new OrderStore({ widget: 1000 }));
+    apis.push(api);
+    let closed!: () => void;
+    const socketClosed = new Promise<void>((resolve) => (closed = resolve));
+    api.app.server.once('connection', (socket: Socket) => socket.once('close', () => closed()));
+
+    const abort = new AbortController();
+    const gone = fetch(`${api.url}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...ALICE },
+      body: JSON.stringify({ sku: 'widget', quantity: 1 }),
+      signal: abort.signal,
+    }).catch((error: unknown) => error);
+    await acquiredInStore;
+    expect(await leasesHeld('acme')).toBe(1);
+    abort.abort();
+    expect(await gone).toBeInstanceOf(Error);
+    await socketClosed;
+
+    answer();
+    await vi.waitFor(async () => expect(await leasesHeld('acme')).toBe(0));
+    // The route never ran: nothing was read or ordered for the client that left.
+    expect(api.orders.stockReads).toBe(0);
+    // Both places of the cap admit new orders.
+    const [first, second] = await Promise.all([post(api, ALICE), post(api, BOB)]);
+    expect([first.status, second.status]).toEqual([201, 201]);
   });
 });

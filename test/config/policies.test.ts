@@ -4,14 +4,14 @@ import { loadPolicyFile } from '../../src/config/policies.js';
 import { parsePolicies, PolicyFileError } from '@quota-service/core';
 
 describe('shipped config/policies.yaml', () => {
-  it('holds the spec section 8 policies', async () => {
+  it('holds the order API policies: orders, user, tenant, ip and orders.create', async () => {
     const policies = await loadPolicyFile('config/policies.yaml');
     const definition = (name: string) => policies.get(name)?.limits[0]?.definition;
     expect(definition('orders')).toMatchObject({ name: 'orders', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 2 });
     expect(definition('user')).toMatchObject({ key_by: 'user', algorithm: 'fixed_window', limit: 120, window: 'minute' });
     expect(definition('tenant')).toMatchObject({ key_by: 'tenant', algorithm: 'fixed_window', limit: 2000, window: 'minute' });
     expect(definition('ip')).toMatchObject({ key_by: 'ip', algorithm: 'fixed_window', limit: 30, window: 'minute' });
-    // spec 3.3: the three limits of an order, all-or-nothing, sharing state with the single-limit policies.
+    // The three limits of an order, all-or-nothing, sharing state with the single-limit policies.
     const create = policies.get('orders.create')!.limits.map((limit) => limit.definition);
     expect(create).toEqual([definition('orders'), definition('user'), definition('tenant')]);
   });

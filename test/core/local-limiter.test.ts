@@ -10,7 +10,8 @@ import { T0 } from '../support/store-fixtures.js';
  * The core's LocalLimiter (the quota client's local fallback) decides as the
  * service's engine on its embedded store: over random sequences of requests
  * on virtual time, every answer (allowed, retryAfterMs, deniedBy, limits,
- * delayMs) and every rejection is the same, with source 'local'.
+ * delayMs) and every rejection is the same, with source 'local'; a retry
+ * of a lease that expired meanwhile included.
  */
 const policies = parsePolicies(
   stringify({
@@ -25,17 +26,43 @@ const policies = parsePolicies(
       },
       shaped: { limits: [{ name: 'queue', key_by: 'user', algorithm: 'leaky_bucket', capacity: 3, leak_per_second: 2, mode: 'shaping' }] },
       counter: { limits: [{ name: 'est', key_by: 'user', algorithm: 'sliding_window_counter', limit: 4, window: 'second' }] },
+      leased: {
+        request_id_ttl_ms: 10_000,
+        limits: [
+          { name: 'in-flight', key_by: 'tenant', algorithm: 'concurrency', limit: 2, lease_ttl_ms: 2_000 },
+          { name: 'leased-bucket', key_by: 'user', algorithm: 'token_bucket', capacity: 3, refill_per_second: 1 },
+        ],
+      },
     },
   }),
 );
 
 const step = fc.record({
   advanceMs: fc.integer({ min: 0, max: 1500 }),
-  policy: fc.constantFrom('bucket', 'layered', 'shaped', 'counter', 'missing', ''),
+  policy: fc.constantFrom('bucket', 'layered', 'shaped', 'counter', 'leased', 'missing', ''),
   user: fc.constantFrom('u1', 'u2', 'a:b{c}'),
   tenant: fc.option(fc.constantFrom('t1', 't2'), { nil: undefined }),
   cost: fc.constantFrom(0, 1, 2, 7, -1),
-  requestId: fc.option(fc.constantFrom('r1', 'r2'), { nil: undefined }),
+  requestId: fc.option(fc.constantFrom('r1', 'r2', 'r3'), { nil: undefined }),
+});
+
+interface Step {
+  advanceMs: number;
+  policy: string;
+  user: string;
+  tenant: string | undefined;
+  cost: number;
+  requestId: string | undefined;
+}
+
+/** Acquisitions on the lease policy: few request ids, lease_ttl_ms 2 s, so retries often find their lease expired. */
+const leaseStep = fc.record({
+  advanceMs: fc.integer({ min: 0, max: 1500 }),
+  policy: fc.constant('leased'),
+  user: fc.constantFrom('u1', 'u2'),
+  tenant: fc.constant('t1'),
+  cost: fc.constant(1),
+  requestId: fc.constantFrom('r1', 'r2', 'r3'),
 });
 
 type Answer = { decision: unknown } | { error: string; message: string };
@@ -48,30 +75,34 @@ function answerOf(decide: () => unknown): Answer {
   }
 }
 
+/** Every step decided by the engine on the embedded store and by the LocalLimiter, on clocks moved alike: the same answers. */
+async function sameAsEngine(steps: readonly Step[]): Promise<void> {
+  const engineClock = new VirtualClock(T0);
+  const limiterClock = new VirtualClock(T0);
+  const engine = new QuotaEngine(policies, new MemoryStore(engineClock));
+  const limiter = new LocalLimiter(policies, { clock: limiterClock });
+  for (const { advanceMs, policy, user, tenant, cost, requestId } of steps) {
+    engineClock.advance(advanceMs);
+    limiterClock.advance(advanceMs);
+    const identity: Record<string, string> = tenant === undefined ? { user } : { user, tenant };
+    let expected: Answer;
+    try {
+      const { source: _source, ...decision } = await engine.allow({ policy, identity, cost, requestId: requestId ?? '' });
+      expected = { decision: { ...decision, source: 'local' } };
+    } catch (error) {
+      expected = { error: (error as Error).constructor.name, message: (error as Error).message };
+    }
+    expect(answerOf(() => limiter.allow({ policy, identity, cost, ...(requestId === undefined ? {} : { requestId }) }))).toEqual(expected);
+  }
+}
+
 describe('LocalLimiter', () => {
   it('decides as the engine on the embedded store, for random sequences', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 60 }), async (steps) => {
-        const engineClock = new VirtualClock(T0);
-        const limiterClock = new VirtualClock(T0);
-        const engine = new QuotaEngine(policies, new MemoryStore(engineClock));
-        const limiter = new LocalLimiter(policies, { clock: limiterClock });
-        for (const { advanceMs, policy, user, tenant, cost, requestId } of steps) {
-          engineClock.advance(advanceMs);
-          limiterClock.advance(advanceMs);
-          const identity: Record<string, string> = tenant === undefined ? { user } : { user, tenant };
-          let expected: Answer;
-          try {
-            const { source: _source, ...decision } = await engine.allow({ policy, identity, cost, requestId: requestId ?? '' });
-            expected = { decision: { ...decision, source: 'local' } };
-          } catch (error) {
-            expected = { error: (error as Error).constructor.name, message: (error as Error).message };
-          }
-          expect(answerOf(() => limiter.allow({ policy, identity, cost, ...(requestId === undefined ? {} : { requestId }) }))).toEqual(expected);
-        }
-      }),
-      { numRuns: 150 },
-    );
+    await fc.assert(fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 60 }), sameAsEngine), { numRuns: 150 });
+  });
+
+  it('decides as the engine on the embedded store for leases, retries of expired leases included', async () => {
+    await fc.assert(fc.asyncProperty(fc.array(leaseStep, { minLength: 1, maxLength: 40 }), sameAsEngine), { numRuns: 100 });
   });
 
   it('names the field of bad input and the unknown policy', () => {
@@ -86,5 +117,25 @@ describe('LocalLimiter', () => {
     const first = limiter.allow({ policy: 'bucket', identity: { user: 'u1' }, requestId: 'order-1' });
     expect(limiter.allow({ policy: 'bucket', identity: { user: 'u1' }, requestId: 'order-1' })).toEqual(first);
     expect(limiter.allow({ policy: 'bucket', identity: { user: 'u1' } }).limits[0]?.remaining).toBe(1);
+  });
+
+  it("a retry of a lease that expired acquires it again when there is room, without spending the policy's other limits again", () => {
+    const clock = new VirtualClock(T0);
+    const limiter = new LocalLimiter(policies, { clock });
+    const acquire = (user: string, requestId: string) => limiter.allow({ policy: 'leased', identity: { user, tenant: 't1' }, requestId });
+    expect(acquire('u1', 'a')).toMatchObject({ allowed: true, leaseExpiresInMs: 2_000 });
+    clock.advance(500);
+    expect(acquire('u1', 'a')).toMatchObject({ allowed: true, leaseExpiresInMs: 1_500 });
+    clock.advance(1_500);
+    expect(acquire('u2', 'b')).toMatchObject({ allowed: true, limits: [{ leasesHeld: 1 }, {}] });
+    const again = acquire('u1', 'a');
+    expect(again).toMatchObject({ allowed: true, leaseExpiresInMs: 2_000, limits: [{ leasesHeld: 2 }, {}] });
+    expect(acquire('u3', 'c')).toMatchObject({ allowed: false, deniedBy: 'in-flight' });
+    clock.advance(2_000);
+    expect(acquire('u2', 'd')).toMatchObject({ allowed: true });
+    expect(acquire('u3', 'e')).toMatchObject({ allowed: true });
+    const full = acquire('u1', 'a');
+    expect(full).toMatchObject({ allowed: false, deniedBy: 'in-flight' });
+    expect(full.leaseExpiresInMs).toBeUndefined();
   });
 });

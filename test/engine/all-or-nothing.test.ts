@@ -8,7 +8,7 @@ import { memoryFixture, redisFixture, type StoreFixture } from '../support/store
 import { useClusterFixture, useRedisServer } from '../support/use-redis.js';
 
 /**
- * Spec 3.3: a request that one limit rejects spends on none of the others.
+ * A request that one limit rejects spends on none of the others.
  * The shipped orders.create shape (user bucket + user per minute + tenant per
  * minute) with small numbers. On the memory store and a single Redis node the
  * whole policy is one call; on the cluster the user's keys and the tenant's

@@ -10,7 +10,7 @@ function hashTag(key: string): string {
 }
 
 describe('state keys', () => {
-  it('has the spec shape for the orders bucket', () => {
+  it('is rl:v1:<limit>:<key_by>:{<identity>} for the orders bucket', () => {
     expect(identityKey('orders', 'user', '42')).toBe('rl:v1:orders:user:{42}');
   });
 

@@ -47,7 +47,7 @@ describe('Allow over gRPC on Redis (Redis clock)', () => {
     expect(status!.resetAfterMs).toBeLessThanOrEqual(5_000);
   });
 
-  it('a denial is a normal response carrying the limit status, and state lives under the spec key', async () => {
+  it('a denial is a normal response carrying the limit status, and state lives under rl:v1:<limit>:<key_by>:{<identity>}', async () => {
     const response = await service.client.allow({ policy: 'user', identity: { user: 'e2e-2' }, cost: 120 });
     expect(response).toMatchObject({ allowed: true, limits: [{ name: 'user-per-minute', algorithm: 'fixed_window', limit: 120, remaining: 0 }] });
     const denied = await service.client.allow({ policy: 'user', identity: { user: 'e2e-2' } });
@@ -74,7 +74,7 @@ describe('Allow over gRPC on Redis (Redis clock)', () => {
   });
 });
 
-describe('concurrency over gRPC (spec 3.2 rule 1, verification 2)', () => {
+describe('atomic decisions over gRPC: simultaneous calls on several instances never spend a token twice', () => {
   it('one token left, 50 simultaneous calls spread over 3 service instances: exactly one allowed', async () => {
     // Frozen virtual time: no refill can happen between the calls, so only atomicity decides.
     const clock = new VirtualClock(T0);

@@ -95,9 +95,9 @@ describe('kill -9 of a master under load', () => {
     // No gRPC error at all: the dead shard's calls get the policy's failure mode.
     expect([...errors.keys()]).toEqual([]);
     // Users on the other shards never notice (their shard has its own circuit breaker). On
-    // the failed shard a call the store did not answer may still have spent its token (spec
-    // 3.2 rule 4), and writes the replica had not received yet are lost: those users get at
-    // least CAPACITY minus their failure-mode answers.
+    // the failed shard a call the store did not answer may still have spent its token (a
+    // script that timed out may have run), and writes the replica had not received yet
+    // are lost: those users get at least CAPACITY minus their failure-mode answers.
     let extra = 0;
     let failClosed = 0;
     for (const [user, count] of granted) {

@@ -79,6 +79,43 @@ describe.each(['memory', 'redis', 'redis-cluster'] as const)('leases over gRPC o
     expect((await held()).leasesHeld).toBe(2);
   });
 
+  it('a retry with the same request_id answers its lease as held now: its time left; released or expired, acquired again when there is room, else denied', async () => {
+    const userBucket = async () => (await client.getQuota({ policy: 'jobs', identity: acme('u1') })).limits[1]!.remaining;
+    expect(await allow('u1', 'a')).toMatchObject({ allowed: true, leaseExpiresInMs: TTL });
+    fixture.clock.advance(1_000);
+    // Still held: the same lease, with the time it has left.
+    expect(await allow('u1', 'a')).toMatchObject({ allowed: true, leaseExpiresInMs: TTL - 1_000 });
+    expect((await held()).leasesHeld).toBe(1);
+
+    // Released: the retry holds it again, and the user's bucket is not spent again.
+    expect(await client.release({ policy: 'jobs', identity: acme('u1'), requestId: 'a' })).toMatchObject({ released: true });
+    expect((await held()).leasesHeld).toBe(0);
+    expect(Math.floor(await userBucket())).toBe(2);
+    expect(await allow('u1', 'a')).toMatchObject({ allowed: true, leaseExpiresInMs: TTL });
+    expect((await held()).leasesHeld).toBe(1);
+    expect(Math.floor(await userBucket())).toBe(2);
+
+    // Released while the others filled the set: the retry is denied by the lease limit and holds nothing.
+    expect((await allow('u2', 'b')).allowed).toBe(true);
+    await client.release({ policy: 'jobs', identity: acme('u1'), requestId: 'a' });
+    expect((await allow('u3', 'c')).allowed).toBe(true);
+    expect(await allow('u1', 'a')).toMatchObject({ allowed: false, deniedBy: 'jobs-in-flight', retryAfterMs: TTL, leaseExpiresInMs: 0 });
+    expect((await held()).leasesHeld).toBe(2);
+
+    // Expired (within request_id_ttl_ms): acquired again.
+    fixture.clock.advance(TTL);
+    expect((await held()).leasesHeld).toBe(0);
+    expect(await allow('u1', 'a')).toMatchObject({ allowed: true, leaseExpiresInMs: TTL });
+    expect((await held()).leasesHeld).toBe(1);
+    expect(Math.floor(await userBucket())).toBe(2);
+    // A denied first answer is answered again as it was: no lease.
+    expect(await allow('u3', 'd')).toMatchObject({ allowed: true });
+    expect(await allow('u2', 'e')).toMatchObject({ allowed: false, deniedBy: 'jobs-in-flight' });
+    await client.release({ policy: 'jobs', identity: acme('u3'), requestId: 'd' });
+    expect(await allow('u2', 'e')).toMatchObject({ allowed: false, deniedBy: 'jobs-in-flight' });
+    expect((await held()).leasesHeld).toBe(1);
+  });
+
   it('Release frees the lease once; a lease never held is released = false and nothing changes', async () => {
     await allow('u1', 'a');
     const before = await fixture.keys();

@@ -16,7 +16,7 @@ async function riskWith(args: string[]) {
   }
 }
 
-describe('early-eviction guard (spec 3.2 rule 3)', () => {
+describe('early-eviction guard: a maxmemory-policy that may evict quota state is reported', () => {
   it('noeviction (the default) is safe', async () => {
     const { risk, node } = await riskWith([]);
     expect(risk).toEqual({ status: 'safe', policies: { [node]: 'noeviction' } });

@@ -11,6 +11,7 @@ export * from './validate-settle.js';
 export * from './decision.js';
 export * from './decide-reply.js';
 export * from './decide-in-memory.js';
+export * from './replayed-leases.js';
 export * from './rate-limit-headers.js';
 export * from './local-limiter.js';
 export { MemorySpace } from './algorithms/memory-space.js';

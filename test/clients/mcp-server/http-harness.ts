@@ -6,7 +6,7 @@ import { Client, ClientCredentialsProvider, StreamableHTTPClientTransport } from
 import { pino, type Logger } from 'pino';
 import { createQuotaClient, type QuotaClient } from '@quota-service/client';
 import { VirtualClock } from '@quota-service/core';
-import type { AuditRecord } from '@quota-service/mcp';
+import type { AuditRecord, GuardQuota } from '@quota-service/mcp';
 import { discoverAuthorizationServer } from '../../../clients/mcp-server/authorization-server.js';
 import { loadDevClients } from '../../../clients/mcp-server/dev-issuer/dev-clients.js';
 import { startDevIssuer, type RunningDevIssuer } from '../../../clients/mcp-server/dev-issuer/dev-issuer.js';
@@ -40,6 +40,8 @@ export interface ReferenceHttp {
   /** The server's resource URL: the audience its tokens must have. */
   resource: URL;
   issuer: RunningDevIssuer;
+  /** The quota service the server asks (GetQuota shows its leases). */
+  quotaService: TestService;
   /** An access token from the development issuer (client credentials), for `resource` unless told otherwise. */
   token(client: DevCredentials, options?: { resource?: string; scope?: string }): Promise<string>;
   /**
@@ -83,11 +85,14 @@ export async function startReferenceHttp(
     logger?: Logger;
     /** The issuer's clock (ms since the epoch); default Date.now. */
     issuerNow?: () => number;
+    /** What the server gets as its quota client: default the client itself. */
+    wrapQuota?: (quota: QuotaClient) => GuardQuota;
   } = {},
 ): Promise<ReferenceHttp> {
   const logger = options.logger ?? pino({ level: 'silent' });
   const service: TestService = await startTestService(new MemoryStore(new VirtualClock(T0)), await loadPolicyFile('config/mcp-policies.yaml'));
   const quota: QuotaClient = createQuotaClient({ address: `127.0.0.1:${service.server.port}` });
+  const guardQuota = options.wrapQuota?.(quota) ?? quota;
   const dir = await mkdtemp(join(tmpdir(), 'mcp-http-'));
   const issuer = await startDevIssuer({
     host: '127.0.0.1',
@@ -101,7 +106,7 @@ export async function startReferenceHttp(
     host: '127.0.0.1',
     port: 0,
     authorizationServer: await discoverAuthorizationServer(issuer.issuer),
-    createServer: () => createReferenceServer({ desk, quota, audit: join(dir, 'audit.jsonl'), logger, ...options.server }),
+    createServer: () => createReferenceServer({ desk, quota: guardQuota, audit: join(dir, 'audit.jsonl'), logger, ...options.server }),
     logger,
     ...options.transport,
   });
@@ -113,6 +118,7 @@ export async function startReferenceHttp(
     port: http.port,
     resource: http.resourceUrl,
     issuer,
+    quotaService: service,
     async token(client, tokenOptions = {}) {
       const form = new URLSearchParams({ grant_type: 'client_credentials', resource: tokenOptions.resource ?? http.resourceUrl.href });
       if (tokenOptions.scope !== undefined) form.set('scope', tokenOptions.scope);
