@@ -18,7 +18,11 @@
                     group of a cross-slot request after an earlier one denied)
            'refund' give back what a 'spend' of the same calls at ARGV[4] took
                     (an earlier group of a cross-slot request a later group
-                    rejected), then report every limit as a peek would
+                    rejected), then report every limit as a peek would.
+                    With a memo key (ARGV[5]), as 'charge' too: only when
+                    that key is absent, then set it to '1' for ARGV[5] ms
+                    (a settlement's later slot group, applied once however
+                    often it is sent); present, nothing is written
            'release', 'renew'  act on the lease each lease limit (L.<name>,
                     concurrency) names in its args: a release removes it, a
                     renew extends it when every lease limit of the call holds
@@ -55,7 +59,8 @@
            settlement puts its actual cost there). With ARGV[6] = 'claim',
            the word 'pending' is stored instead: a cross-slot decision stores
            the whole record later. 'remember': stores ARGV[6] there ('' deletes
-           it); no limits. 'settle': the reservation to settle.
+           it); no limits. 'settle': the reservation to settle. 'refund',
+           'charge': the key that makes the adjustment happen once (above).
   ARGV[6]  see ARGV[5]
   ARGV[7]  runtime overrides: the generation this replica applies, '' for no
            check. Then the call's keys end (after the memo key, if any) with
@@ -199,8 +204,10 @@ local function decide(keys, argv, k, a, reply)
       outcomes[i][1] = held[i]
     end
   elseif mode == 'refund' or mode == 'charge' then
+    -- With a memo key (a settlement's later slot group): once per key.
+    local done = memo and redis.call('EXISTS', memo) == 1
     writing = true
-    for i = 1, n do
+    for i = 1, done and 0 or n do
       local limit = limits[i]
       if not limit.check then
         if mode == 'refund' then
@@ -210,6 +217,7 @@ local function decide(keys, argv, k, a, reply)
         end
       end
     end
+    if memo and not done then redis.call('SET', memo, '1', 'PX', int(memo_ttl)) end
     for i = 1, n do outcomes[i] = unchanged(limits[i], limits[i].keys, now) end
   else
     for i = 1, n do

@@ -22,6 +22,13 @@ export function decideInMemory(space: MemorySpace, calls: readonly LimitCall[], 
     space.set(memo.key, memo.claim ? 'pending' : encodeRemembered(decision, reservation), memo.ttlMs, nowMs);
     return decision;
   }
+  if ((mode === 'refund' || mode === 'charge') && memo !== undefined) {
+    // A settlement's later slot group: once per memo key (decide.lua).
+    if (space.get<string>(memo.key, nowMs) !== undefined) return { outcomes: calls.map(unchangedOn(space, nowMs)), nowMs };
+    const decision = decideNow(space, calls, mode, nowMs, spentAtMs);
+    space.set(memo.key, '1', memo.ttlMs, nowMs);
+    return decision;
+  }
   return decideNow(space, calls, mode, nowMs, spentAtMs);
 }
 
