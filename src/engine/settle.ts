@@ -41,8 +41,8 @@ export interface SettlementEvent {
   alreadySettled: boolean;
   /** actualCost - estimate of the settlement that counts. */
   delta: number;
-  /** When the reservation was spent (unix ms, store clock): its record expires request_id_ttl_ms later. */
-  reservedAtMs: number;
+  /** When the reservation's record expires (unix ms, store clock): its spend time + request_id_ttl_ms. */
+  recordExpiresAtMs: number;
 }
 
 /**
@@ -140,7 +140,7 @@ async function settleOn(
   }
   place(first, decision.outcomes);
   const delta = settlement.actualCost - settlement.estimate;
-  onRecord?.({ alreadySettled: settlement.status === 'settled', delta, reservedAtMs: settlement.spentAtMs[first[0] ?? 0] ?? 0 });
+  onRecord?.({ alreadySettled: settlement.status === 'settled', delta, recordExpiresAtMs: (settlement.spentAtMs[first[0] ?? 0] ?? 0) + memo.ttlMs });
   await Promise.all(
     rest.map(async (group) => {
       const index = group[0]!;
