@@ -27,7 +27,7 @@ import { type CallsDecision, chargeCalls, decideCalls } from './decide-calls.js'
 import { peekQuota } from './peek-quota.js';
 import { callsOf, type Indexed, phasedOf, type Prepared, prepareRequest, STALE_RETRIES } from './prepared.js';
 import { slotGroups, spendAcrossSlots, type SlotGroups } from './slot-groups.js';
-import { type LeaseEvents, Leases } from './leases.js';
+import { type LeaseEvents, Leases, observeLeases } from './leases.js';
 import { type SettlementEvent, settleReservation, type Settled } from './settle.js';
 
 export interface QuotaEngineOptions {
@@ -258,7 +258,8 @@ export class QuotaEngine {
         ? map
         : (decision: Decision) => {
             onDecision?.(request.policy.name, decision, (performance.now() - started) / 1000);
-            if (decision.leaseExpiresInMs !== undefined) this.leases.acquired(request, decision);
+            if (decision.source === 'store')
+              observeLeases(this.leases.events, request.policy.name, prepared.limits, prepared.calls, decision.limits, decision.leasesExpired);
             return map === undefined ? decision : map(decision);
           };
     // The store call starts synchronously from here (no await before it): the
@@ -325,7 +326,13 @@ export class QuotaEngine {
 
   /** GetQuota: every limit's status now, spending nothing and writing nothing (peekQuota). */
   getQuota(input: PeekInput): Promise<LimitStatus[]> {
-    return peekQuota(this.policies, this.store, this.failure, this.overrides, input);
+    const events = this.leases.events;
+    const onRead =
+      events === undefined
+        ? undefined
+        : (limits: readonly Limit[], calls: readonly LimitCall[], answer: readonly LimitStatus[]) =>
+            observeLeases(events, input.policy, limits, calls, answer, 0);
+    return peekQuota(this.policies, this.store, this.failure, this.overrides, input, onRead);
   }
 
   /** The policies in force now (the admin API validates against them). */

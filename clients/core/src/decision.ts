@@ -26,7 +26,15 @@ export function decisionOf(limits: readonly Limit[], outcomes: readonly LimitOut
     const lease = leaseExpiresInMs(limits, outcomes);
     if (lease > 0) decision.leaseExpiresInMs = lease;
   }
+  const expired = outcomes[firstLeaseLimit(limits)]?.leasesExpired;
+  if (expired !== undefined) decision.leasesExpired = expired;
   return decision;
+}
+
+/** The index of the first lease limit (concurrency) among `limits`, -1 for none: every lease of a policy is in its set. */
+export function firstLeaseLimit(limits: readonly Limit[]): number {
+  for (let i = 0; i < limits.length; i++) if (limits[i]!.algorithm.lease !== undefined) return i;
+  return -1;
 }
 
 /** An allowed request's lease: a lease limit's reset_after_ms is when its lease expires; the soonest of them, 0 for none. */
