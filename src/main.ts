@@ -104,8 +104,8 @@ async function main(): Promise<void> {
     overrides,
     onDecision: (policy, decision, seconds) => metrics.decided(policy, decision, seconds),
     leaseEvents: new LeaseMetrics(metrics.registry),
-    onReserve: (policy) => metrics.reserved(policy),
-    onSettle: (policy, settled) => metrics.settled(policy, settled),
+    onReserve: (policy, ttlMs) => metrics.reserved(policy, ttlMs),
+    onSettle: (policy, event, reservation) => metrics.settled(policy, event, reservation),
   });
   const audit = new AuditLog(logger.child({ component: 'audit' }));
   const admin = new QuotaAdmin(engine, overrides, stateReset);

@@ -18,12 +18,18 @@
                     group of a cross-slot request after an earlier one denied)
            'refund' give back what a 'spend' of the same calls at ARGV[4] took
                     (an earlier group of a cross-slot request a later group
-                    rejected), then report every limit as a peek would
+                    rejected), then report every limit as a peek would.
+                    With a memo key (ARGV[5]), as 'charge' too: only when
+                    that key is absent, then set it to '1' for ARGV[5] ms
+                    (a settlement's later slot group, applied once however
+                    often it is sent); present, nothing is written
            'release', 'renew'  act on the lease each lease limit (L.<name>,
                     concurrency) names in its args: a release removes it, a
                     renew extends it when every lease limit of the call holds
                     it; then every limit is reported as a peek would, with
                     allowed = whether the lease was held (1 for the others)
+                    and, for a lease limit whose write ran, delay_ms = minus
+                    the expired leases that write dropped
            'charge' spend each limit's cost without checking (work that must
                     be paid for even over the limit): the balance may go into
                     debt, at most one capacity deep (C.<name>); then report
@@ -55,7 +61,8 @@
            settlement puts its actual cost there). With ARGV[6] = 'claim',
            the word 'pending' is stored instead: a cross-slot decision stores
            the whole record later. 'remember': stores ARGV[6] there ('' deletes
-           it); no limits. 'settle': the reservation to settle.
+           it); no limits. 'settle': the reservation to settle. 'refund',
+           'charge': the key that makes the adjustment happen once (above).
   ARGV[6]  see ARGV[5]
   ARGV[7]  runtime overrides: the generation this replica applies, '' for no
            check. Then the call's keys end (after the memo key, if any) with
@@ -111,6 +118,8 @@
            allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms,
            then now }
     remaining is a string ("%.17g"): Redis truncates Lua numbers in replies.
+    delay_ms below 0 (a lease limit, concurrency): not a delay but minus the
+    leases that expired without a release and this call dropped from the set.
     A limit that allowed a request some other limit denied reports its status
     unchanged (as a peek), not what it would have had after spending.
 ]]
@@ -181,15 +190,18 @@ local function decide(keys, argv, k, a, reply)
     -- Lease operations: each lease limit's L.<name> reads first, then a
     -- release writes what it found, a renew only when every lease limit of
     -- the call holds the lease. allowed = held (1 for the other limits).
-    local held = {}
+    -- A lease limit's third value: the expired leases its write drops,
+    -- reported as minus that in the fifth field (0 when not written).
+    local held, expired = {}, {}
     for i = 1, n do
       local limit = limits[i]
-      held[i], writes[i] = 1, nil
-      if L[limit.name] then held[i], writes[i] = L[limit.name](limit.keys, limit.args, now, mode) end
+      held[i], writes[i], expired[i] = 1, nil, 0
+      if L[limit.name] then held[i], writes[i], expired[i] = L[limit.name](limit.keys, limit.args, now, mode) end
       if held[i] == 0 then all = 0 end
     end
     writing = true
-    if mode == 'release' or all == 1 then
+    local writes_run = mode == 'release' or all == 1
+    if writes_run then
       for i = 1, n do
         if writes[i] then writes[i]() end
       end
@@ -197,10 +209,13 @@ local function decide(keys, argv, k, a, reply)
     for i = 1, n do
       outcomes[i] = unchanged(limits[i], limits[i].keys, now)
       outcomes[i][1] = held[i]
+      if writes_run and writes[i] and expired[i] > 0 then outcomes[i][5] = -expired[i] end
     end
   elseif mode == 'refund' or mode == 'charge' then
+    -- With a memo key (a settlement's later slot group): once per key.
+    local done = memo and redis.call('EXISTS', memo) == 1
     writing = true
-    for i = 1, n do
+    for i = 1, done and 0 or n do
       local limit = limits[i]
       if not limit.check then
         if mode == 'refund' then
@@ -210,6 +225,7 @@ local function decide(keys, argv, k, a, reply)
         end
       end
     end
+    if memo and not done then redis.call('SET', memo, '1', 'PX', int(memo_ttl)) end
     for i = 1, n do outcomes[i] = unchanged(limits[i], limits[i].keys, now) end
   else
     for i = 1, n do

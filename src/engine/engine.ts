@@ -27,8 +27,8 @@ import { type CallsDecision, chargeCalls, decideCalls } from './decide-calls.js'
 import { peekQuota } from './peek-quota.js';
 import { callsOf, type Indexed, phasedOf, type Prepared, prepareRequest, STALE_RETRIES } from './prepared.js';
 import { slotGroups, spendAcrossSlots, type SlotGroups } from './slot-groups.js';
-import { type LeaseEvents, Leases } from './leases.js';
-import { settleReservation, type Settled } from './settle.js';
+import { type LeaseEvents, Leases, observeLeases } from './leases.js';
+import { type SettlementEvent, settleReservation, type Settled } from './settle.js';
 
 export interface QuotaEngineOptions {
   /** Timeout budget, circuit breaker and failure modes around the store call. */
@@ -39,10 +39,17 @@ export interface QuotaEngineOptions {
   onDecision?: (policy: string, decision: Decision, seconds: number) => void;
   /** Told of leases acquired, renewed and released (metrics). */
   leaseEvents?: LeaseEvents;
-  /** Told of every new reservation: an allowed Allow with a request_id, decided by the store (not a replay). */
-  onReserve?: (policy: string, estimate: number) => void;
-  /** Told of every settlement answered (metrics). */
-  onSettle?: (policy: string, settled: Settled) => void;
+  /**
+   * Told of every new reservation (metrics): an allowed Allow with a
+   * request_id, decided by the store (not a replay), on a policy with a limit
+   * that counts units (reservable); `ttlMs`: how long its record lives.
+   */
+  onReserve?: (policy: string, ttlMs: number) => void;
+  /**
+   * Told of every Settle its reservation's record answered (metrics), as soon
+   * as it answers; `reservation`: the policy is reservable (onReserve).
+   */
+  onSettle?: (policy: string, event: SettlementEvent, reservation: boolean) => void;
 }
 
 /** The decision: policy -> limits -> keys -> store call -> result. Transport-free. */
@@ -251,7 +258,8 @@ export class QuotaEngine {
         ? map
         : (decision: Decision) => {
             onDecision?.(request.policy.name, decision, (performance.now() - started) / 1000);
-            if (decision.leaseExpiresInMs !== undefined) this.leases.acquired(request, decision);
+            if (decision.source === 'store')
+              observeLeases(this.leases.events, request.policy.name, prepared.limits, prepared.calls, decision.limits, decision.leasesExpired);
             return map === undefined ? decision : map(decision);
           };
     // The store call starts synchronously from here (no await before it): the
@@ -291,22 +299,19 @@ export class QuotaEngine {
     return spendAcrossSlots(store, calls, requestMemo(request, groups[0]?.[0]), groups, (outcomes) => decisionOf(limits, outcomes), onReserved);
   }
 
-  /** With a request id and a listener: what tells it of a new reservation of `request`. */
+  /** With a request id on a reservable policy and a listener: what tells it of a new reservation of `request`. */
   private reserved(request: ValidRequest): (() => void) | undefined {
     const onReserve = this.onReserve;
-    return request.requestId === '' || onReserve === undefined ? undefined : () => onReserve(request.policy.name, request.cost);
+    if (request.requestId === '' || onReserve === undefined || !reservable(request.policy)) return undefined;
+    return () => onReserve(request.policy.name, request.policy.requestIdTtlMs);
   }
 
   /** Settle: gives back or charges the difference between a reservation's estimate and its actual cost, once (src/engine/settle.ts). */
   settle(input: SettleInput): Promise<Settled> {
-    const settled = settleReservation(this.store, this.failure, this.policies, input, this.overrides);
     const onSettle = this.onSettle;
-    return onSettle === undefined
-      ? settled
-      : settled.then((result) => {
-          onSettle(input.policy, result);
-          return result;
-        });
+    const policy = this.policies.get(input.policy);
+    const onRecord = onSettle === undefined || policy === undefined ? undefined : (event: SettlementEvent) => onSettle(policy.name, event, reservable(policy));
+    return settleReservation(this.store, this.failure, this.policies, input, this.overrides, onRecord);
   }
 
   /** An ad hoc set of limit calls decided all or nothing (decideCalls): Envoy's rate limit service. */
@@ -321,7 +326,13 @@ export class QuotaEngine {
 
   /** GetQuota: every limit's status now, spending nothing and writing nothing (peekQuota). */
   getQuota(input: PeekInput): Promise<LimitStatus[]> {
-    return peekQuota(this.policies, this.store, this.failure, this.overrides, input);
+    const events = this.leases.events;
+    const onRead =
+      events === undefined
+        ? undefined
+        : (limits: readonly Limit[], calls: readonly LimitCall[], answer: readonly LimitStatus[]) =>
+            observeLeases(events, input.policy, limits, calls, answer, 0);
+    return peekQuota(this.policies, this.store, this.failure, this.overrides, input, onRead);
   }
 
   /** The policies in force now (the admin API validates against them). */
@@ -340,4 +351,14 @@ export class QuotaEngine {
   listPolicies(): Policy[] {
     return [...this.policies.values()];
   }
+}
+
+/**
+ * Whether an Allow with a request_id on `policy` is a reservation: some limit
+ * counts units, so a Settle can move them. A policy of concurrency limits
+ * only acquires leases; settling one of its request ids moves nothing.
+ */
+function reservable(policy: Policy): boolean {
+  for (const limit of policy.limits) if (limit.algorithm.lease === undefined) return true;
+  return false;
 }

@@ -86,5 +86,6 @@ export function stamped(decision: SourcelessDecision, source: DecisionSource): D
     source,
   };
   if (decision.leaseExpiresInMs !== undefined) out.leaseExpiresInMs = decision.leaseExpiresInMs;
+  if (decision.leasesExpired !== undefined) out.leasesExpired = decision.leasesExpired;
   return out;
 }

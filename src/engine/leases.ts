@@ -1,13 +1,13 @@
 import {
-  type Decision,
   type DecideMode,
+  firstLeaseLimit,
+  type Limit,
   type LeaseInput,
   LeaseNotHeldError,
   type LimitCall,
   type LimitOutcome,
   type LimitStatus,
   type PolicySet,
-  requestLeaseMember,
   statuses,
   validateLease,
   type ValidRequest,
@@ -19,14 +19,42 @@ import type { StoreFailurePolicy } from './failure.js';
 import { firstPartition, slotGroups } from './slot-groups.js';
 
 /**
- * What happened to leases, as this replica saw it (metrics: src/metrics/lease-metrics.ts).
- * `lease` names one lease of the policy (its member: the whole identity and the request id).
+ * What the store said of leases (metrics: src/metrics/lease-metrics.ts): a
+ * reading of one identity's lease set, the set of the policy's first
+ * concurrency limit (every lease of the policy is in it), taken by an Allow
+ * the store decided, a Release, a Renew or a GetQuota.
  */
 export interface LeaseEvents {
-  acquired(policy: string, lease: string, expiresInMs: number): void;
-  renewed(policy: string, lease: string, expiresInMs: number): void;
-  /** Released by its holder (Release answered released = true). */
-  released(policy: string, lease: string): void;
+  /**
+   * `set` (its key) holds `held` leases now; this call dropped `expired`
+   * leases that had expired without a release. Every lease read expires
+   * within `ttlMs` (lease_ttl_ms) unless renewed.
+   */
+  observed(policy: string, set: string, held: number, expired: number, ttlMs: number): void;
+}
+
+/**
+ * Tells `events` of the reading of `limits`' first lease limit, if any: held
+ * from its status in `answer` (limit - remaining), expired from its outcome
+ * in `dropped`, or `dropped` itself (a decision's leasesExpired).
+ */
+export function observeLeases(
+  events: LeaseEvents | undefined,
+  policy: string,
+  limits: readonly Limit[],
+  calls: readonly LimitCall[],
+  answer: readonly LimitStatus[],
+  dropped: readonly LimitOutcome[] | number | undefined,
+): void {
+  if (events === undefined) return;
+  const index = firstLeaseLimit(limits);
+  if (index === -1) return;
+  const limit = limits[index]!;
+  const call = calls[index];
+  const status = answer[index];
+  if (call === undefined || status === undefined) return;
+  const expired = typeof dropped === 'object' ? (dropped[index]?.leasesExpired ?? 0) : (dropped ?? 0);
+  events.observed(policy, call.identityKey, status.leasesHeld, expired, limit.algorithm.lease!.ttlMs(limit.params));
 }
 
 /** Release's answer: whether the lease was held, and every limit's status after. */
@@ -50,7 +78,7 @@ export class Leases {
     private readonly store: QuotaStore,
     private readonly failure: StoreFailurePolicy,
     private readonly overrides: OverrideView | undefined,
-    private readonly events: LeaseEvents | undefined,
+    readonly events: LeaseEvents | undefined,
   ) {}
 
   /** Ends the lease: released = false when it was not held (never acquired, released, or expired), and nothing changed. */
@@ -58,14 +86,16 @@ export class Leases {
     return this.step(input, 'release').then(({ request, limits, calls, outcomes }) => {
       let released = false;
       for (let i = 0; i < calls.length; i++) if (calls[i]!.lease !== undefined && outcomes[i]!.allowed) released = true;
-      if (released) this.events?.released(request.policy.name, requestLeaseMember(request));
-      return { released, limits: statuses(limits, outcomes) };
+      const answer = statuses(limits, outcomes);
+      this.observe(request, limits, calls, answer, outcomes);
+      return { released, limits: answer };
     });
   }
 
   /** Extends the lease to lease_ttl_ms from now (store clock): answers that, in ms; LeaseNotHeldError (NOT_FOUND) when it is no longer held. */
   renew(input: LeaseInput): Promise<number> {
-    return this.step(input, 'renew').then(({ request, calls, outcomes }) => {
+    return this.step(input, 'renew').then(({ request, limits, calls, outcomes }) => {
+      this.observe(request, limits, calls, statuses(limits, outcomes), outcomes);
       let expiresInMs = 0;
       for (let i = 0; i < calls.length; i++) {
         const { limit, lease } = calls[i]!;
@@ -74,15 +104,19 @@ export class Leases {
         const ttl = limit.algorithm.lease!.ttlMs(limit.params);
         if (expiresInMs === 0 || ttl < expiresInMs) expiresInMs = ttl;
       }
-      this.events?.renewed(request.policy.name, requestLeaseMember(request), expiresInMs);
       return expiresInMs;
     });
   }
 
-  /** An Allow's decision: a lease acquired (or found held by a retry) in the store, for the metrics. */
-  acquired(request: ValidRequest, decision: Decision): void {
-    if (this.events === undefined || decision.source !== 'store' || decision.leaseExpiresInMs === undefined) return;
-    this.events.acquired(request.policy.name, requestLeaseMember(request), decision.leaseExpiresInMs);
+  /** What the store said of the policy's leases (LeaseEvents): `answer`, each limit's status after the call; `outcomes`, what it dropped. */
+  private observe(
+    request: ValidRequest,
+    limits: readonly Limit[],
+    calls: readonly LimitCall[],
+    answer: readonly LimitStatus[],
+    outcomes: readonly LimitOutcome[],
+  ): void {
+    observeLeases(this.events, request.policy.name, limits, calls, answer, outcomes);
   }
 
   private step(

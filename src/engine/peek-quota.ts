@@ -1,4 +1,13 @@
-import { type LimitStatus, type PeekInput, type PolicySet, StoreUnavailableError, statuses, validatePeek } from '@quota-service/core';
+import {
+  type Limit,
+  type LimitCall,
+  type LimitStatus,
+  type PeekInput,
+  type PolicySet,
+  StoreUnavailableError,
+  statuses,
+  validatePeek,
+} from '@quota-service/core';
 import { isStaleOverrides, type OverrideView } from '../overrides/override.js';
 import type { QuotaStore } from '../store/store.js';
 import { appliedLimits } from './applied-limits.js';
@@ -19,13 +28,17 @@ export async function peekQuota(
   failure: StoreFailurePolicy,
   overrides: OverrideView | undefined,
   input: PeekInput,
+  /** Told of the statuses read, with the limits and calls they are of (metrics). */
+  onRead?: (limits: readonly Limit[], calls: readonly LimitCall[], answer: readonly LimitStatus[]) => void,
 ): Promise<LimitStatus[]> {
   for (let attempt = 0; ; attempt++) {
     const request = validatePeek(policies, input);
     const { limits, calls } = appliedLimits(request, overrides, store);
     const groups = slotGroups(store, calls);
     try {
-      return statuses(limits, await failure.peek(() => peekAcrossSlots(store, calls, groups), firstPartition(store, calls, groups)));
+      const answer = statuses(limits, await failure.peek(() => peekAcrossSlots(store, calls, groups), firstPartition(store, calls, groups)));
+      onRead?.(limits, calls, answer);
+      return answer;
     } catch (error) {
       if (!isStaleOverrides(error) || overrides?.refresh === undefined) throw error;
       if (attempt >= STALE_RETRIES) throw new StoreUnavailableError(error);

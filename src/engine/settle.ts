@@ -2,6 +2,7 @@ import {
   FailedPreconditionError,
   NotFoundError,
   requestMemo,
+  settlementMark,
   type LimitCall,
   type LimitOutcome,
   type LimitStatus,
@@ -9,6 +10,7 @@ import {
   type PolicySet,
   type SettleInput,
   type Settlement,
+  type ValidRequest,
   statuses,
   StoreUnavailableError,
   validateSettle,
@@ -33,16 +35,31 @@ export interface Settled {
   limits: LimitStatus[];
 }
 
+/** A settlement as its reservation's record answered it: what the metrics count (QuotaEngineOptions.onSettle). */
+export interface SettlementEvent {
+  /** An earlier Settle had marked the record settled. */
+  alreadySettled: boolean;
+  /** actualCost - estimate of the settlement that counts. */
+  delta: number;
+  /** When the reservation's record expires (unix ms, store clock): its spend time + request_id_ttl_ms. */
+  recordExpiresAtMs: number;
+}
+
 /**
  * Settles a reservation (an allowed Allow with a request_id, remembered for
  * the policy's request_id_ttl_ms): each limit gets back estimate - actual, or
  * is charged actual - estimate, once. The memo's slot group is adjusted and
  * the memo marked settled in one script call (mode 'settle', decide.lua), so
- * concurrent or repeated settlements apply once; on a cluster the other slot
- * groups follow in a second step, as the multi-limit decision's later groups
- * do. The store's budget and breaker apply as to GetQuota: when the store
+ * concurrent or repeated settlements apply once. On a cluster each other
+ * slot group follows with a refund or charge that sets a mark in its own
+ * slot in the same script call (settlementMark) and does nothing where the
+ * mark is set: every Settle, the first and any retry, sends them all, so a
+ * retry completes the groups a failed call left and none is adjusted twice.
+ * The store's budget and breaker apply as to GetQuota: when the store
  * cannot answer, StoreUnavailableError (UNAVAILABLE); no failure mode
- * answers for it, since a settlement decides nothing.
+ * answers for it, since a settlement decides nothing. `onRecord` hears of
+ * the record's answer (settled now, or before) as soon as it comes, whether
+ * or not the other groups answer.
  */
 export function settleReservation(
   store: QuotaStore,
@@ -50,6 +67,7 @@ export function settleReservation(
   policies: PolicySet,
   input: SettleInput,
   overrides: OverrideView | undefined,
+  onRecord?: (event: SettlementEvent) => void,
 ): Promise<Settled> {
   try {
     const { request, actualCost } = validateSettle(policies, input);
@@ -62,7 +80,7 @@ export function settleReservation(
     if (memo === undefined) throw new Error('a settlement needs a request id');
     const full: Memo = { ...memo, count: calls.length };
     return failure
-      .peek(() => settleOn(store, calls, groups, full, actualCost), firstPartition(store, calls, groups))
+      .peek(() => settleOn(store, request, calls, groups, full, actualCost, onRecord), firstPartition(store, calls, groups))
       .then(
         ({ settlement, outcomes }) => ({
           estimate: settlement.estimate,
@@ -86,13 +104,18 @@ class ReservationPending extends Error {
   override name = 'ReservationPending';
 }
 
-/** The settlement on the store: the memo's group in one call, then the other groups (a cluster) in parallel. */
+/**
+ * The settlement on the store: the memo's group in one call, then the other
+ * groups (a cluster) in parallel, each adjusted once by its mark.
+ */
 async function settleOn(
   store: QuotaStore,
+  request: ValidRequest,
   calls: readonly LimitCall[],
   groups: SlotGroups,
   memo: Memo,
   actualCost: number,
+  onRecord: ((event: SettlementEvent) => void) | undefined,
 ): Promise<{ settlement: Settlement; outcomes: LimitOutcome[] }> {
   const pick = (group: readonly number[], cost = 0) => group.map((i) => ({ ...calls[i]!, cost }));
   const outcomes: LimitOutcome[] = new Array(calls.length);
@@ -117,12 +140,20 @@ async function settleOn(
   }
   place(first, decision.outcomes);
   const delta = settlement.actualCost - settlement.estimate;
-  const adjusts = settlement.status === 'applied' && delta !== 0;
+  onRecord?.({ alreadySettled: settlement.status === 'settled', delta, recordExpiresAtMs: (settlement.spentAtMs[first[0] ?? 0] ?? 0) + memo.ttlMs });
   await Promise.all(
     rest.map(async (group) => {
-      const got = adjusts
-        ? await store.decideGroup(pick(group, Math.abs(delta)), delta < 0 ? 'refund' : 'charge', { spentAtMs: settlement.spentAtMs[group[0]!]! })
-        : await store.decideGroup(pick(group), 'peek');
+      const index = group[0]!;
+      const mark = settlementMark(request, index);
+      if (mark === undefined) throw new Error('a settlement needs a request id');
+      // Sent by every Settle of this reservation, retries included: the mark makes it apply once.
+      const got =
+        delta === 0
+          ? await store.decideGroup(pick(group), 'peek')
+          : await store.decideGroup(pick(group, Math.abs(delta)), delta < 0 ? 'refund' : 'charge', {
+              spentAtMs: settlement.spentAtMs[index]!,
+              memo: { ...mark, count: group.length },
+            });
       place(group, got.outcomes);
     }),
   );

@@ -1,10 +1,11 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
-import type { Decision } from '@quota-service/core';
+import { type Clock, type Decision, systemClock } from '@quota-service/core';
 import type { CircuitStateName, StoreFailureEvents, StoreFailureKind } from '../engine/failure.js';
-import type { Settled } from '../engine/settle.js';
+import type { SettlementEvent } from '../engine/settle.js';
 import type { QuotaStore } from '../store/store.js';
 import { DecisionTally } from './decision-tally.js';
 import { LatencyHistogram } from './latency-histogram.js';
+import { ReservationMetrics } from './reservation-metrics.js';
 
 /** Something that can count its state keys (Redis: DBSIZE; embedded store: live keys). */
 export interface KeyCounter {
@@ -61,27 +62,6 @@ export class QuotaMetrics implements StoreFailureEvents {
     registers: [this.registry],
   });
 
-  private readonly reservations = new Counter({
-    name: 'quota_reservations_total',
-    help: 'Reservations made: Allow calls with a request_id that the store allowed (not replays), by policy. Outstanding = this minus quota_settlements_total{result="settled"}.',
-    labelNames: ['policy'] as const,
-    registers: [this.registry],
-  });
-
-  private readonly settlements = new Counter({
-    name: 'quota_settlements_total',
-    help: 'Settle calls answered, by policy and result (settled: this call settled the reservation; already_settled: an earlier call had).',
-    labelNames: ['policy', 'result'] as const,
-    registers: [this.registry],
-  });
-
-  private readonly settledUnits = new Counter({
-    name: 'quota_settled_units_total',
-    help: 'Units settlements moved, by policy and direction (refunded: estimate above the actual cost; charged: below it).',
-    labelNames: ['policy', 'direction'] as const,
-    registers: [this.registry],
-  });
-
   private readonly reloads = new Counter({
     name: 'quota_config_reloads_total',
     help: 'Policy file reloads by result (success, failure: the old policies stay in force).',
@@ -95,8 +75,12 @@ export class QuotaMetrics implements StoreFailureEvents {
     registers: [this.registry],
   });
 
-  constructor() {
+  /** Reservations and settlements (src/metrics/reservation-metrics.ts). */
+  private readonly reservations: ReservationMetrics;
+
+  constructor(clock: Clock = systemClock) {
     collectDefaultMetrics({ register: this.registry });
+    this.reservations = new ReservationMetrics(this.registry, clock);
     this.circuitStates({ closed: 0, open: 0, half_open: 0 });
     for (const result of ['success', 'failure']) this.reloads.inc({ result }, 0);
   }
@@ -142,15 +126,13 @@ export class QuotaMetrics implements StoreFailureEvents {
   }
 
   /** A new reservation (QuotaEngineOptions.onReserve). */
-  reserved(policy: string): void {
-    this.reservations.inc({ policy });
+  reserved(policy: string, ttlMs: number): void {
+    this.reservations.reserved(policy, ttlMs);
   }
 
-  /** A settlement answered (QuotaEngineOptions.onSettle): the first one moves its difference. */
-  settled(policy: string, settled: Pick<Settled, 'alreadySettled' | 'delta'>): void {
-    this.settlements.inc({ policy, result: settled.alreadySettled ? 'already_settled' : 'settled' });
-    if (settled.alreadySettled || settled.delta === 0) return;
-    this.settledUnits.inc({ policy, direction: settled.delta < 0 ? 'refunded' : 'charged' }, Math.abs(settled.delta));
+  /** A settlement its record answered (QuotaEngineOptions.onSettle): the first one moves its difference. */
+  settled(policy: string, event: SettlementEvent, reservation: boolean): void {
+    this.reservations.settled(policy, event, reservation);
   }
 
   storeFailure(kind: StoreFailureKind): void {

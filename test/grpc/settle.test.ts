@@ -37,8 +37,8 @@ beforeAll(async () => {
   redis = await startRedisServer();
   const store = new RedisStore(redis.client());
   const engine = new QuotaEngine(await shippedPolicies(), store, {
-    onReserve: (policy) => metrics.reserved(policy),
-    onSettle: (policy, settled) => metrics.settled(policy, settled),
+    onReserve: (policy, ttlMs) => metrics.reserved(policy, ttlMs),
+    onSettle: (policy, event, reservation) => metrics.settled(policy, event, reservation),
   });
   server = await startQuotaServer({ engine, address: '127.0.0.1:0', logger: createLogger('silent'), callers: parseCallers(CALLERS) });
   await store.ready();

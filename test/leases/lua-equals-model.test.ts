@@ -15,6 +15,11 @@ import { useRedisCluster, useRedisServer } from '../support/use-redis.js';
  *
  * Leases here live 10 s or more, so Redis's own expiry of a set (real time)
  * never lapses within a sequence; expiry on virtual time is what is tested.
+ * A set outlives its last lease (so that its expired leases are counted), so
+ * its expiry matters to the answers: after each step every Redis set's TTL
+ * must be the model's (less the real time since it was set), and a set the
+ * model has expired on virtual time is deleted from Redis, as Redis would
+ * delete it at that time.
  */
 const IDENTITIES = ['a', 'b', 'c', 'a:b', '{x}'];
 const REQUEST_IDS = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r:7'];
@@ -48,14 +53,27 @@ describe('concurrency: Lua = model, single node and cluster; never more than lim
         const limit = limitFrom({ name: 'jobs', key_by: 'user', algorithm: 'concurrency', limit: p.limit, lease_ttl_ms: p.ttl });
         await Promise.all(fixtures.map((f) => f.reset()));
         let now = start;
+        /** Per set: when the model expires it (virtual time), as of the last step. */
+        const expiries = new Map<string, number | undefined>();
         for (const [i, { dt, op, who, rid }] of steps.entries()) {
           now += dt;
           for (const f of fixtures) f.clock.set(now);
           const key = identityKey('jobs', 'user', who);
+          if ((await fixtures[0]!.ttl(key)) === undefined) for (const client of raw) await client.del(key);
           const call: LimitCall = { limit, identityKey: key, cost: op === 'peek' ? 0 : 1, lease: leaseMember(`user=${who}`, rid) };
           const [model, ...others] = await Promise.all(fixtures.map((f) => f.store.decideGroup([call], MODE[op])));
           const context = `step ${i}: ${JSON.stringify({ dt, op, who, rid, ...p })}`;
           others.forEach((answer, j) => expect(answer, `${context} on ${fixtures[j + 1]!.name}`).toEqual(model));
+          const ttl = await fixtures[0]!.ttl(key);
+          const expiry = ttl === undefined ? undefined : now + ttl;
+          for (const f of fixtures.slice(1)) {
+            const redisTtl = await f.ttl(key);
+            if (ttl === undefined) expect(redisTtl, `no set on ${f.name}, ${context}`).toBeUndefined();
+            // Set by this step (the model's expiry moved): Redis's, less the real time since.
+            else if (expiry !== expiries.get(key))
+              expect(ttl - (redisTtl ?? Number.NaN), `the set's TTL on ${f.name}, ${context}`).toSatisfy((d: number) => d >= 0 && d < 5_000);
+          }
+          expiries.set(key, expiry);
           for (const client of raw) expect(await client.zcount(key, `(${now}`, '+inf'), `live leases of ${who}, ${context}`).toBeLessThanOrEqual(p.limit);
           expect(model!.outcomes[0]!.remaining, `remaining = limit - held >= 0, ${context}`).toBeGreaterThanOrEqual(0);
         }

@@ -22,6 +22,13 @@ export function decideInMemory(space: MemorySpace, calls: readonly LimitCall[], 
     space.set(memo.key, memo.claim ? 'pending' : encodeRemembered(decision, reservation), memo.ttlMs, nowMs);
     return decision;
   }
+  if ((mode === 'refund' || mode === 'charge') && memo !== undefined) {
+    // A settlement's later slot group: once per memo key (decide.lua).
+    if (space.get<string>(memo.key, nowMs) !== undefined) return { outcomes: calls.map(unchangedOn(space, nowMs)), nowMs };
+    const decision = decideNow(space, calls, mode, nowMs, spentAtMs);
+    space.set(memo.key, '1', memo.ttlMs, nowMs);
+    return decision;
+  }
   return decideNow(space, calls, mode, nowMs, spentAtMs);
 }
 
@@ -74,20 +81,30 @@ function leaseStep(
 ): GroupDecision {
   const held: boolean[] = [];
   const commits: Array<(() => void) | undefined> = [];
+  const expired: number[] = [];
   let all = true;
   for (const { limit, identityKey, lease } of calls) {
     const ops = limit.algorithm.lease;
     if (ops === undefined) {
       held.push(true);
+      commits.push(undefined);
+      expired.push(0);
       continue;
     }
-    const step = lease === undefined ? { held: false } : ops.opInMemory(space, identityKey, limit.params, lease, mode, now);
+    const step = lease === undefined ? { held: false, expired: 0 } : ops.opInMemory(space, identityKey, limit.params, lease, mode, now);
     held.push(step.held);
     commits.push(step.commit);
+    expired.push(step.expired);
     if (!step.held) all = false;
   }
-  if (mode === 'release' || all) for (const commit of commits) commit?.();
-  const outcomes = calls.map((call, i) => ({ ...unchanged(call), allowed: held[i]! }));
+  const commitsRun = mode === 'release' || all;
+  if (commitsRun) for (const commit of commits) commit?.();
+  const outcomes = calls.map((call, i) => {
+    const outcome: LimitOutcome = { ...unchanged(call), allowed: held[i]! };
+    // As the driver: minus the expired leases its write dropped (LimitOutcome.leasesExpired).
+    if (commitsRun && commits[i] !== undefined && expired[i]! > 0) outcome.leasesExpired = expired[i]!;
+    return outcome;
+  });
   return { outcomes, nowMs: now };
 }
 

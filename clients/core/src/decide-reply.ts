@@ -23,7 +23,13 @@ export interface Reservation {
  */
 export function encodeRemembered({ outcomes, nowMs }: GroupDecision, { estimate, spentAtMs }: Reservation): string {
   const all = outcomes.every((o) => o.allowed) ? 1 : 0;
-  const fields = outcomes.flatMap((o) => [o.allowed ? 1 : 0, o.retryAfterMs, String(o.remaining), o.resetAfterMs, o.delayMs ?? 0]);
+  const fields = outcomes.flatMap((o) => [
+    o.allowed ? 1 : 0,
+    o.retryAfterMs,
+    String(o.remaining),
+    o.resetAfterMs,
+    o.leasesExpired ? -o.leasesExpired : (o.delayMs ?? 0),
+  ]);
   return [all, ...fields, nowMs, estimate, ...spentAtMs, '-'].join(' ');
 }
 
@@ -33,7 +39,10 @@ export function parseRemembered(stored: string, count: number): GroupDecision {
   const all = stored.split(' ');
   if (all.length !== 6 * count + 4) throw new Error(`${REPLY}: a remembered decision of ${count} limits has ${6 * count + 4} fields, got ${all.length}`);
   const fields = all.slice(0, 2 + 5 * count).map((field, i) => ((i - 3) % 5 === 0 ? field : Number(field)));
-  return { ...parseDecideReply(fields, count), replayed: true };
+  const decision = parseDecideReply(fields, count);
+  // What the first call dropped is not dropped again by its replay.
+  for (const outcome of decision.outcomes) delete outcome.leasesExpired;
+  return { ...decision, replayed: true };
 }
 
 const SETTLE_STATUSES = new Set(['unknown', 'pending', 'denied', 'settled', 'applied']);
@@ -77,7 +86,11 @@ export function parseDecideReply(reply: unknown, count: number, memo?: Memo): Gr
     if (!Number.isFinite(remaining)) {
       throw new Error(`${REPLY}: reply[${at + 2}] is not a number or number string: ${String(field)}`);
     }
-    outcomes.push(outcomeOf(integer(reply, at) === 1, integer(reply, at + 1), remaining, integer(reply, at + 3), integer(reply, at + 4)));
+    // delay_ms below 0: a lease limit's expired leases dropped (LimitOutcome.leasesExpired).
+    const delay = integer(reply, at + 4);
+    const outcome = outcomeOf(integer(reply, at) === 1, integer(reply, at + 1), remaining, integer(reply, at + 3), delay);
+    if (delay < 0) outcome.leasesExpired = -delay;
+    outcomes.push(outcome);
   }
   return { outcomes, nowMs: integer(reply, 1 + 5 * count) };
 }

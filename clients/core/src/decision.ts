@@ -1,4 +1,4 @@
-import { identityKey, identityPartsSegment, leaseMember, requestKey } from './keys.js';
+import { identityKey, identityPartsSegment, leaseMember, requestKey, settlementMarkKey } from './keys.js';
 import { PARAMETER_SOURCE, type LimitCall, type Limit, type LimitOutcome, type LimitStatus, type SourcelessDecision } from './types.js';
 import type { ValidRequest } from './validate-request.js';
 
@@ -26,7 +26,15 @@ export function decisionOf(limits: readonly Limit[], outcomes: readonly LimitOut
     const lease = leaseExpiresInMs(limits, outcomes);
     if (lease > 0) decision.leaseExpiresInMs = lease;
   }
+  const expired = outcomes[firstLeaseLimit(limits)]?.leasesExpired;
+  if (expired !== undefined) decision.leasesExpired = expired;
   return decision;
+}
+
+/** The index of the first lease limit (concurrency) among `limits`, -1 for none: every lease of a policy is in its set. */
+export function firstLeaseLimit(limits: readonly Limit[]): number {
+  for (let i = 0; i < limits.length; i++) if (limits[i]!.algorithm.lease !== undefined) return i;
+  return -1;
 }
 
 /** An allowed request's lease: a lease limit's reset_after_ms is when its lease expires; the soonest of them, 0 for none. */
@@ -93,13 +101,22 @@ export function statuses(limits: readonly Limit[], outcomes: readonly LimitOutco
  * first slot group's), for the policy and the whole identity it keys by. Undefined without a request id.
  */
 export function requestMemo(request: ValidRequest, firstIndex = 0): { key: string; ttlMs: number } | undefined {
+  return requestKeyed(request, firstIndex, requestKey);
+}
+
+/** With a request id: the mark of a cross-slot settlement in the slot of the limit at `index` (keys.ts settlementMarkKey), kept as long as a reservation is. */
+export function settlementMark(request: ValidRequest, index: number): { key: string; ttlMs: number } | undefined {
+  return requestKeyed(request, index, settlementMarkKey);
+}
+
+function requestKeyed(request: ValidRequest, index: number, keyOf: typeof requestKey): { key: string; ttlMs: number } | undefined {
   if (request.requestId === '') return undefined;
   const limits = request.policy.limits;
-  const limit = limits[firstIndex];
-  const value = request.identityValues[firstIndex];
+  const limit = limits[index];
+  const value = request.identityValues[index];
   if (limit === undefined || value === undefined) return undefined;
   const parts = new Map<string, string>();
   for (let i = 0; i < limits.length; i++) parts.set(limits[i]!.keyBy, request.identityValues[i]!);
-  const key = requestKey(request.policy.name, limit.keyBy, value, identityPartsSegment(parts), request.requestId);
+  const key = keyOf(request.policy.name, limit.keyBy, value, identityPartsSegment(parts), request.requestId);
   return { key, ttlMs: request.policy.requestIdTtlMs };
 }

@@ -55,6 +55,16 @@ export function requestKey(policyName: string, keyBy: string, identityValue: str
 }
 
 /**
+ * A cross-slot settlement's mark in the slot of one of its later slot groups
+ * (src/engine/settle.ts): beside the keys of that group's first limit, as
+ * requestKey is beside the first group's. Its presence means that group has
+ * been adjusted, so a retried Settle adjusts it once.
+ */
+export function settlementMarkKey(policyName: string, keyBy: string, identityValue: string, identityParts: string, requestId: string): string {
+  return `${KEY_PREFIX}:${REQUEST_SEGMENT}-settled:${policyName}:${keyBy}:{${encodeIdentityValue(identityValue)}}:${identityParts}:${encodeURIComponent(requestId)}`;
+}
+
+/**
  * A concurrency lease's member in its identity's lease set: the whole
  * identity (identityPartsSegment) and the request id, so another identity
  * sharing the limit's key_by value, with the same request id, names another

@@ -200,6 +200,12 @@ export interface Decision {
    * from now unless renewed or released. Absent (0) otherwise.
    */
   leaseExpiresInMs?: number;
+  /**
+   * Decided by the store on a policy with a concurrency limit: the leases of
+   * its first concurrency limit's set that had expired without a release and
+   * this decision dropped (metrics). Absent (0) otherwise; never sent to callers.
+   */
+  leasesExpired?: number;
 }
 
 /** One question to a limiter: may `identity` spend `cost` of `policy` now? */

@@ -13,13 +13,17 @@
   now      unix ms (Redis TIME, or the test clock)
 
   A lease is held while its score is above now. Returns:
-  { allowed (1|0), retry_after_ms, remaining, reset_after_ms, 0 }, write
+  { allowed (1|0), retry_after_ms, remaining, reset_after_ms, -expired }, write
     remaining = limit - held; reset_after_ms = for an allowed acquisition
     its lease's expiry - now, else the last lease's expiry - now (0: none);
     retry_after_ms (denied) = until enough leases expire to free one.
     The member already held: the same lease (a retry), nothing written.
-    write (an acquisition only) drops the expired leases, adds the member at
-    now + lease_ttl_ms and expires the set with its last lease.
+    An acquisition, allowed or denied, drops the leases that expired without
+    a release (write): the fifth field, where other algorithms put a delay,
+    is minus their number (0 when none; docs/decide-script.md). Allowed, the
+    write also adds the member at now + lease_ttl_ms, and the set lives one
+    lease_ttl_ms past its last lease, so an expired lease is still there for
+    the next lease call of the identity to find and count.
 ]]
 A.concurrency = function(keys, args, now)
   local limit, ttl, cost, member = tonumber(args[1]), tonumber(args[2]), tonumber(args[3]), tostring(args[4])
@@ -30,15 +34,19 @@ A.concurrency = function(keys, args, now)
   if cost == 0 then return { 1, 0, limit - held, reset, 0 }, nil end
   local mine = tonumber(redis.call('ZSCORE', key, member))
   if mine and mine > now then return { 1, 0, limit - held, mine - now, 0 }, nil end
+  local expired = redis.call('ZCOUNT', key, '-inf', int(now))
+  local dropped = expired > 0 and -expired or 0
   if held >= limit then
     -- The lease whose expiry leaves room for one more.
     local freeing = redis.call('ZRANGEBYSCORE', key, after, '+inf', 'WITHSCORES', 'LIMIT', held - limit, 1)
-    return { 0, tonumber(freeing[2]) - now, limit - held, reset, 0 }, nil
+    local denied = { 0, tonumber(freeing[2]) - now, limit - held, reset, dropped }
+    if expired == 0 then return denied, nil end
+    return denied, function() redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now)) end
   end
-  return { 1, 0, limit - held - 1, ttl, 0 }, function()
+  return { 1, 0, limit - held - 1, ttl, dropped }, function()
     redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now))
     redis.call('ZADD', key, int(now + ttl), member)
-    redis.call('PEXPIRE', key, int(math.max(ttl, reset)))
+    redis.call('PEXPIRE', key, int(math.max(ttl, reset) + ttl))
   end
 end
 
@@ -54,23 +62,34 @@ end
 
 --[[
   Lease operations (driver modes 'release' and 'renew'): whether the member
-  is held (1|0), and a write. Release: removes the member, held or expired
-  (the set keeps its expiry; Redis deletes it once empty); nil when absent.
-  Renew: a held member now expires at now + lease_ttl_ms, and the set with
-  its last lease; nil when not held. Mirrors releaseLease and renewLease.
+  is held (1|0), a write, and how many leases of the set expired without a
+  release (the write drops them). Release: removes the member and the
+  expired leases (the set keeps its expiry; Redis deletes it once empty);
+  the member counts among the expired when its lease expired before this
+  release; nil when nothing is there to remove. Renew: a held member now
+  expires at now + lease_ttl_ms, the expired leases go, and the set lives one
+  lease_ttl_ms past its last lease; nil when not held. Mirrors releaseLease
+  and renewLease.
 ]]
 L.concurrency = function(keys, args, now, op)
   local key, member = keys[1], tostring(args[4])
   local at = tonumber(redis.call('ZSCORE', key, member))
+  local held = at ~= nil and at > now
+  if op == 'renew' and not held then return 0, nil, 0 end
+  local expired = redis.call('ZCOUNT', key, '-inf', int(now))
+  local prune = function() redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now)) end
   if op == 'release' then
-    if not at then return 0, nil end
-    return at > now and 1 or 0, function() redis.call('ZREM', key, member) end
+    if not held and expired == 0 then return 0, nil, 0 end
+    return held and 1 or 0, function()
+      prune()
+      if held then redis.call('ZREM', key, member) end
+    end, expired
   end
-  if not at or at <= now then return 0, nil end
   local ttl = tonumber(args[2])
   return 1, function()
+    prune()
     redis.call('ZADD', key, int(now + ttl), member)
     local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
-    redis.call('PEXPIRE', key, int(last - now))
-  end
+    redis.call('PEXPIRE', key, int(last - now + ttl))
+  end, expired
 end

@@ -64,8 +64,19 @@ export interface Algorithm<P> {
 
 /** What a lease algorithm adds (Algorithm.lease). */
 export interface LeaseOps<P> {
-  /** Release or Renew `member` on the embedded store: whether it was held; writes nothing until `commit` (as the Lua function L.<name>). */
-  opInMemory(space: MemorySpace, identityKey: string, params: P, member: string, op: LeaseOp, nowMs: number): { held: boolean; commit?: () => void };
+  /**
+   * Release or Renew `member` on the embedded store: whether it was held, and
+   * the leases that expired without a release which `commit` drops; writes
+   * nothing until `commit` (as the Lua function L.<name>).
+   */
+  opInMemory(
+    space: MemorySpace,
+    identityKey: string,
+    params: P,
+    member: string,
+    op: LeaseOp,
+    nowMs: number,
+  ): { held: boolean; commit?: () => void; expired: number };
   /** How long a lease lives unless renewed (RenewResponse.lease_expires_in_ms). */
   ttlMs(params: P): number;
 }

@@ -13,6 +13,12 @@ export interface LimitOutcome {
    * algorithms keep their four fields.
    */
   delayMs?: number;
+  /**
+   * A lease limit (concurrency): the leases that had expired without a
+   * release and this call dropped from the set. Left out when 0. The driver
+   * sends it as minus that in the delay's place (decide.lua).
+   */
+  leasesExpired?: number;
 }
 
 /** Outcome with `delayMs` only when there is a delay (see LimitOutcome.delayMs). */

@@ -16,8 +16,8 @@ export const concurrency: Algorithm<ConcurrencyParams> = {
       const leases = space.get<LeaseSet>(identityKey, nowMs);
       const step: LeaseOpStep = op === 'release' ? releaseLease(leases, member, nowMs) : renewLease(leases, params, member, nowMs);
       const write = step.write;
-      if (write === undefined) return { held: step.held };
-      return { held: step.held, commit: () => writeSet(space, identityKey, write.leases, write.ttlMs, nowMs) };
+      if (write === undefined) return { held: step.held, expired: 0 };
+      return { held: step.held, commit: () => writeSet(space, identityKey, write.leases, write.ttlMs, nowMs), expired: step.expired };
     },
     ttlMs: (params) => params.leaseTtlMs,
   },
@@ -31,7 +31,7 @@ export const concurrency: Algorithm<ConcurrencyParams> = {
     const step = decideConcurrency(space.get<LeaseSet>(identityKey, nowMs), params, cost, lease ?? '', nowMs);
     const write = step.write;
     if (write === undefined) return { outcome: step.outcome };
-    return { outcome: step.outcome, commit: () => space.set(identityKey, write.leases, write.ttlMs, nowMs) };
+    return { outcome: step.outcome, commit: () => writeSet(space, identityKey, write.leases, write.ttlMs, nowMs) };
   },
 
   refundInMemory(space, identityKey, params, _cost, nowMs, spentAtMs, lease) {

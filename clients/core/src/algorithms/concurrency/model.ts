@@ -17,8 +17,11 @@ export type LeaseSet = ReadonlyMap<string, number>;
 
 export interface ConcurrencyStep {
   outcome: LimitOutcome;
-  /** The set after an acquisition (expired leases dropped, the new one added) and its expiry; absent when nothing changes. */
-  write?: { leases: Map<string, number>; ttlMs: number };
+  /**
+   * The set after an acquisition: expired leases dropped, and (allowed) the
+   * new one added; its expiry (absent: kept). Absent when nothing changes.
+   */
+  write?: { leases: Map<string, number>; ttlMs?: number };
 }
 
 /**
@@ -44,18 +47,27 @@ export function decideConcurrency(leases: LeaseSet | undefined, params: Concurre
   if (cost === 0) return { outcome: outcomeOf(true, 0, limit - held, resetAfter) };
   const mine = leases?.get(member);
   if (mine !== undefined && mine > nowMs) return { outcome: outcomeOf(true, 0, limit - held, mine - nowMs) };
-  if (held >= limit) {
-    const freeing = live[held - limit] as number;
-    return { outcome: outcomeOf(false, freeing - nowMs, limit - held, resetAfter) };
-  }
+  const expired = (leases?.size ?? 0) - held;
   const next = new Map<string, number>();
   for (const [m, at] of leases ?? []) if (at > nowMs) next.set(m, at);
+  if (held >= limit) {
+    const freeing = live[held - limit] as number;
+    const outcome = withExpired(outcomeOf(false, freeing - nowMs, limit - held, resetAfter), expired);
+    return expired === 0 ? { outcome } : { outcome, write: { leases: next } };
+  }
   const expiresAt = nowMs + leaseTtlMs;
   next.set(member, expiresAt);
   return {
-    outcome: outcomeOf(true, 0, limit - held - 1, leaseTtlMs),
-    write: { leases: next, ttlMs: Math.max(expiresAt, last ?? 0) - nowMs },
+    outcome: withExpired(outcomeOf(true, 0, limit - held - 1, leaseTtlMs), expired),
+    // The set outlives its last lease by one lease_ttl_ms: a lease that expired is there for the next call to count.
+    write: { leases: next, ttlMs: Math.max(expiresAt, last ?? 0) - nowMs + leaseTtlMs },
   };
+}
+
+/** `outcome` telling the leases that expired without a release and its write drops (LimitOutcome.leasesExpired), if any. */
+function withExpired(outcome: LimitOutcome, expired: number): LimitOutcome {
+  if (expired > 0) outcome.leasesExpired = expired;
+  return outcome;
 }
 
 /** The expiries of the leases held at `nowMs`, ascending. */
@@ -65,37 +77,50 @@ export function liveExpiries(leases: LeaseSet | undefined, nowMs: number): numbe
   return live.sort((a, b) => a - b);
 }
 
-/** A lease operation (Release, Renew) on one set: whether `member` was held, and the set after it. */
+/** A lease operation (Release, Renew) on one set: whether `member` was held, the set after it, and the expired leases that write drops. */
 export interface LeaseOpStep {
   held: boolean;
   /** Absent when the set does not change; `leases` undefined: the set is left empty (deleted); `ttlMs` absent: it keeps its expiry. */
   write?: { leases: Map<string, number> | undefined; ttlMs?: number };
+  /** Leases of the set that expired without a release, which `write` drops (0 without a write). */
+  expired: number;
+}
+
+/** The leases of `leases` still held at `nowMs`, and how many had expired. */
+function pruned(leases: LeaseSet, nowMs: number): { live: Map<string, number>; expired: number } {
+  const live = new Map<string, number>();
+  for (const [m, at] of leases) if (at > nowMs) live.set(m, at);
+  return { live, expired: leases.size - live.size };
 }
 
 /**
- * Release: removes `member` (held or expired: an expired one goes too, and
- * was not held). The set keeps its expiry; an empty set is deleted.
+ * Release: removes `member` and every expired lease (an expired `member`
+ * among them, which was not held). The set keeps its expiry; an empty set
+ * is deleted. Nothing to remove: nothing changes.
  */
 export function releaseLease(leases: LeaseSet | undefined, member: string, nowMs: number): LeaseOpStep {
-  const at = leases?.get(member);
-  if (leases === undefined || at === undefined) return { held: false };
-  const next = new Map(leases);
-  next.delete(member);
-  return { held: at > nowMs, write: { leases: next.size === 0 ? undefined : next } };
+  if (leases === undefined) return { held: false, expired: 0 };
+  const at = leases.get(member);
+  const held = at !== undefined && at > nowMs;
+  const { live, expired } = pruned(leases, nowMs);
+  if (!held && expired === 0) return { held: false, expired: 0 };
+  live.delete(member);
+  return { held, write: { leases: live.size === 0 ? undefined : live }, expired };
 }
 
 /**
- * Renew: a held `member` now expires leaseTtlMs from now, and the set lives
- * until its last lease expires. Not held: nothing changes.
+ * Renew: a held `member` now expires leaseTtlMs from now, the expired leases
+ * go, and the set lives one lease_ttl_ms past its last lease. Not held:
+ * nothing changes.
  */
 export function renewLease(leases: LeaseSet | undefined, params: ConcurrencyParams, member: string, nowMs: number): LeaseOpStep {
   const at = leases?.get(member);
-  if (leases === undefined || at === undefined || at <= nowMs) return { held: false };
-  const next = new Map(leases);
+  if (leases === undefined || at === undefined || at <= nowMs) return { held: false, expired: 0 };
+  const { live: next, expired } = pruned(leases, nowMs);
   next.set(member, nowMs + params.leaseTtlMs);
   let last = 0;
   for (const expiry of next.values()) if (expiry > last) last = expiry;
-  return { held: true, write: { leases: next, ttlMs: last - nowMs } };
+  return { held: true, write: { leases: next, ttlMs: last - nowMs + params.leaseTtlMs }, expired };
 }
 
 /** The refund of an acquisition made at `spentAtMs`: removes `member` if that acquisition gave it its expiry (a retry, which found it held, added nothing). */
