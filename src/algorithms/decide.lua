@@ -133,6 +133,41 @@
   limit's remaining is left a number: the single path writes it as text,
   the batch packs it as a double, both exact.
 ]]
+--[[
+  A retry (same request id) of an allowed decision, answered with its leases
+  as held now: the lease limits are spent again, alone and all or nothing, so
+  a lease still held is found held (its time left, nothing written) and one
+  released or expired is acquired again when the set has room; else the
+  retry is denied by the concurrency limit. The other limits keep their
+  remembered fields. Rewrites the lease limits' fields of the replay's
+  reply (reply[1] = 'replay', then the remembered fields). Mirrors
+  leasesHeldNow (decide-in-memory.ts).
+]]
+local function leases_held_now(keys, k, limits, n, call, now, reply)
+  local at, found, all = {}, {}, 1
+  local j = 0
+  for i = 1, n do
+    local limit = limits[i]
+    if limit.name == 'concurrency' and not limit.check then
+      j = j + 1
+      at[j] = i
+      found[j], writes[j] = A.concurrency(limit.keys, limit.args, now)
+      if found[j][1] == 0 then all = 0 end
+    end
+  end
+  if j == 0 then return end
+  if call.guard then check_overrides(keys, k + 1, n, call.guard, now) end
+  writing = true
+  for x = 1, j do
+    local limit, o = limits[at[x]], found[x]
+    if writes[x] and (all == 1 or o[1] == 0) then writes[x](limit.keys, limit.args, now, o) end
+    if all == 0 and o[1] == 1 then o = unchanged(limit, limit.keys, now) end
+    local f = 5 * at[x] - 2
+    for y = 1, 5 do reply[f + y - 1] = g17(o[y]) end
+  end
+  if all == 0 then reply[2] = '0' end
+end
+
 local function decide(keys, argv, k, a, reply)
   local call = parse(argv, a)
   local mode, now, memo_ttl, limits = call.mode, call.now, call.memo_ttl, call.limits
@@ -166,6 +201,8 @@ local function decide(keys, argv, k, a, reply)
         m = m + 1
         reply[m] = field
       end
+      -- A call that holds every limit of the decision (its fields: 6 per limit + 4).
+      if reply[2] == '1' and m - 5 == 6 * n then leases_held_now(keys, k, limits, n, call, now, reply) end
       return m
     end
   end

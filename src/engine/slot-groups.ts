@@ -95,8 +95,8 @@ export function spendAcrossSlots<R>(
   // One group (the usual case): the store's answer, without an async frame of its own per request.
   if (groups.length === 1) {
     return store.decideGroup(calls, 'spend', full === undefined ? {} : { memo: full }).then((decision) => {
-      if (decision.replayed === true) return leasesNow(store, calls, decision.outcomes, then);
-      if (onReserved !== undefined && allAllowed(decision.outcomes)) onReserved();
+      // A replay's leases are as held now: its script call spent them again (decide.lua).
+      if (onReserved !== undefined && decision.replayed !== true && allAllowed(decision.outcomes)) onReserved();
       return then(decision.outcomes);
     });
   }
@@ -166,8 +166,9 @@ async function spendGroupByGroup(
 }
 
 /**
- * A replayed decision (a retry with the same request id), with its leases as
- * the store holds them now: an allowed one's lease calls are spent again,
+ * A replayed decision (a retry with the same request id) of a request across
+ * slots, with its leases as the store holds them now (one slot group's
+ * replay does this in its own script call): an allowed one's lease calls are spent again,
  * alone and all or nothing (replayed-leases.ts). A lease still held is found
  * held, one released or expired is acquired again when there is room, and
  * else the concurrency limit denies the retry.

@@ -1,5 +1,6 @@
 import { encodeRemembered, parseRemembered } from './decide-reply.js';
 import type { MemorySpace } from './algorithms/memory-space.js';
+import { replayedLeaseCalls, withLeasesNow } from './replayed-leases.js';
 import type { DecideMode, DecideOptions, GroupDecision, LimitCall, LimitOutcome, Memo } from './types.js';
 
 /**
@@ -16,7 +17,7 @@ export function decideInMemory(space: MemorySpace, calls: readonly LimitCall[], 
   }
   if (memo !== undefined && mode === 'spend') {
     const seen = space.get<string>(memo.key, nowMs);
-    if (seen !== undefined) return parseRemembered(seen, memo.count);
+    if (seen !== undefined) return leasesHeldNow(space, calls, parseRemembered(seen, memo.count), nowMs);
     const decision = decideNow(space, calls, mode, nowMs, spentAtMs);
     const reservation = { estimate: calls[0]?.cost ?? 0, spentAtMs: calls.map(() => nowMs) };
     space.set(memo.key, memo.claim ? 'pending' : encodeRemembered(decision, reservation), memo.ttlMs, nowMs);
@@ -30,6 +31,30 @@ export function decideInMemory(space: MemorySpace, calls: readonly LimitCall[], 
     return decision;
   }
   return decideNow(space, calls, mode, nowMs, spentAtMs);
+}
+
+/**
+ * A retry (same request id) of an allowed decision, with its leases as held
+ * now (decide.lua does the same in the replay's own script call): the lease
+ * calls are spent again, alone and all or nothing, so a lease still held is
+ * found held (its time left, nothing written) and one released or expired
+ * is acquired again when the set has room; else the retry is denied by the
+ * concurrency limit. The other limits keep their remembered outcomes.
+ */
+function leasesHeldNow(space: MemorySpace, calls: readonly LimitCall[], replayed: GroupDecision, now: number): GroupDecision {
+  // Only when this call holds every limit of the decision (one slot group); across
+  // slots the engine does it with a call of its own (slot-groups.ts).
+  if (calls.length !== replayed.outcomes.length) return replayed;
+  const places = replayedLeaseCalls(calls, replayed.outcomes);
+  if (places === undefined) return replayed;
+  const again = decideNow(
+    space,
+    places.map((i) => calls[i]!),
+    'spend',
+    now,
+    undefined,
+  );
+  return { ...replayed, outcomes: withLeasesNow(replayed.outcomes, places, again.outcomes) };
 }
 
 const unchangedOn =

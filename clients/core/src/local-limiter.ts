@@ -2,7 +2,6 @@ import { MemorySpace } from './algorithms/memory-space.js';
 import { systemClock, type Clock } from './clock.js';
 import { decideInMemory } from './decide-in-memory.js';
 import { decisionOf, limitCalls, requestMemo } from './decision.js';
-import { replayedLeaseCalls, withLeasesNow } from './replayed-leases.js';
 import type { AllowParams, Decision, PolicySet } from './types.js';
 import { validateRequest } from './validate-request.js';
 
@@ -50,18 +49,6 @@ export class LocalLimiter {
       this.sweptAt = now;
     }
     const decided = decideInMemory(this.space, calls, 'spend', now, memo === undefined ? {} : { memo });
-    let outcomes = decided.outcomes;
-    // A retry's leases as they are held now (replayed-leases.ts), in the same synchronous step.
-    const leases = decided.replayed === true ? replayedLeaseCalls(calls, outcomes) : undefined;
-    if (leases !== undefined) {
-      const again = decideInMemory(
-        this.space,
-        leases.map((i) => calls[i]!),
-        'spend',
-        now,
-      );
-      outcomes = withLeasesNow(outcomes, leases, again.outcomes);
-    }
-    return { ...decisionOf(request.limits, outcomes), source: 'local' };
+    return { ...decisionOf(request.limits, decided.outcomes), source: 'local' };
   }
 }
