@@ -20,7 +20,7 @@ const SAMPLE_TIMEOUT_MS = 200;
 const CIRCUIT_STATES: readonly CircuitStateName[] = ['closed', 'open', 'half_open'];
 
 /**
- * Every Prometheus metric of the service (spec section 8 "suggested metrics"),
+ * Every Prometheus metric of the service (decisions, latency, store errors, quota use, keys, leases and reservations),
  * on one registry. Names follow Prometheus conventions: quota_ prefix, _total
  * for counters, _seconds for durations. Label values are policy and limit
  * names from the policy file (bounded), never identities.
