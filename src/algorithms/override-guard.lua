@@ -18,15 +18,20 @@
   that one, or one that expired), or when a prefix override it applies has
   expired. The service then reads the overrides again and decides anew.
 ]]
--- The generation of each slot key read in this script call: the calls of a
--- batch share one, and nothing else runs until the script ends.
-local generations = {}
+-- The generation read in this script call, for all its calls: on one node
+-- they share one key; a node batch on a cluster master reads one of its
+-- slots' keys, the first its calls reach, since a change of a prefix
+-- override raises every slot's generation before the admin call returns, so
+-- any slot's tells a stale view as well as the call's own (one GET per script
+-- call instead of one per call, whose slots mostly differ). A read that
+-- raises (the node does not serve that slot now) caches nothing.
+local generation
 
 local function check_overrides(keys, k, n, guard, now)
-  local stored = generations[keys[k + 1]]
+  local stored = generation
   if stored == nil then
     stored = tonumber(redis.call('GET', keys[k + 1])) or 0
-    generations[keys[k + 1]] = stored
+    generation = stored
   end
   local stale = stored > guard.generation
   for i = 1, n do

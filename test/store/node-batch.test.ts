@@ -2,7 +2,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type GroupDecision, identityKey, type LimitCall, overrideGenerationKey, VirtualClock } from '@quota-service/core';
 import { isStaleOverrides } from '../../src/overrides/override.js';
 import { RedisStore } from '../../src/store/redis.js';
-import { scriptCalls } from '../support/script-calls.js';
+import { commandCalls, scriptCalls } from '../support/script-calls.js';
+import { slotTags } from '../../src/overrides/slot-tags.js';
+import { keySlot } from '../../src/store/key-slot.js';
 import { limitFrom, T0 } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';
 
@@ -105,6 +107,25 @@ describe('node batches on a 3-master cluster', () => {
         .node(port)
         .exists(identityKey('tb', 'user', user!)),
     ).toBe(0);
+  });
+
+  it("a node batch reads the override generation once, of the first slot its calls reach, for all its calls", async () => {
+    const tags = slotTags();
+    // Every call guarded as a replica sends it: its own slot's generation key, generation 3.
+    const guarded = (user: string) =>
+      callsOf(user).map((call) => ({ ...call, guard: { generation: 3, generationKey: overrideGenerationKey(tags[keySlot(call.identityKey)]!), stamp: '', wildcardExpiresAtMs: 0 } }));
+    const users = [...usersOf.values()].flat();
+    const answers = await store.decideGroups(users.map(guarded), 'spend');
+    for (const answer of answers) expect((answer as GroupDecision).outcomes.map((o) => o.allowed)).toEqual([true, true]);
+    for (const port of usersOf.keys()) {
+      expect(await scriptCalls(cluster().node(port)), `master ${port}`).toBe(1);
+      expect(await commandCalls(cluster().node(port), 'get'), `master ${port}`).toBe(1);
+    }
+    // A change raised every slot's generation (as a prefix override change does before it returns): every call of a batch sees it.
+    const [port, [first, second]] = [...usersOf.entries()][0] as [number, string[]];
+    for (const user of [first!, second!]) await cluster().node(port).set(overrideGenerationKey(tags[keySlot(identityKey('tb', 'user', user))]!), '4');
+    const stale = await store.decideGroups([guarded(first!), guarded(second!)], 'spend');
+    for (const answer of stale) expect(String(answer)).toMatch(/QUOTA_OVERRIDES_STALE 4/);
   });
 
   it('a master demoted by a failover refuses the batch (READONLY): each call goes again alone to the new master, decided once', async () => {

@@ -11,3 +11,9 @@ export async function scriptCalls(redis: Redis): Promise<number> {
   for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(match[1]);
   return calls;
 }
+
+/** Calls of one command (lower case, as INFO names it: 'get') one Redis node ran since its last CONFIG RESETSTAT, its scripts' calls included. */
+export async function commandCalls(redis: Redis, command: string): Promise<number> {
+  const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(await redis.info('commandstats'));
+  return match === null ? 0 : Number(match[1]);
+}
