@@ -109,11 +109,14 @@ describe('node batches on a 3-master cluster', () => {
     ).toBe(0);
   });
 
-  it("a node batch reads the override generation once, of the first slot its calls reach, for all its calls", async () => {
+  it('a node batch reads the override generation once, of the first slot its calls reach, for all its calls', async () => {
     const tags = slotTags();
     // Every call guarded as a replica sends it: its own slot's generation key, generation 3.
     const guarded = (user: string) =>
-      callsOf(user).map((call) => ({ ...call, guard: { generation: 3, generationKey: overrideGenerationKey(tags[keySlot(call.identityKey)]!), stamp: '', wildcardExpiresAtMs: 0 } }));
+      callsOf(user).map((call) => ({
+        ...call,
+        guard: { generation: 3, generationKey: overrideGenerationKey(tags[keySlot(call.identityKey)]!), stamp: '', wildcardExpiresAtMs: 0 },
+      }));
     const users = [...usersOf.values()].flat();
     const answers = await store.decideGroups(users.map(guarded), 'spend');
     for (const answer of answers) expect((answer as GroupDecision).outcomes.map((o) => o.allowed)).toEqual([true, true]);
@@ -123,7 +126,10 @@ describe('node batches on a 3-master cluster', () => {
     }
     // A change raised every slot's generation (as a prefix override change does before it returns): every call of a batch sees it.
     const [port, [first, second]] = [...usersOf.entries()][0] as [number, string[]];
-    for (const user of [first!, second!]) await cluster().node(port).set(overrideGenerationKey(tags[keySlot(identityKey('tb', 'user', user))]!), '4');
+    for (const user of [first!, second!])
+      await cluster()
+        .node(port)
+        .set(overrideGenerationKey(tags[keySlot(identityKey('tb', 'user', user))]!), '4');
     const stale = await store.decideGroups([guarded(first!), guarded(second!)], 'spend');
     for (const answer of stale) expect(String(answer)).toMatch(/QUOTA_OVERRIDES_STALE 4/);
   });
