@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRlsConfig } from '../../src/rls/rls-config.js';
 import { HangingStore } from '../support/hanging-store.js';
+import { watchStalls } from '../support/loop-stalls.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import { d, header, metadataOf, type RlsClient, rlsClient } from '../support/rls-client.js';
 
@@ -53,11 +54,14 @@ async function timed<T>(call: () => Promise<T>): Promise<{ value: T | undefined;
 describe('a store that does not answer', () => {
   it('error (the default): UNAVAILABLE, so that the proxy applies its own failure_mode_deny; answered within the budget, not seconds later', async () => {
     const asked = store.asked;
+    const stalls = watchStalls();
     const { error, ms } = await timed(() => client.shouldRateLimit({ domain: 'err', descriptors: [d(['k', 'a'])] }));
+    const stalled = stalls.stop();
     expect(error).toMatchObject({ code: 14 });
     expect(store.asked).toBeGreaterThan(asked);
-    // The budget plus the machine's own delays; far from Envoy's seconds-long outage symptoms.
-    expect(ms).toBeLessThan(500);
+    // The budget, plus the time this process could not run (a shared machine's stalls, which the
+    // deadline does not hold against the store), plus a margin; far from Envoy's seconds-long outage symptoms.
+    expect(ms, `stalled ${stalled.toFixed(0)} ms`).toBeLessThan(BUDGET_MS + stalled + 200);
   });
 
   it('fail_open: OK, the limit named, nothing remaining claimed', async () => {

@@ -394,4 +394,36 @@ describe.each(stores)('ShouldRateLimit on the %s', (_name, env, storeKeys) => {
       details: expect.stringMatching(/^descriptors: /),
     });
   });
+
+  it.each([
+    ['an empty key', [['', 'v']], 'descriptors[1].entries[0].key: must not be empty'],
+    ['a huge value', [['key1', 'x'.repeat(1_000_000)]], 'descriptors[1].entries[0].value: must be at most 1024 bytes, got 1000000'],
+    ['1000 entries', Array.from({ length: 1000 }, (_, i) => [`k${i}`, 'v']), 'descriptors[1].entries: at most 32, got 1000'],
+    ['a control character', [['key1', 'a\nb']], 'descriptors[1].entries[0].value: must not contain control characters'],
+  ] as [string, [string, string][], string][])(
+    'hostile: %s beside a valid descriptor is INVALID_ARGUMENT naming the field, nothing is written or spent, and the service serves on',
+    async (what, entries, details) => {
+      const witness = d(['key1', `hostile witness ${what}`]);
+      const before = await storeKeys?.();
+      await expect(client.shouldRateLimit({ domain: 'example8', descriptors: [witness, d(...entries)] })).rejects.toMatchObject({ code: 3, details });
+      // No key appeared (keys of other tests' per-second windows may lapse meanwhile).
+      if (before !== undefined) expect((await storeKeys!()).filter((key) => !before.includes(key))).toEqual([]);
+      // The valid descriptor beside it was not charged: a check-only call still sees all 10.
+      const checked = await client.shouldRateLimit({ domain: 'example8', descriptors: [{ ...witness, hits_addend: { value: '0' } }] });
+      expect(checked.statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 10 });
+    },
+  );
+
+  it('hostile: values with {, }, : and = are valid, each its own state inside its hash tag', async () => {
+    const values = ['a}:{b', '{', '}', 'x:y', 'a=b,key2=c', '{a}'];
+    for (const value of values) {
+      const answer = await client.shouldRateLimit({ domain: 'example8', descriptors: [d(['key1', `braces ${value}`])] });
+      expect(answer.statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 9 });
+    }
+    const keys = (await storeKeys?.())?.filter((key) => key.includes('braces'));
+    if (keys !== undefined) {
+      expect(keys).toHaveLength(values.length);
+      for (const key of keys) expect(key).toMatch(/^rl:v1:rls:example8:rule:key1:fixed_window:\{key1=braces[^{}]+\}:minute$/);
+    }
+  });
 });
