@@ -1,9 +1,6 @@
 import {
   asError,
   decisionOf,
-  StoreUnavailableError,
-  limitCalls,
-  requestMemo,
   type AllowInput,
   type Decision,
   type GroupDecision,
@@ -16,7 +13,6 @@ import {
   type PolicySet,
   type SettleInput,
   type SourcelessDecision,
-  type ValidRequest,
 } from '@quota-service/core';
 import { createLogger } from '../logger.js';
 import { StoreFailurePolicy } from './failure.js';
@@ -25,8 +21,8 @@ import type { QuotaStore } from '../store/store.js';
 import { spendInPhases } from './phased-spend.js';
 import { type CallsDecision, chargeCalls, decideCalls } from './decide-calls.js';
 import { peekQuota } from './peek-quota.js';
-import { callsOf, type Indexed, phasedOf, type Prepared, prepareRequest, STALE_RETRIES } from './prepared.js';
-import { slotGroups, spendAcrossSlots, type SlotGroups } from './slot-groups.js';
+import { FreshDecisions, reservable } from './fresh-decisions.js';
+import { callsOf, type Indexed, phasedOf, type Prepared } from './prepared.js';
 import { type LeaseEvents, Leases, observeLeases } from './leases.js';
 import { type SettlementEvent, settleReservation, type Settled } from './settle.js';
 
@@ -56,11 +52,12 @@ export interface QuotaEngineOptions {
 export class QuotaEngine {
   readonly failure: StoreFailurePolicy;
   private readonly onDecision: QuotaEngineOptions['onDecision'];
-  private readonly onReserve: QuotaEngineOptions['onReserve'];
   private readonly onSettle: QuotaEngineOptions['onSettle'];
   private readonly overrides: OverrideView | undefined;
   /** Release and Renew of concurrency leases (src/engine/leases.ts). */
   readonly leases: Leases;
+  /** Requests decided with the limits as they apply to the identity now (src/engine/fresh-decisions.ts). */
+  private readonly fresh: FreshDecisions;
 
   constructor(
     private policies: PolicySet,
@@ -71,11 +68,11 @@ export class QuotaEngine {
     // busy machine does not turn a slow answer into a failure-mode decision.
     this.failure = options.failure ?? new StoreFailurePolicy({ timeoutMs: 1_000, breakerFailures: 5, halfOpenAfterMs: 1_000, logger: createLogger('silent') });
     this.onDecision = options.onDecision;
-    this.onReserve = options.onReserve;
     this.onSettle = options.onSettle;
     this.overrides = options.overrides;
     this.failure.timeCallsOf(store);
     this.leases = new Leases(() => this.policies, store, this.failure, this.overrides, options.leaseEvents);
+    this.fresh = new FreshDecisions(store, this.overrides, () => this.policies, options.onReserve);
   }
 
   /**
@@ -90,7 +87,7 @@ export class QuotaEngine {
     // decision's garbage, profiled), but as one: whatever throws here,
     // invalid input included, comes back as a rejection, never a throw.
     try {
-      return this.decidePrepared(this.prepare(input), map);
+      return this.decidePrepared(this.fresh.prepare(input), map);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -116,7 +113,7 @@ export class QuotaEngine {
     for (let index = 0; index < inputs.length; index++) {
       let prepared: Prepared;
       try {
-        prepared = this.prepare(inputs[index]!);
+        prepared = this.fresh.prepare(inputs[index]!);
       } catch (error) {
         results[index] = { status: 'rejected', reason: error };
         continue;
@@ -163,7 +160,7 @@ export class QuotaEngine {
         {
           count: entries.length,
           policy: (j) => entries[j]!.prepared.request.policy,
-          onStore: (j, store, scale) => this.onStore(entries[j]!.prepared, store, scale),
+          onStore: (j, store, scale) => this.fresh.onStore(entries[j]!.prepared, store, scale),
           after: (j, decision) => {
             onDecision?.(entries[j]!.prepared.request.policy.name, decision, (performance.now() - started) / 1000);
             return map(decision);
@@ -194,7 +191,7 @@ export class QuotaEngine {
   /**
    * The answers of requests decided together (decideRun): each its decision,
    * or its error; a request the store found with a stale view of the overrides
-   * is decided again on its own once they are read again (decideFresh).
+   * is decided again on its own once they are read again (FreshDecisions.refreshed).
    * `answers`: one decideGroups' (a GroupDecision each) or spendInPhases'
    * (the outcomes each).
    */
@@ -210,7 +207,7 @@ export class QuotaEngine {
       if (isStaleOverrides(answer)) {
         again ??= [];
         again.push(
-          this.refreshed(entry.prepared, answer, 0).then(
+          this.fresh.refreshed(entry.prepared, answer).then(
             (decision) => (decisions[j] = decision),
             (error: unknown) => (decisions[j] = asError(error)),
           ),
@@ -219,34 +216,6 @@ export class QuotaEngine {
       else decisions[j] = decisionOf(entry.prepared.limits, Array.isArray(answer) ? answer : answer.outcomes);
     }
     return again === undefined ? decisions : Promise.all(again).then(() => decisions);
-  }
-
-  private prepare(input: AllowInput): Prepared {
-    return prepareRequest(this.policies, this.store, this.overrides, input);
-  }
-
-  /** The decision on the shared store; once more (at most STALE_RETRIES times) after reading the overrides again when the view was stale. */
-  private decideFresh(prepared: Prepared): Promise<SourcelessDecision> {
-    const { request, limits, calls, groups } = prepared;
-    const decided = this.decideOn(this.store, request, limits, calls, groups, this.reserved(request));
-    return this.overrides?.refresh === undefined ? decided : decided.then(undefined, (error: unknown) => this.retryStale(prepared, error, 0));
-  }
-
-  private retryStale(prepared: Prepared, error: unknown, attempt: number): Promise<SourcelessDecision> {
-    if (!isStaleOverrides(error)) return Promise.reject(error);
-    // Still behind after reading them again: the store's overrides keep changing, not a bug.
-    if (attempt >= STALE_RETRIES) return Promise.reject(new StoreUnavailableError(error));
-    return this.refreshed(prepared, error, attempt);
-  }
-
-  /** Reads the overrides of `prepared`'s identity again, then decides it anew. */
-  private refreshed(prepared: Prepared, error: Error, attempt: number): Promise<SourcelessDecision> {
-    return this.overrides!.refresh!(prepared.calls, prepared.request.identityValues, error).then(() => {
-      const again = this.prepare(prepared.input);
-      return this.decideOn(this.store, again.request, again.limits, again.calls, again.groups, this.reserved(again.request)).then(undefined, (next: unknown) =>
-        this.retryStale(again, next, attempt + 1),
-      );
-    });
   }
 
   private decidePrepared<R>(prepared: Prepared, map?: (decision: Decision) => R): Promise<R | Decision> {
@@ -267,43 +236,11 @@ export class QuotaEngine {
     return this.failure.decide(
       request.policy,
       // The shared store applies the limits as they apply to this identity: the calls built above serve as they are.
-      () => this.decideFresh(prepared),
-      (store, scale) => this.onStore(prepared, store, scale),
+      () => this.fresh.decide(prepared),
+      (store, scale) => this.fresh.onStore(prepared, store, scale),
       prepared.partition,
       after,
     );
-  }
-
-  /** The request on `store` with its limits scaled: the failure mode 'local'. */
-  private onStore(prepared: Prepared, store: QuotaStore, scale: (limit: Limit) => Limit): Promise<SourcelessDecision> {
-    // This instance's share of the limits as they apply to the identity (plan, override as last seen).
-    const scaled = prepared.limits.map(scale);
-    const scaledCalls = limitCalls(scaled, prepared.request);
-    return this.decideOn(store, prepared.request, scaled, scaledCalls, slotGroups(store, scaledCalls));
-  }
-
-  /**
-   * The decision on one store; `limits` are the policy's limits as this store
-   * applies them (the local limiter's share, or the limits themselves), `calls`
-   * their store calls (limitCalls) and `groups` those calls' slot groups (slotGroups).
-   */
-  private decideOn(
-    store: QuotaStore,
-    request: ValidRequest,
-    limits: readonly Limit[],
-    calls: readonly LimitCall[],
-    groups: SlotGroups,
-    onReserved?: () => void,
-  ): Promise<SourcelessDecision> {
-    // All or nothing: one store call when the keys share a slot (or the store has none), else reserve and refund.
-    return spendAcrossSlots(store, calls, requestMemo(request, groups[0]?.[0]), groups, (outcomes) => decisionOf(limits, outcomes), onReserved);
-  }
-
-  /** With a request id on a reservable policy and a listener: what tells it of a new reservation of `request`. */
-  private reserved(request: ValidRequest): (() => void) | undefined {
-    const onReserve = this.onReserve;
-    if (request.requestId === '' || onReserve === undefined || !reservable(request.policy)) return undefined;
-    return () => onReserve(request.policy.name, request.policy.requestIdTtlMs);
   }
 
   /** Settle: gives back or charges the difference between a reservation's estimate and its actual cost, once (src/engine/settle.ts). */
@@ -351,14 +288,4 @@ export class QuotaEngine {
   listPolicies(): Policy[] {
     return [...this.policies.values()];
   }
-}
-
-/**
- * Whether an Allow with a request_id on `policy` is a reservation: some limit
- * counts units, so a Settle can move them. A policy of concurrency limits
- * only acquires leases; settling one of its request ids moves nothing.
- */
-function reservable(policy: Policy): boolean {
-  for (const limit of policy.limits) if (limit.algorithm.lease === undefined) return true;
-  return false;
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { identityKey, OVERRIDE_WILDCARDS_KEY, overrideGenerationKey, PARAMETER_SOURCE, parsePolicies } from '@quota-service/core';
 import type { QuotaEngine } from '../../src/engine/engine.js';
-import { GenerationNotRaisedError } from '../../src/overrides/redis-overrides.js';
+import { GenerationNotRaisedError } from '../../src/overrides/cluster-generations.js';
 import { SLOTS, slotTags } from '../../src/overrides/slot-tags.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { adminSetup, replicaOf } from '../support/admin-fixture.js';
