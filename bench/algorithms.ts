@@ -4,7 +4,7 @@
 //
 //   npx tsx bench/algorithms.ts [--identities 100000] [--concurrency 256]
 import { identityKey, type Limit, parsePolicies } from '@quota-service/core';
-import { RedisStore } from '../src/store/redis.js';
+import { RedisStore } from '../src/store/redis/redis-store.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { stringify } from 'yaml';
 

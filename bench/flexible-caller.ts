@@ -9,7 +9,7 @@ const USERS = 10_000;
  * rate-limiter-flexible as its README sets it up for Redis: one ioredis client
  * with the offline queue off, plus auto-pipelining, which gives it what the
  * quota service's script batcher gives the service (the calls of one turn in
- * one write; the service's own client no longer needs it, src/store/redis.ts).
+ * one write; the service's own client no longer needs it, src/store/redis/redis-store.ts).
  * A limit so large that nobody runs dry, like the service's bench policy:
  * every call is an allowed decision that runs its Lua script.
  */

@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
 import type { Redis } from 'ioredis';
 import { stringify } from 'yaml';
-import { ALGORITHM_TABLES, algorithmLua, decideArguments, decideLua, textLua } from '../src/algorithms/decide-script.js';
+import { ALGORITHM_TABLES, algorithmLua, decideArguments, decideLua, textLua } from '../src/store/redis/script/decide-script.js';
 import { tokenBucket } from '../clients/core/src/algorithms/token-bucket/token-bucket.js';
 import { identityKey, type Limit, parseDecideReply, parsePolicies } from '@quota-service/core';
 import { startRedisServer } from '../test/support/redis-server.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const NODE_MODULES = fileURLToPath(new URL('../node_modules/', import.meta.url));
+const NODE_MODULES = fileURLToPath(new URL('../node_modules', import.meta.url));
 
 /** The installed version of each package (from its package.json), for the report to name what it compared. */
 export function packageVersions(names: readonly string[]): Record<string, string> {

@@ -11,8 +11,8 @@
 import { parseArgs } from 'node:util';
 import { createRequire } from 'node:module';
 import { stringify } from 'yaml';
-import { batchArguments, splitBatchReply } from '../src/algorithms/decide-batch.js';
-import { decideArguments, decideLua } from '../src/algorithms/decide-script.js';
+import { batchArguments, splitBatchReply } from '../src/store/redis/script/decide-batch.js';
+import { decideArguments, decideLua } from '../src/store/redis/script/decide-script.js';
 import { identityKey, parsePolicies } from '@quota-service/core';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { benchMain, type BenchRun } from './bench-main.js';

@@ -14,7 +14,7 @@
 import { parsePolicies } from '@quota-service/core';
 import { QuotaEngine } from '../src/engine/engine.js';
 import { AllowBatchRequest, AllowBatchResponse } from '@quota-service/contract';
-import { quotaService } from '../src/grpc/quota-service.js';
+import { quotaService } from '../src/api/quota/quota-service.js';
 import { createLogger } from '../src/logger.js';
 import { QuotaMetrics } from '../src/metrics/metrics.js';
 import type { QuotaStore } from '../src/store/store.js';
@@ -74,7 +74,7 @@ function servicePath(store: QuotaStore, size: number) {
   return async (calls: number) => {
     for (let i = 0; i < calls; i++) {
       const response = await service.allowBatch(AllowBatchRequest.decode(encoded[i % encoded.length]!), {} as never);
-      // As the server encodes it: without fromPartial (src/grpc/service-definition.ts).
+      // As the server encodes it: without fromPartial (src/api/quota/service-definition.ts).
       AllowBatchResponse.encode(response).finish();
     }
   };

@@ -1,5 +1,5 @@
 // The store layer alone: RedisStore decisions with the driver's batch mode
-// (one script call per event-loop turn, src/store/script-batcher.ts) vs one
+// (one script call per event-loop turn, src/store/redis/script-batcher.ts) vs one
 // script call per decision, kinds alternating round by round on the same
 // Redis. Each wave issues WAVE decisions at once, as one AllowBatch of the
 // quota client does. Reports decisions/s, this process's CPU per decision,
@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import { stringify } from 'yaml';
 import { identityKey, parsePolicies } from '@quota-service/core';
-import { RedisStore } from '../src/store/redis.js';
+import { RedisStore } from '../src/store/redis/redis-store.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 
 const { values } = parseArgs({

@@ -2,7 +2,7 @@
 // protos the npm package @grpc/grpc-js-xds ships (deps/envoy-api with its xds,
 // googleapis and protoc-gen-validate imports), so no Envoy .proto is copied
 // into this repository. The service decodes and encodes ShouldRateLimit with it
-// (src/rls/envoy-codec.ts) and serves it by reflection. Not committed.
+// (src/api/envoy/envoy-codec.ts) and serves it by reflection. Not committed.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -80,7 +80,7 @@ for (const unit of units) {
   if (!unit.value.some((v) => v.name === 'WEEK')) unit.value.push(create(EnumValueDescriptorProtoSchema, { name: 'WEEK', number: 7 }));
 }
 
-// The codec's schema (src/rls/envoy-codec.ts) as protobufjs JSON, options left out (validation rules and
+// The codec's schema (src/api/envoy/envoy-codec.ts) as protobufjs JSON, options left out (validation rules and
 // annotations the codec does not read): loading it takes a fraction of decoding the descriptor set at start.
 const bare = clone(FileDescriptorSetSchema, set);
 const dropOptions = (node) => {

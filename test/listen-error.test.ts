@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QuotaEngine } from '../src/engine/engine.js';
 import { StoreFailurePolicy } from '../src/engine/failure.js';
 import { routeGrpcLogs } from '../src/grpc/grpc-js-logs.js';
-import { startQuotaServer } from '../src/grpc/server.js';
+import { startQuotaServer } from '../src/quota-server.js';
 import { ListenError, listenReason } from '../src/listen-error.js';
 import { createLogger } from '../src/logger.js';
 import { MemoryStore } from '../src/store/memory.js';

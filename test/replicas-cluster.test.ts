@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createChannel, createClient, type Channel } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DecisionSource, QuotaServiceDefinition, type AllowRequest, type AllowResponse, type QuotaServiceClient } from '@quota-service/contract';
-import { keySlot } from '../src/store/key-slot.js';
+import { keySlot } from '../src/store/redis/key-slot.js';
 import { startRedisCluster, type RedisCluster } from './support/redis-cluster.js';
 import { startServiceProcess, untilServing, type ServiceProcess } from './support/service-process.js';
 

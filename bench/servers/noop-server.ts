@@ -3,7 +3,7 @@
 // its throughput is what the transport alone allows on this machine right now.
 import { createServer } from 'nice-grpc';
 import { DecisionSource, type AllowResponse } from '@quota-service/contract';
-import { quotaServiceDefinition, type QuotaServiceHandlers } from '../../src/grpc/service-definition.js';
+import { quotaServiceDefinition, type QuotaServiceHandlers } from '../../src/api/quota/service-definition.js';
 import { failStart, serveUntilParentLeaves } from './lifecycle.js';
 
 /**

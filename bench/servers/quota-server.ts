@@ -4,13 +4,13 @@
 // It runs in its own process so the load driver does not share its event loop.
 import { parsePolicies } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { startQuotaServer } from '../../src/grpc/server.js';
+import { startQuotaServer } from '../../src/quota-server.js';
 import { createLogger } from '../../src/logger.js';
 import { QuotaMetrics } from '../../src/metrics/metrics.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { RedisOverrides } from '../../src/overrides/redis-overrides.js';
-import { RlsMetrics } from '../../src/metrics/rls-metrics.js';
-import { parseRlsConfig } from '../../src/rls/rls-config.js';
+import { RlsMetrics } from '../../src/api/envoy/rls-metrics.js';
+import { parseRlsConfig } from '../../src/api/envoy/rls-config.js';
 import { failStart, serveUntilParentLeaves } from './lifecycle.js';
 
 /**

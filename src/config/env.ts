@@ -1,4 +1,4 @@
-import { DEFAULT_ADMISSION } from '../grpc/admission.js';
+import { DEFAULT_ADMISSION } from './admission-limits.js';
 import { z } from 'zod';
 
 const hostPort = z
@@ -57,14 +57,14 @@ export const envSchema = z
     // A second, plaintext port with grpc.health.v1 only: Kubernetes' gRPC probes cannot speak TLS.
     QUOTA_HEALTH_ADDR: hostPort.optional(),
     QUOTA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    QUOTA_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(DEFAULT_ADMISSION.perCaller),
+    QUOTA_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
     // Store failure handling (src/engine/failure.ts, docs/operations.md).
     QUOTA_STORE_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(50),
     QUOTA_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1_000).default(5),
     QUOTA_BREAKER_HALF_OPEN_MS: z.coerce.number().int().min(10).max(600_000).default(1_000),
     // Load shedding (src/grpc/admission.ts, docs/operations.md): decisions pending at once, in all and per caller.
     QUOTA_MAX_PENDING_DECISIONS: z.coerce.number().int().min(1).max(10_000_000).default(DEFAULT_ADMISSION.total),
-    QUOTA_MAX_PENDING_DECISIONS_PER_CALLER: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
+    QUOTA_MAX_PENDING_DECISIONS_PER_CALLER: z.coerce.number().int().min(1).max(10_000_000).default(DEFAULT_ADMISSION.perCaller),
     // Authenticated callers (docs/operations.md): TLS/mTLS on the gRPC port, bearer tokens per caller.
     QUOTA_TLS_CERT: z.string().min(1).optional(),
     QUOTA_TLS_KEY: z.string().min(1).optional(),

@@ -111,7 +111,7 @@ export class QuotaMetrics implements StoreFailureEvents {
       help: '1 when the store may evict quota state before its TTL (a Redis maxmemory-policy other than noeviction, read at start); 0 otherwise, or when the store cannot tell (then the start-up log says so).',
       registers: [this.registry],
       async collect() {
-        // Read once at start by the store (src/store/eviction-check.ts); undefined until then.
+        // Read once at start by the store (src/store/redis/eviction-check.ts); undefined until then.
         const answer = risk.evictionRisk?.call(shared);
         if (answer !== undefined) lastRisk = answer.status === 'at_risk' ? 1 : 0;
         this.set(lastRisk);

@@ -3,7 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 /**
  * The admin API's writes of overrides, each one atomic script call (bullmq
  * style: KEYS and ARGV documented per script). Decisions read overrides in
- * the decision script itself (src/algorithms/override-guard.lua).
+ * the decision script itself (src/store/redis/script/override-guard.lua).
  */
 
 /**

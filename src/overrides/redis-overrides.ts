@@ -24,7 +24,7 @@ import {
 } from './override.js';
 import { raiseEverySlot } from './cluster-generations.js';
 import { type OverrideScripts, overrideScripts } from './redis-override-scripts.js';
-import { keySlot } from '../store/key-slot.js';
+import { keySlot } from '../store/redis/key-slot.js';
 import { slotTags } from './slot-tags.js';
 
 /** An expired exact override's key stays this long past its expiry (the decision script ignores it by then). */

@@ -1,4 +1,4 @@
-import { keySlot } from '../store/key-slot.js';
+import { keySlot } from '../store/redis/key-slot.js';
 
 /** Redis Cluster's hash slots. */
 export const SLOTS = 16384;

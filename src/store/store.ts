@@ -1,5 +1,5 @@
 import type { DecideMode, DecideOptions, GroupDecision, Limit, LimitCall, LimitOutcome, Memo } from '@quota-service/core';
-import type { EvictionRisk } from './eviction-check.js';
+import type { EvictionRisk } from './redis/eviction-check.js';
 
 /** How decideGroups decides one entry: its mode, and for a refund the time of the spend it undoes. */
 export interface DecideStep {

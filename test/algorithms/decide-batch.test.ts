@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { batchArguments, splitBatchReply, type BatchCall } from '../../src/algorithms/decide-batch.js';
-import { decideArguments, decideLua, rememberArguments, type ScriptCall } from '../../src/algorithms/decide-script.js';
+import { batchArguments, splitBatchReply, type BatchCall } from '../../src/store/redis/script/decide-batch.js';
+import { decideArguments, decideLua, rememberArguments, type ScriptCall } from '../../src/store/redis/script/decide-script.js';
 import { identityKey, parseDecideReply, requestKey } from '@quota-service/core';
 import { limitFrom, T0 } from '../support/store-fixtures.js';
 import { useRedisServer } from '../support/use-redis.js';
 
 /**
- * The driver's batch mode read back (src/algorithms/decide-batch.ts): a batch
+ * The driver's batch mode read back (src/store/redis/script/decide-batch.ts): a batch
  * reply is one binary string with each group's `now` once, and
  * splitBatchReply gives every call the reply it would have had alone (its
  * remaining as the exact number instead of text). Checked against the real

@@ -6,7 +6,7 @@ import { limitFrom, memoryFixture, redisFixture, T0, type StoreFixture } from '.
 import { bothStores, useRedisServer } from '../support/use-redis.js';
 
 /**
- * The driver (src/algorithms/decide.lua and MemoryStore.decideAll) checks
+ * The driver (src/store/redis/script/decide.lua and MemoryStore.decideAll) checks
  * every limit of a call first and then writes all or none, tested here
  * directly on the stores (the engine's use of it, across slots too, is in
  * test/engine/all-or-nothing.test.ts).

@@ -111,7 +111,7 @@ describe('token bucket expiry: an idle bucket is dropped after twice its time to
     // Redis expires keys on its own clock, so this one runs on real time with a short TTL:
     // capacity 1 at 100 tokens/s lives ceil(1 * 2000 / 100) = 20 ms.
     const quick = limitFrom({ name: 'quick', key_by: 'user', algorithm: 'token_bucket', capacity: 1, refill_per_second: 100 });
-    const { RedisStore } = await import('../../src/store/redis.js');
+    const { RedisStore } = await import('../../src/store/redis/redis-store.js');
     const client = redis().client();
     const store = new RedisStore(redis().client());
     const key = identityKey('quick', 'user', '42');

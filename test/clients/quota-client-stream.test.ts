@@ -5,7 +5,7 @@ import { createQuotaClient, type QuotaClient } from '@quota-service/client';
 import { quotaClientDefinition } from '../../clients/quota-client/src/service-definition.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { QuotaServiceDefinition, type QuotaServiceImplementation } from '@quota-service/contract';
-import { quotaService } from '../../src/grpc/quota-service.js';
+import { quotaService } from '../../src/api/quota/quota-service.js';
 import { createLogger } from '../../src/logger.js';
 import { shippedPolicies } from '../support/quota-service.js';
 import { rpcCounter } from '../support/rpc-counter.js';

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { VirtualClock } from '@quota-service/core';
 import { createLogger } from '../../src/logger.js';
 import { StoreFailurePolicy } from '../../src/engine/failure.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { createQuotaClient, QuotaInvalidArgumentError, type QuotaClient, type QuotaClientOptions } from '@quota-service/client';
 import { closedPort } from '../support/closed-port.js';
 import { HangingStore } from '../support/hanging-store.js';

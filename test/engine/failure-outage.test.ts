@@ -6,7 +6,7 @@ import { parsePolicies } from '@quota-service/core';
 import { DecisionSource, type AllowResponse } from '@quota-service/contract';
 import { createLogger } from '../../src/logger.js';
 import { StoreFailurePolicy, type StoreFailureKind } from '../../src/engine/failure.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 

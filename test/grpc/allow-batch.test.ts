@@ -1,8 +1,8 @@
 import { ClientError, Status } from 'nice-grpc';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DecisionSource, type AllowRequest } from '@quota-service/contract';
-import { MAX_BATCH_SIZE } from '../../src/grpc/quota-service.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { MAX_BATCH_SIZE } from '../../src/api/quota/quota-service.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import type { StoreFixture } from '../support/store-fixtures.js';

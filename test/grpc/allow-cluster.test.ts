@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '@quota-service/core';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import { T0 } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';

@@ -1,6 +1,6 @@
 import { AllowStreamRequest, AllowStreamResponse, type AllowRequest } from '@quota-service/contract';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { STREAM_BOUNDS } from '../../src/grpc/allow-stream.js';
+import { STREAM_BOUNDS } from '../../src/api/quota/allow-stream.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import { connectRawGrpc, type RawGrpcConnection } from '../support/raw-grpc-stream.js';
 import { memoryFixture } from '../support/store-fixtures.js';

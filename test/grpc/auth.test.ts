@@ -7,7 +7,7 @@ import { parseCallers, tokenSha256 } from '../../src/config/callers.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { QuotaServiceDefinition } from '@quota-service/contract';
 import { policiesNamedIn } from '../../src/grpc/auth-middleware.js';
-import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
+import { startQuotaServer, type QuotaServer } from '../../src/quota-server.js';
 import { serverTls } from '../../src/grpc/tls.js';
 import { createLogger } from '../../src/logger.js';
 import { MemoryStore } from '../../src/store/memory.js';

@@ -1,7 +1,7 @@
 import { ClientError, Status } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AllowRequest } from '@quota-service/contract';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 

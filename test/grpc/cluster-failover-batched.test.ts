@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { identityKey, parsePolicies, VirtualClock } from '@quota-service/core';
 import { DecisionSource, type AllowRequest } from '@quota-service/contract';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { scriptCalls } from '../support/script-calls.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import { T0 } from '../support/store-fixtures.js';

@@ -2,7 +2,7 @@ import { ClientError, Status } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePolicies, VirtualClock } from '@quota-service/core';
 import { DecisionSource } from '@quota-service/contract';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import { T0 } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';

@@ -3,12 +3,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { StoreFailurePolicy } from '../../src/engine/failure.js';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/logger.js';
-import { startQuotaServer } from '../../src/grpc/server.js';
+import { startQuotaServer } from '../../src/quota-server.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { createChannel, createClient } from 'nice-grpc';
 import { QuotaServiceDefinition } from '@quota-service/contract';
 import { shippedPolicies } from '../support/quota-service.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 
 /**

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { parsePolicies, VirtualClock } from '@quota-service/core';
 import { MemoryStore } from '../../src/store/memory.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import type { QuotaStore } from '../../src/store/store.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startTestService, type TestService } from '../support/quota-service.js';

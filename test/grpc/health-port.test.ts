@@ -6,7 +6,7 @@ import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { QuotaServiceDefinition } from '@quota-service/contract';
-import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
+import { startQuotaServer, type QuotaServer } from '../../src/quota-server.js';
 import { serverTls } from '../../src/grpc/tls.js';
 import { createLogger } from '../../src/logger.js';
 import { StoreFailurePolicy } from '../../src/engine/failure.js';

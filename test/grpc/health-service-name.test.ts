@@ -7,7 +7,7 @@ import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QuotaServiceDefinition } from '@quota-service/contract';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
+import { startQuotaServer, type QuotaServer } from '../../src/quota-server.js';
 import { createLogger } from '../../src/logger.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { shippedPolicies } from '../support/quota-service.js';

@@ -2,7 +2,7 @@ import { createChannel, createClient } from 'nice-grpc';
 import { HealthDefinition } from 'nice-grpc-server-health';
 import { describe, expect, it } from 'vitest';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { startQuotaServer } from '../../src/grpc/server.js';
+import { startQuotaServer } from '../../src/quota-server.js';
 import { createLogger } from '../../src/logger.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { shippedPolicies } from '../support/quota-service.js';

@@ -1,5 +1,5 @@
 // The server encodes Allow, AllowBatch and AllowStream answers without nice-grpc's
-// fromPartial copy (src/grpc/service-definition.ts). That is only right if the
+// fromPartial copy (src/api/quota/service-definition.ts). That is only right if the
 // handlers build complete messages: every answer they give here, from the store,
 // from each failure mode, and as batch item errors, must encode to the same bytes
 // as fromPartial + encode, what the generated definition would have sent.
@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { parsePolicies, StoreUnavailableError } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { AllowBatchResponse, AllowResponse, AllowStreamResponse, DecisionSource, type AllowRequest } from '@quota-service/contract';
-import { quotaService } from '../../src/grpc/quota-service.js';
-import { quotaServiceDefinition } from '../../src/grpc/service-definition.js';
+import { quotaService } from '../../src/api/quota/quota-service.js';
+import { quotaServiceDefinition } from '../../src/api/quota/service-definition.js';
 import { createLogger } from '../../src/logger.js';
 import { MemoryStore } from '../../src/store/memory.js';
 

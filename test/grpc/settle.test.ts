@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QuotaServiceDefinition } from '@quota-service/contract';
 import { parseCallers } from '../../src/config/callers.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
+import { startQuotaServer, type QuotaServer } from '../../src/quota-server.js';
 import { createLogger } from '../../src/logger.js';
 import { QuotaMetrics } from '../../src/metrics/metrics.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { shippedPolicies } from '../support/quota-service.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { DecisionSource } from '@quota-service/contract';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 

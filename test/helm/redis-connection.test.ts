@@ -4,8 +4,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/env.js';
-import { parseClusterSeed } from '../../src/store/cluster-seeds.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { parseClusterSeed } from '../../src/store/redis/cluster-seeds.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { useRedisServer } from '../support/use-redis.js';
 import { parse } from 'yaml';
 import { helperBody, readChartFile } from './chart.js';

@@ -5,7 +5,7 @@ import { parsePolicies, type VirtualClock } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { LeaseMetrics } from '../../src/metrics/lease-metrics.js';
 import type { QuotaStore } from '../../src/store/store.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { memoryFixture, redisFixture } from '../support/store-fixtures.js';
 import { useRedisServer } from '../support/use-redis.js';
 

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { StoreFailurePolicy, type StoreFailureKind } from '../../src/engine/failure.js';
 import { createLogger } from '../../src/logger.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { useRedisServer } from '../support/use-redis.js';
 
 /**

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/env.js';
 import { StoreFailurePolicy } from '../../src/engine/failure.js';
 import { createLogger } from '../../src/logger.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import { openAllowStream } from '../support/allow-stream-probe.js';
 import { useRedisServer } from '../support/use-redis.js';

@@ -6,7 +6,7 @@ import { parseCallers } from '../../src/config/callers.js';
 import { ReloadableCallerRegistry } from '../../src/config/callers-watcher.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { StoreFailurePolicy } from '../../src/engine/failure.js';
-import { startQuotaServer, type QuotaServer } from '../../src/grpc/server.js';
+import { startQuotaServer, type QuotaServer } from '../../src/quota-server.js';
 import { createLogger } from '../../src/logger.js';
 import { openAllowStream } from '../support/allow-stream-probe.js';
 import { HangingStore } from '../support/hanging-store.js';

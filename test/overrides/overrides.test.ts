@@ -3,7 +3,7 @@ import { expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { identityKey, InvalidArgumentError, overrideKey, PARAMETER_SOURCE, parsePolicies } from '@quota-service/core';
 import type { QuotaEngine } from '../../src/engine/engine.js';
-import type { RedisStore } from '../../src/store/redis.js';
+import type { RedisStore } from '../../src/store/redis/redis-store.js';
 import { type AdminSetup, adminSetup, replicaOf } from '../support/admin-fixture.js';
 import type { StoreFixture } from '../support/store-fixtures.js';
 import { onEveryStore } from '../support/use-redis.js';

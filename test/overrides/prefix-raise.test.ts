@@ -4,7 +4,7 @@ import { identityKey, OVERRIDE_WILDCARDS_KEY, overrideGenerationKey, PARAMETER_S
 import type { QuotaEngine } from '../../src/engine/engine.js';
 import { GenerationNotRaisedError } from '../../src/overrides/cluster-generations.js';
 import { SLOTS, slotTags } from '../../src/overrides/slot-tags.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { adminSetup, replicaOf } from '../support/admin-fixture.js';
 import { useClusterFixture } from '../support/use-redis.js';
 

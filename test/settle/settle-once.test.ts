@@ -4,7 +4,7 @@ import { stringify } from 'yaml';
 import { NotFoundError, parsePolicies, requestKey, VirtualClock } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import type { MemoryStore } from '../../src/store/memory.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { memoryFixture, redisFixture, type StoreFixture, T0 } from '../support/store-fixtures.js';
 import { useRedisServer } from '../support/use-redis.js';
 

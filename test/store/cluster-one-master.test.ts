@@ -3,7 +3,7 @@ import { stringify } from 'yaml';
 import { type AllowInput, parsePolicies, VirtualClock } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { scriptCalls } from '../support/script-calls.js';
 import { useRedisCluster } from '../support/use-redis.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startRedisServer } from '../support/redis-server.js';
 
 /** ready() reads maxmemory-policy once; evictionRisk() is what health and metrics read. */

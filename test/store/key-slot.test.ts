@@ -2,11 +2,11 @@ import calculateSlot from 'cluster-key-slot';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { identityKey } from '@quota-service/core';
-import { keySlot } from '../../src/store/key-slot.js';
+import { keySlot } from '../../src/store/redis/key-slot.js';
 import { useRedisServer } from '../support/use-redis.js';
 
 /**
- * keySlot reads a key's characters in place (src/store/key-slot.ts). It must
+ * keySlot reads a key's characters in place (src/store/redis/key-slot.ts). It must
  * answer what Redis answers (CLUSTER KEYSLOT, over the key's UTF-8 bytes),
  * for hash tags, empty tags, unmatched braces and non-ASCII text alike.
  */

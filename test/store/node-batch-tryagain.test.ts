@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GroupDecision, identityKey, type LimitCall, VirtualClock } from '@quota-service/core';
-import { keySlot } from '../../src/store/key-slot.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { keySlot } from '../../src/store/redis/key-slot.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { scriptCalls } from '../support/script-calls.js';
 import { limitFrom, T0 } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';

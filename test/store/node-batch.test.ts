@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type GroupDecision, identityKey, type LimitCall, overrideGenerationKey, VirtualClock } from '@quota-service/core';
 import { isStaleOverrides } from '../../src/overrides/override.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { commandCalls, scriptCalls } from '../support/script-calls.js';
 import { slotTags } from '../../src/overrides/slot-tags.js';
-import { keySlot } from '../../src/store/key-slot.js';
+import { keySlot } from '../../src/store/redis/key-slot.js';
 import { limitFrom, T0 } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';
 
 /**
- * Node batches as Redis sees them (src/store/script-batcher.ts, decide.lua
+ * Node batches as Redis sees them (src/store/redis/script-batcher.ts, decide.lua
  * "Node batch"): one script call per master per turn, a call that may have
  * run never sent again, and a batch a node refused before running it (a
  * master just demoted: READONLY) sent again call by call to the new master.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { identityKey, StoreUnavailableError } from '@quota-service/core';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { limitFrom } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';
 

@@ -1,11 +1,11 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
-import { connectionErrorHint, connectionErrorLog } from '../../src/store/redis-connection-errors.js';
+import { connectionErrorHint, connectionErrorLog } from '../../src/store/redis/redis-connection-errors.js';
 
 const failure = (code: string, message: string) => Object.assign(new Error(message), { code });
 
-describe('Redis connection errors in the log (src/store/redis-connection-errors.ts)', () => {
+describe('Redis connection errors in the log (src/store/redis/redis-connection-errors.ts)', () => {
   it('logs each distinct error of a node once, as an error before the first connection and at debug after it', () => {
     const lines: { level: number; node: string; code?: string; msg: string }[] = [];
     const log = connectionErrorLog(createLogger('debug', new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) })), {

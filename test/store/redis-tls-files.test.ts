@@ -1,11 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config/env.js';
-import { redisTlsOptions, type RedisTlsFiles } from '../../src/store/redis-tls.js';
+import { redisTlsOptions, type RedisTlsFiles } from '../../src/store/redis/redis-tls.js';
 import { CLIENT, createTestCertificates } from '../support/test-certificates.js';
 
 /** QUOTA_REDIS_TLS_* files are read and checked at start: a bad one names its variable, never its contents. */
-describe('Redis TLS files (src/store/redis-tls.ts)', () => {
+describe('Redis TLS files (src/store/redis/redis-tls.ts)', () => {
   const certificates = createTestCertificates();
   const { file } = certificates;
   beforeAll(() => {

@@ -4,7 +4,7 @@ import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { identityKey } from '@quota-service/core';
 import { DecisionSource, QuotaServiceDefinition } from '@quota-service/contract';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startServiceProcess, untilServing, type ServiceProcess } from '../support/service-process.js';

@@ -18,7 +18,7 @@ import { scriptCalls } from '../support/script-calls.js';
 import { useRedisServer } from '../support/use-redis.js';
 
 /**
- * The coalescing RedisStore (driver batch mode, src/store/script-batcher.ts)
+ * The coalescing RedisStore (driver batch mode, src/store/redis/script-batcher.ts)
  * decides calls issued together exactly as the same calls issued one by one:
  * same outcomes in the same order, same errors, and the same end state (DUMP
  * of every key, TTLs within a tolerance) on a second Redis.

@@ -1,12 +1,12 @@
 import type { PolicySet } from '@quota-service/core';
-import { QuotaAdmin } from '../../src/admin/quota-admin.js';
-import { MemoryStateReset, RedisStateReset } from '../../src/admin/state-reset.js';
+import { QuotaAdmin } from '../../src/api/admin/quota-admin.js';
+import { MemoryStateReset, RedisStateReset } from '../../src/api/admin/state-reset.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { MemoryOverrides } from '../../src/overrides/memory-overrides.js';
 import type { OverrideStore, OverrideView } from '../../src/overrides/override.js';
 import { RedisOverrides } from '../../src/overrides/redis-overrides.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import type { StoreFixture } from './store-fixtures.js';
 
 /** An engine and the admin API's parts on one store fixture, wired as src/main.ts wires them, on the fixture's virtual clock. */

@@ -2,7 +2,7 @@ import { createChannel, createClient, type Channel } from 'nice-grpc';
 import { loadPolicyFile } from '../../src/config/policies.js';
 import { QuotaEngine, type QuotaEngineOptions } from '../../src/engine/engine.js';
 import { QuotaServiceDefinition, type QuotaServiceClient } from '@quota-service/contract';
-import { startQuotaServer, type QuotaServer, type RlsServing } from '../../src/grpc/server.js';
+import { startQuotaServer, type QuotaServer, type RlsServing } from '../../src/quota-server.js';
 import { createLogger } from '../../src/logger.js';
 import type { QuotaStore } from '../../src/store/store.js';
 import type { PolicySet } from '@quota-service/core';

@@ -3,7 +3,7 @@ import { stringify } from 'yaml';
 import type { TokenBucketState } from '../../clients/core/src/algorithms/token-bucket/model.js';
 import { type Limit, parsePolicies, VirtualClock } from '@quota-service/core';
 import { MemoryStore } from '../../src/store/memory.js';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import type { QuotaStore } from '../../src/store/store.js';
 import type { RedisCluster } from './redis-cluster.js';
 import type { RedisServer } from './redis-server.js';

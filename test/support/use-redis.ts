@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe } from 'vitest';
-import { RedisStore } from '../../src/store/redis.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startRedisCluster, type RedisCluster, type RedisClusterOptions } from './redis-cluster.js';
 import { startRedisServer, type RedisServer, type RedisServerOptions } from './redis-server.js';
 import { clusterFixture, memoryFixture, redisFixture, type StoreFixture } from './store-fixtures.js';

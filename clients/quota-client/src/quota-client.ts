@@ -25,7 +25,7 @@ import type {
 
 export const DEFAULT_DEADLINE_MS = 250;
 export const DEFAULT_BATCH = { maxDelayMs: 0, maxSize: 100 } as const;
-/** The service rejects bigger batches (src/grpc/quota-service.ts MAX_BATCH_SIZE). */
+/** The service rejects bigger batches (src/api/quota/quota-service.ts MAX_BATCH_SIZE). */
 const MAX_BATCH_SIZE = 1000;
 
 /**

@@ -15,7 +15,7 @@ export interface Decided {
 
 /**
  * One algorithm, two bodies: a Lua function the shared driver script runs in
- * Redis (src/algorithms/decide.lua) and a pure TypeScript model the embedded
+ * Redis (src/store/redis/script/decide.lua) and a pure TypeScript model the embedded
  * store runs. Both take the same inputs and give the same outcome; property
  * tests hold them to that.
  */

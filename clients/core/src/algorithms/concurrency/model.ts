@@ -26,7 +26,7 @@ export interface ConcurrencyStep {
 
 /**
  * Concurrency as a pure function, the same steps as the Lua function
- * (src/algorithms/concurrency/concurrency.lua). `cost` 0 is a peek; any
+ * (src/store/redis/script/concurrency/concurrency.lua). `cost` 0 is a peek; any
  * other cost asks for one lease, whatever its size. `member` already held:
  * the same lease (a retry), allowed, nothing changes. Else allowed while
  * fewer than `limit` are held, and then the set keeps only the live leases

@@ -1,0 +1,49 @@
+import { ServerError, Status, type CallContext } from 'nice-grpc';
+import type { QuotaEngine } from '../../engine/engine.js';
+import type { Logger } from '../../logger.js';
+import type { RateLimitRequest, RateLimitResponse } from './envoy-codec.js';
+import { decideRls, type RlsDecision } from './rls-decide.js';
+import { rateLimitResponse } from './rls-response.js';
+import type { RlsConfig } from './rls-rules.js';
+import type { Admission } from '../../grpc/admission.js';
+import type { CallerContext } from '../../grpc/auth-middleware.js';
+
+export interface RateLimitServiceOptions {
+  /** The store budget of this API (QUOTA_RLS_STORE_TIMEOUT_MS): below Envoy's 20 ms default timeout. */
+  timeoutMs: number;
+  /** The global shadow switch (QUOTA_RLS_SHADOW_MODE): every answer OK, what was over still counted. */
+  shadowMode: boolean;
+  /** RateLimit / RateLimit-Policy headers in response_headers_to_add (QUOTA_RLS_RATELIMIT_HEADERS). */
+  rateLimitHeaders: boolean;
+  /** Told of every decision and how long it took (metrics). */
+  onDecision?: (decision: RlsDecision, seconds: number) => void;
+}
+
+/**
+ * envoy.service.ratelimit.v3.RateLimitService: ShouldRateLimit on the same
+ * engine as QuotaService. `config` is read once per call, so a reload is seen
+ * whole or not at all. Each call takes one place of the admission bounds.
+ */
+export function rateLimitService(engine: QuotaEngine, config: () => RlsConfig, admission: Admission, logger: Logger, options: RateLimitServiceOptions) {
+  return {
+    async shouldRateLimit(request: RateLimitRequest, context: CallContext & CallerContext): Promise<RateLimitResponse> {
+      const allowed = context.caller?.domains;
+      if (context.caller !== undefined && allowed !== undefined && !allowed.has(request.domain)) {
+        throw new ServerError(Status.PERMISSION_DENIED, `caller "${context.caller.name}" may not use domain ${JSON.stringify(request.domain.slice(0, 64))}`);
+      }
+      const release = admission.admit(context, 1);
+      const started = performance.now();
+      try {
+        const decision = await decideRls(engine, config(), request, options.timeoutMs);
+        options.onDecision?.(decision, (performance.now() - started) / 1000);
+        if (decision.over && logger.isLevelEnabled('debug')) {
+          const rules = decision.verdicts.flatMap((v, index) => (v.kind === 'limited' && v.over ? [{ index, rule: v.rule.path, shadow: v.shadow }] : []));
+          logger.debug({ domain: request.domain, rules, source: decision.source, shadowMode: options.shadowMode }, 'rate limit over');
+        }
+        return rateLimitResponse(decision, options);
+      } finally {
+        release();
+      }
+    },
+  };
+}

@@ -1,0 +1,227 @@
+import { createHash } from 'node:crypto';
+import { type Decision, type LimitCall, type LimitOutcome, rlsDescriptorTag, rlsKeyPrefix, rlsStateKey } from '@quota-service/core';
+import type { QuotaEngine } from '../../engine/engine.js';
+import type { RateLimitRequest } from './envoy-codec.js';
+import type { Entry } from './rls-match.js';
+import { matchRule } from './rls-match.js';
+import { hitsOf, overrideUnit, validateRlsRequest } from './rls-request.js';
+import { type RlsConfig, type RlsDomain, type RlsRule, windowLimit } from './rls-rules.js';
+import { UNIT_MS } from './rls-config-schema.js';
+
+/** What a descriptor came to, for the response (rls-response.ts) and the metrics. */
+export type DescriptorVerdict =
+  /** No rule: unknown domain, no match, or replaced by another descriptor's rule. */
+  | { kind: 'none' }
+  | { kind: 'unlimited'; rule: RlsRule; label: string }
+  | {
+      kind: 'limited';
+      rule: RlsRule;
+      /** The metrics' rule label: the rule's path, with detailed_metric its last entry's value too (`key_value`). */
+      label: string;
+      /** Over the limit (for a shadow rule: would have been). */
+      over: boolean;
+      shadow: boolean;
+      /** The status the store reported; undefined when it did not decide (fail_open, fail_closed, or a rule that never grants). */
+      outcome: LimitOutcome | undefined;
+      /** When over: how long until it could pass. */
+      retryAfterMs: number;
+    };
+
+export interface RlsDecision {
+  domain: RlsDomain | undefined;
+  verdicts: DescriptorVerdict[];
+  /** Any enforced descriptor over its limit (before the global shadow switch). */
+  over: boolean;
+  /** Where the enforced descriptors' decision came from; 'store' when no store call was needed. */
+  source: Decision['source'];
+  /** For a fail_closed denial: the retry its decision carries. */
+  retryAfterMs: number;
+}
+
+/** A hash tag holds at most this much of the descriptor as text; a longer one is hashed (docs/keys.md). */
+const MAX_TAG_CHARS = 200;
+
+/**
+ * The rate limit decision of one request: validated, each descriptor matched
+ * to a rule (or its own `limit` override), `replaces` applied, then every
+ * enforced descriptor decided all or nothing in one engine call, and the
+ * shadow ones beside it (never holding the others back). Nothing is spent
+ * when any enforced descriptor is over, except on rules that spend when over
+ * (`spend_when_over`): their hits are charged then, into debt if need be.
+ * `timeoutMs` is the store budget.
+ */
+export async function decideRls(engine: QuotaEngine, config: RlsConfig, request: RateLimitRequest, timeoutMs: number): Promise<RlsDecision> {
+  validateRlsRequest(request);
+  const domain = config.domains.get(request.domain);
+  const verdicts: DescriptorVerdict[] = request.descriptors.map(() => ({ kind: 'none' }));
+  if (domain === undefined) return { domain, verdicts, over: false, source: 'store', retryAfterMs: 0 };
+
+  const rules = request.descriptors.map((descriptor): RlsRule | undefined => {
+    const matched = matchRule(domain.root, descriptor.entries);
+    if (descriptor.limit === undefined) return matched;
+    // The override keeps the matched rule's spend_when_over: a charge after the response spends whatever limit the route set.
+    return overrideRule(domain.name, descriptor.limit.requests_per_unit, overrideUnit(descriptor.limit.unit), matched?.spendsWhenOver === true);
+  });
+  // A rule some other matched rule replaces is dropped: its descriptor answers OK and spends nothing.
+  const replaced = new Set(rules.flatMap((rule) => rule?.replaces ?? []));
+
+  const enforced = new Planned();
+  const shadowed = new Planned();
+  rules.forEach((rule, i) => {
+    if (rule === undefined || (rule.ownName !== undefined && replaced.has(rule.ownName))) return;
+    if (rule.limit === undefined) {
+      verdicts[i] = { kind: 'unlimited', rule, label: labelOf(rule, request.descriptors[i]!.entries) };
+      return;
+    }
+    (rule.shadow ? shadowed : enforced).add(i, rule, stateKey(rule, request.descriptors[i]!.entries), hitsOf(request, i));
+  });
+
+  const [main, shadow] = await Promise.all([
+    enforced.decide(engine, domain, timeoutMs),
+    // The shadow rules' store trouble never turns into an error: they answer OK anyway.
+    shadowed.decide(engine, domain, timeoutMs).catch(() => undefined),
+  ]);
+  // The store decided and spent nothing (a descriptor was over, or could never pass): rules that spend when over are charged now.
+  const spentNothing = main !== undefined && main.decision.source === 'store' && (!main.decision.allowed || enforced.items.some((item) => item.never));
+  const charged = spentNothing ? await enforced.chargeOver(engine, timeoutMs) : undefined;
+  let over = false;
+  const retryAfterMs = 0;
+  for (const [plan, result, shadowPlan] of [
+    [enforced, main, false],
+    [shadowed, shadow, true],
+  ] as const) {
+    for (const item of plan.items) {
+      const outcome = result?.outcomes?.[item.call];
+      const source = result?.decision.source ?? 'store';
+      const itemOver = item.never || (outcome === undefined ? source === 'fail_closed' : !outcome.allowed);
+      const retry = item.never ? neverRetryMs(item.rule) : (outcome?.retryAfterMs ?? result?.decision.retryAfterMs ?? 0);
+      const label = labelOf(item.rule, request.descriptors[item.index]!.entries);
+      // Over or not as decided; a charged rule's status is the one after its charge.
+      const status = (shadowPlan ? undefined : charged?.get(item.call)) ?? outcome;
+      verdicts[item.index] = {
+        kind: 'limited',
+        rule: item.rule,
+        label,
+        over: itemOver,
+        shadow: shadowPlan,
+        outcome: status,
+        retryAfterMs: itemOver ? retry : 0,
+      };
+      if (itemOver && !shadowPlan) over = true;
+    }
+  }
+  const source = main?.decision.source ?? 'store';
+  return { domain, verdicts, over, source, retryAfterMs: source === 'fail_closed' ? (main?.decision.retryAfterMs ?? 0) : retryAfterMs };
+}
+
+interface PlannedItem {
+  index: number;
+  rule: RlsRule;
+  /** Its call's index in Planned.calls (descriptors with the same state share one call). */
+  call: number;
+  /** Can never pass: a rule of 0 requests, or more hits than the limit can ever grant. */
+  never: boolean;
+}
+
+/** The calls of one all-or-nothing decision, built descriptor by descriptor. */
+class Planned {
+  readonly items: PlannedItem[] = [];
+  private readonly calls: LimitCall[] = [];
+  private readonly byKey = new Map<string, number>();
+
+  add(index: number, rule: RlsRule, identityKey: string, hits: { cost: number; checkOnly: boolean }): void {
+    const limit = rule.limit!;
+    // The same state twice in one request (the same descriptor sent twice): one call, the hits added up.
+    let call = this.byKey.get(identityKey);
+    if (call === undefined) {
+      call = this.calls.push({ limit, identityKey, cost: hits.cost, checkOnly: hits.checkOnly }) - 1;
+      this.byKey.set(identityKey, call);
+    } else {
+      const known = this.calls[call]!;
+      const spent = (known.checkOnly ? 0 : known.cost) + (hits.checkOnly ? 0 : hits.cost);
+      this.calls[call] = { limit, identityKey, cost: spent === 0 ? 1 : spent, checkOnly: spent === 0 };
+    }
+    this.items.push({ index, rule, call, never: false });
+  }
+
+  /**
+   * After a decision that spent nothing (some descriptor was over): the calls
+   * of rules that spend when over, charged as asked; their statuses after the
+   * charge, by call. None when there are no such calls, or when the store
+   * could not take the charge (it is lost then, as an answer nobody reads
+   * would be: the decision stands).
+   */
+  async chargeOver(engine: QuotaEngine, timeoutMs: number): Promise<Map<number, LimitOutcome> | undefined> {
+    const chosen = [...new Set(this.items.filter((item) => item.rule.spendsWhenOver).map((item) => item.call))].filter((call) => !this.calls[call]!.checkOnly);
+    if (chosen.length === 0) return undefined;
+    const outcomes = await engine
+      .chargeCalls(
+        chosen.map((call) => this.calls[call]!),
+        timeoutMs,
+      )
+      .catch(() => undefined);
+    return outcomes === undefined ? undefined : new Map(chosen.map((call, i) => [call, outcomes[i]!]));
+  }
+
+  /**
+   * One engine call for all; a descriptor that can never pass is asked only
+   * for its status (a check of 1), and then nothing is spent at all.
+   */
+  async decide(engine: QuotaEngine, domain: RlsDomain, timeoutMs: number) {
+    if (this.items.length === 0) return undefined;
+    for (const item of this.items) {
+      const call = this.calls[item.call]!;
+      item.never = item.rule.blocks || call.limit.algorithm.rejectCost(call.limit.params, call.cost) !== undefined;
+    }
+    const calls = this.items.some((item) => item.never) ? this.calls.map((call) => ({ ...call, cost: 1, checkOnly: true })) : this.calls;
+    return engine.decideCalls(domain.policy, calls, timeoutMs);
+  }
+}
+
+/** The rule's metrics label (envoyproxy/ratelimit's stats key): with detailed_metric, the last entry's value appended. */
+function labelOf(rule: RlsRule, entries: readonly Entry[]): string {
+  return rule.detailedMetric ? `${rule.path}_${entries[entries.length - 1]?.value ?? ''}` : rule.path;
+}
+
+/** A rule of 0 requests per unit: retry at the next window, though it will deny then too. */
+function neverRetryMs(rule: RlsRule): number {
+  const windowMs = (rule.limit?.params as { window?: string | number } | undefined)?.window;
+  const ms = typeof windowMs === 'number' ? windowMs : UNIT_MS[(windowMs as keyof typeof UNIT_MS | undefined) ?? 'second'];
+  return ms - (Date.now() % ms);
+}
+
+/**
+ * A descriptor's `limit` (set by the proxy's route configuration): N per unit
+ * for this request instead of the configured rule, counted per descriptor
+ * and unit (envoyproxy/ratelimit does the same). Never a shadow; spends when
+ * over when the rule the descriptor matches does (`spendsWhenOver`).
+ */
+function overrideRule(domain: string, requests: number, unit: keyof typeof UNIT_MS, spendsWhenOver: boolean): RlsRule {
+  return {
+    path: 'override',
+    name: 'override',
+    ownName: undefined,
+    limit: windowLimit('override', requests, unit),
+    blocks: requests === 0,
+    replaces: [],
+    shadow: false,
+    detailedMetric: false,
+    spendsWhenOver,
+    report: { requestsPerUnit: requests, unit: UNIT_NUMBER[unit] },
+    keyPrefix: rlsKeyPrefix(domain, 'override:fixed_window'),
+  };
+}
+
+const UNIT_NUMBER = { second: 1, minute: 2, hour: 3, day: 4, month: 5, year: 6, week: 7 } as const;
+
+/**
+ * The state key of `rule` for one descriptor: the rule's prefix, then the
+ * descriptor's entries in a hash tag (rlsDescriptorTag); beyond
+ * MAX_TAG_CHARS, their SHA-256.
+ */
+export function stateKey(rule: RlsRule, entries: readonly Entry[]): string {
+  let tag = rlsDescriptorTag(entries);
+  // `sha256:` cannot start an encoded tag: `:` is always percent-encoded there.
+  if (tag.length > MAX_TAG_CHARS) tag = `sha256:${createHash('sha256').update(tag).digest('base64url')}`;
+  return rlsStateKey(rule.keyPrefix, tag);
+}

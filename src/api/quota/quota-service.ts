@@ -1,0 +1,105 @@
+import { Status, type CallContext } from 'nice-grpc';
+import type { Policy } from '@quota-service/core';
+import type { QuotaEngine } from '../../engine/engine.js';
+import type { Logger } from '../../logger.js';
+import type {
+  AllowBatchRequest,
+  AllowBatchResult,
+  AllowBatchResponse,
+  AllowRequest,
+  AllowResponse,
+  GetQuotaRequest,
+  GetQuotaResponse,
+  ListPoliciesResponse,
+} from '@quota-service/contract';
+import { DEFAULT_ADMISSION } from '../../config/admission-limits.js';
+import { Admission } from '../../grpc/admission.js';
+import { allowStreamHandler } from './allow-stream.js';
+import { leaseHandlers } from './lease-handlers.js';
+import { toProtoLimit } from '../limit-parameters.js';
+import type { CallerContext } from '../../grpc/auth-middleware.js';
+import { checkBatchSize, decideEach, toAllowResponse } from './decide-each.js';
+import { settleHandler } from './settle-handler.js';
+import type { QuotaServiceHandlers } from './service-definition.js';
+
+export { MAX_BATCH_SIZE } from './decide-each.js';
+
+const ALLOW_BATCH_PATH = '/quota.v1.QuotaService/AllowBatch';
+const ALLOW_STREAM_PATH = '/quota.v1.QuotaService/AllowStream';
+
+/**
+ * quota.v1.QuotaService: maps proto messages to the engine and back, nothing
+ * more. `draining` aborts when the server starts shutting down: open
+ * AllowStream streams then answer what they have read and end. `admission`
+ * sheds what exceeds the bounds on pending decisions (src/grpc/admission.ts).
+ */
+export function quotaService(engine: QuotaEngine, logger: Logger, draining: AbortSignal, admission = new Admission(DEFAULT_ADMISSION)): QuotaServiceHandlers {
+  return {
+    ...leaseHandlers(engine, admission),
+
+    // An AllowRequest has exactly the engine's AllowInput fields: passed as it is, not copied.
+    allow(request: AllowRequest, context: CallContext & CallerContext): Promise<AllowResponse> {
+      const release = admission.admit(context, 1);
+      return engine.allow(request, toAllowResponse).then(...released<AllowResponse>(release));
+    },
+
+    async allowBatch(request: AllowBatchRequest, context: CallContext & CallerContext): Promise<AllowBatchResponse> {
+      checkBatchSize(request.requests);
+      const release = admission.admit(context, request.requests.length);
+      try {
+        return { results: await decideEach(engine, request.requests, ALLOW_BATCH_PATH, logger) };
+      } finally {
+        release();
+      }
+    },
+
+    allowStream: allowStreamHandler((requests, caller, context) => {
+      const release = admission.tryAdmit(context, requests.length);
+      // Shed: every item says so, and the stream goes on.
+      if (typeof release === 'string') return Promise.resolve(requests.map(() => ({ error: { code: Status.RESOURCE_EXHAUSTED, message: release } })));
+      return decideEach(engine, requests, ALLOW_STREAM_PATH, logger, caller).then(...released<AllowBatchResult[]>(release));
+    }, draining),
+
+    async getQuota(request: GetQuotaRequest, context: CallContext & CallerContext): Promise<GetQuotaResponse> {
+      const release = admission.admit(context, 1);
+      try {
+        return { limits: await engine.getQuota({ policy: request.policy, identity: request.identity }) };
+      } finally {
+        release();
+      }
+    },
+
+    settle: settleHandler(engine, admission),
+
+    // An authenticated caller sees the policies it may use, nothing more (least privilege:
+    // other callers' policy names and limits are not its business).
+    async listPolicies(_request: unknown, context: CallContext & CallerContext): Promise<ListPoliciesResponse> {
+      const allowed = context.caller?.policies;
+      const policies = engine.listPolicies().filter((policy) => allowed === undefined || allowed.has(policy.name));
+      return { policies: policies.map(toProtoPolicy) };
+    },
+  };
+}
+
+/** The handlers of a `then` that give the admitted places back, whatever the outcome: one promise, not finally's two. */
+function released<T>(release: () => void): [(value: T) => T, (error: unknown) => never] {
+  return [
+    (value) => {
+      release();
+      return value;
+    },
+    (error) => {
+      release();
+      throw error;
+    },
+  ];
+}
+
+function toProtoPolicy(policy: Policy) {
+  return {
+    name: policy.name,
+    description: policy.description,
+    limits: policy.limits.map(toProtoLimit),
+    failureMode: { mode: policy.failure.mode, localShare: policy.failure.mode === 'local' ? policy.failure.localShare : 0 },
+  };
+}

@@ -1,0 +1,81 @@
+import type { ServerCredentials } from '@grpc/grpc-js';
+import { QuotaAdminServiceDefinition, QuotaServiceDefinition } from '@quota-service/contract';
+import type { QuotaEngine } from './engine/engine.js';
+import type { Logger } from './logger.js';
+import type { CallerRegistry } from './config/callers.js';
+import { DEFAULT_ADMISSION, type AdmissionLimits } from './config/admission-limits.js';
+import { Admission } from './grpc/admission.js';
+import { type QuotaServer, startGrpcServer } from './grpc/server.js';
+import { quotaService } from './api/quota/quota-service.js';
+import { quotaServiceDefinition } from './api/quota/service-definition.js';
+import { RATE_LIMIT_SERVICE, rateLimitServiceDefinition } from './api/envoy/envoy-codec.js';
+import { EMPTY_RLS_CONFIG } from './api/envoy/rls-config.js';
+import type { RlsConfig } from './api/envoy/rls-rules.js';
+import { rateLimitService, type RateLimitServiceOptions } from './api/envoy/rate-limit-service.js';
+import type { AuditLog } from './api/admin/audit.js';
+import type { QuotaAdmin } from './api/admin/quota-admin.js';
+import { adminAccessMiddleware } from './api/admin/admin-access.js';
+import { adminAuditMiddleware } from './api/admin/admin-audit.js';
+import { adminService, adminServiceDefinition } from './api/admin/admin-service.js';
+
+export type { QuotaServer } from './grpc/server.js';
+
+/** Envoy's rate limit service as served: its configuration (read per call) and its settings. */
+export interface RlsServing extends RateLimitServiceOptions {
+  config: () => RlsConfig;
+}
+
+/** Without a configuration: every domain unknown, so every request OK without a limit. */
+const NO_RLS: RlsServing = { config: () => EMPTY_RLS_CONFIG, timeoutMs: 10, shadowMode: false, rateLimitHeaders: true };
+
+/**
+ * Starts the service's gRPC server with its three doors on one port:
+ * quota.v1.QuotaService, Envoy's RateLimitService and (when given)
+ * quota.v1.QuotaAdminService, plus health and reflection (src/grpc/server.ts).
+ * Health starts NOT_SERVING; call setServing(true) once the store is ready.
+ */
+export function startQuotaServer(options: {
+  engine: QuotaEngine;
+  address: string;
+  logger: Logger;
+  /** TLS or mTLS (src/grpc/tls.ts); plaintext by default. */
+  credentials?: ServerCredentials;
+  /** Bearer tokens per caller; unset: no caller authentication. */
+  callers?: CallerRegistry;
+  /** Also serve grpc.health.v1, and nothing else, in plaintext here (the kubelet's gRPC probe cannot speak TLS). */
+  healthAddress?: string;
+  /** Bounds on pending decisions, past which calls are shed (src/grpc/admission.ts). */
+  admission?: AdmissionLimits;
+  /** What a bind error calls the two addresses (the environment variables that gave them); default: the option names. */
+  settingNames?: { address: string; healthAddress: string };
+  /** Envoy's rate limit service (always served; without this, with no domain configured). */
+  rls?: RlsServing;
+  /** Also serve quota.v1.QuotaAdminService, to admins only (src/api/admin/admin-access.ts), every call audited (src/api/admin/admin-audit.ts). */
+  admin?: { admin: QuotaAdmin; audit: AuditLog };
+}): Promise<QuotaServer> {
+  const { engine, logger, admin } = options;
+  return startGrpcServer({
+    address: options.address,
+    logger,
+    credentials: options.credentials,
+    callers: options.callers,
+    healthAddress: options.healthAddress,
+    settingNames: options.settingNames,
+    audit: admin ? adminAuditMiddleware(admin.audit) : undefined,
+    services: {
+      add(server, draining) {
+        // One admission for both doors: their decisions share the bounds on pending decisions.
+        const admission = new Admission(options.admission ?? DEFAULT_ADMISSION);
+        server.add(quotaServiceDefinition, quotaService(engine, logger, draining, admission));
+        const rls = options.rls ?? NO_RLS;
+        server.add(rateLimitServiceDefinition(), rateLimitService(engine, rls.config, admission, logger.child({ component: 'rls' }), rls));
+        // The admin check on the admin service alone: after the auth middleware, at no cost to the quota API.
+        if (admin) server.with(adminAccessMiddleware({ authenticated: options.callers !== undefined })).add(adminServiceDefinition, adminService(admin.admin));
+        return {
+          reflected: [QuotaServiceDefinition.fullName, RATE_LIMIT_SERVICE, ...(admin ? [QuotaAdminServiceDefinition.fullName] : [])],
+          health: [QuotaServiceDefinition.fullName, RATE_LIMIT_SERVICE],
+        };
+      },
+    },
+  });
+}
