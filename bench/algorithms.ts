@@ -7,6 +7,7 @@ import { identityKey, type Limit, parsePolicies } from '@quota-service/core';
 import { RedisStore } from '../src/store/redis/redis-store.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { stringify } from 'yaml';
+import { decideLimit } from '../test/support/store-calls.js';
 
 function flag(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -47,7 +48,7 @@ async function main(): Promise<void> {
         Array.from({ length: CONCURRENCY }, async () => {
           while (next < IDENTITIES) {
             const id = next++;
-            const outcome = await store.decide(limit, identityKey('b', 'user', `user-${id}`), 1);
+            const outcome = await decideLimit(store, limit, identityKey('b', 'user', `user-${id}`), 1);
             if (!outcome.allowed) throw new Error(`${name}: identity ${id} denied on its first request`);
           }
         }),

@@ -18,8 +18,9 @@ import type { Redis } from 'ioredis';
 import { stringify } from 'yaml';
 import { ALGORITHM_TABLES, algorithmLua, decideArguments, decideLua, textLua } from '../src/store/redis/script/decide-script.js';
 import { tokenBucket } from '../clients/core/src/algorithms/token-bucket/token-bucket.js';
-import { identityKey, type Limit, parseDecideReply, parsePolicies } from '@quota-service/core';
+import { identityKey, type Limit, parsePolicies } from '@quota-service/core';
 import { startRedisServer } from '../test/support/redis-server.js';
+import { parseDecideReply } from '../src/store/redis/script/decide-reply.js';
 
 function flag(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);

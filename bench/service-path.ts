@@ -45,12 +45,7 @@ const allowAll = (calls: readonly unknown[]) => ({
 function allowingStore(description: string, answer: <T>(reply: T) => Promise<T>): QuotaStore {
   return {
     description,
-    slotOf: () => undefined,
-    partitionOf: () => 'store',
-    decide: () => Promise.reject(new Error('not used')),
-    decideAll: () => Promise.reject(new Error('not used')),
-    decideGroup: (calls) => answer(allowAll(calls)),
-    decideGroups: (list) => answer(list.map(allowAll)),
+    decide: (steps) => answer(steps.map((step) => allowAll(step.calls))),
     remember: async () => {},
     ready: async () => {},
     close: async () => {},

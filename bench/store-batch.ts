@@ -13,6 +13,7 @@ import { stringify } from 'yaml';
 import { identityKey, parsePolicies } from '@quota-service/core';
 import { RedisStore } from '../src/store/redis/redis-store.js';
 import { startRedisServer } from '../test/support/redis-server.js';
+import { decideLimit } from '../test/support/store-calls.js';
 
 const { values } = parseArgs({
   options: { seconds: { type: 'string', default: '3' }, rounds: { type: 'string', default: '3' }, wave: { type: 'string', default: '100' } },
@@ -62,7 +63,7 @@ async function round(store: RedisStore, redis: Redis, seconds: number): Promise<
     while (performance.now() < until) {
       const wave: Promise<unknown>[] = [];
       for (let i = 0; i < WAVE; i++) {
-        wave.push(store.decide(limit as NonNullable<typeof limit>, keys[next] as string, 1));
+        wave.push(decideLimit(store, limit as NonNullable<typeof limit>, keys[next] as string, 1));
         next = (next + 1) % USERS;
       }
       await Promise.all(wave);

@@ -201,7 +201,7 @@ async function main(): Promise<void> {
   connectionErrors.connected();
   // A SIGTERM during the wait wins: never SERVING again once shutting down.
   if (stopping) return;
-  const eviction = (store as QuotaStore).evictionRisk?.();
+  const eviction = (store as QuotaStore).parts?.evictionRisk();
   if (eviction?.status === 'at_risk') logger.warn({ store: store.description, policies: eviction.policies }, eviction.message);
   if (eviction?.status === 'unknown') logger.warn({ store: store.description }, eviction.message);
   server.setServing(true);

@@ -1,6 +1,5 @@
 import { checkCost, identityKey, type Limit, type LimitCall, requestLeaseMember, type ValidRequest } from '@quota-service/core';
 import { type OverrideRecord, type OverrideView, overriddenLimit } from '../overrides/override.js';
-import type { QuotaStore } from '../store/store.js';
 
 /** A request's limits with the parameters that apply to its identity, and their store calls. */
 export interface AppliedLimits {
@@ -18,10 +17,9 @@ export interface AppliedLimits {
  * passed over. With a Redis view every call carries the guard its script
  * checks that view with. A cost the limit as applied can never grant is bad
  * input (request comes from validateRequestShape: an override may allow a
- * cost the policy's own limit could not). On a store with hash slots each
- * call carries its key's slot (LimitCall.slot), computed here once.
+ * cost the policy's own limit could not).
  */
-export function appliedLimits(request: ValidRequest, view: OverrideView | undefined, store?: Pick<QuotaStore, 'slotOf'>): AppliedLimits {
+export function appliedLimits(request: ValidRequest, view: OverrideView | undefined): AppliedLimits {
   const planned = request.limits;
   const calls: LimitCall[] = new Array(planned.length);
   let limits: Limit[] | undefined;
@@ -31,12 +29,10 @@ export function appliedLimits(request: ValidRequest, view: OverrideView | undefi
     const value = request.identityValues[i];
     if (value === undefined) throw new Error(`policy ${request.policy.name}: no identity value for limit ${limit.name}`);
     const key = identityKey(limit.name, limit.keyBy, value);
-    const slot = store?.slotOf?.(key);
     if (view === undefined) {
       if (request.cost > 0) checkCost(request.policy, limit, request.cost);
       const call: LimitCall = { limit, identityKey: key, cost: request.cost };
       if (limit.algorithm.lease !== undefined && request.requestId !== '') call.lease = member ??= requestLeaseMember(request);
-      if (slot !== undefined) call.slot = slot;
       calls[i] = call;
       continue;
     }
@@ -51,10 +47,9 @@ export function appliedLimits(request: ValidRequest, view: OverrideView | undefi
     }
     if (request.cost > 0) checkCost(request.policy, limit, request.cost);
     const call: LimitCall = { limit, identityKey: key, cost: request.cost };
-    if (view.guard !== undefined) call.guard = view.guard(key, exact, prefix, slot);
+    if (view.guard !== undefined) call.guard = view.guard(key, exact, prefix);
     // A concurrency limit's lease: its member names the whole identity and the request id.
     if (limit.algorithm.lease !== undefined && request.requestId !== '') call.lease = member ??= requestLeaseMember(request);
-    if (slot !== undefined) call.slot = slot;
     calls[i] = call;
   }
   return { limits: limits ?? planned, calls };

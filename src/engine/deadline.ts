@@ -16,7 +16,7 @@ export interface Deadline {
 
 /**
  * How long (ms) a partition of the store has had calls outstanding without
- * answering any (QuotaStore.silentForMs). Undefined: silence is not measured,
+ * answering any (StoreParts.silentForMs). Undefined: silence is not measured,
  * and a call counts as unanswered from the moment it is made.
  */
 export type SilenceProbe = ((partition: string) => number) | undefined;

@@ -1,7 +1,6 @@
 import { decisionOf, type Decision, type LimitCall, type LimitOutcome, type Policy } from '@quota-service/core';
-import type { QuotaStore } from '../store/store.js';
+import { decideOne, type QuotaStore } from '../store/store.js';
 import type { StoreFailurePolicy } from './failure.js';
-import { firstPartition, slotGroups, spendAcrossSlots } from './slot-groups.js';
 
 /** decideCalls' answer. */
 export interface CallsDecision {
@@ -25,13 +24,11 @@ export function decideCalls(
   store: QuotaStore,
   failure: StoreFailurePolicy,
   policy: Policy,
-  given: readonly LimitCall[],
+  calls: readonly LimitCall[],
   timeoutMs?: number,
 ): Promise<CallsDecision> {
   try {
-    const calls = withSlots(store, given);
     const limits = calls.map((call) => call.limit);
-    const groups = slotGroups(store, calls);
     // The outcomes the decision was made of, per store: a late answer of the
     // shared store after its budget (the failure mode decided) is not read.
     let fromShared: readonly LimitOutcome[] | undefined;
@@ -39,13 +36,13 @@ export function decideCalls(
     return failure.decide(
       policy,
       () =>
-        spendAcrossSlots(store, calls, undefined, groups, (outcomes) => {
+        decideOne(store, { mode: 'spend', calls }).then(({ outcomes }) => {
           fromShared = outcomes;
           return decisionOf(limits, outcomes);
         }),
       (local, scale) => {
         const scaled = calls.map((call) => ({ ...call, limit: scale(call.limit) }));
-        return spendAcrossSlots(local, scaled, undefined, slotGroups(local, scaled), (outcomes) => {
+        return decideOne(local, { mode: 'spend', calls: scaled }).then(({ outcomes }) => {
           fromLocal = outcomes;
           return decisionOf(
             scaled.map((call) => call.limit),
@@ -53,7 +50,7 @@ export function decideCalls(
           );
         });
       },
-      firstPartition(store, calls, groups),
+      store.parts?.partitionOf(calls),
       // Not told to onDecision (Allow's metrics): the door counts its own.
       (decision) => ({ decision, outcomes: decision.source === 'store' ? fromShared : decision.source === 'local' ? fromLocal : undefined }),
       timeoutMs,
@@ -66,54 +63,16 @@ export function decideCalls(
 /**
  * Spends each call's cost without checking it against its limit (store mode
  * 'charge'): work that has happened must be counted even when it goes over
- * (the balance goes into debt, at most one limit deep). Each slot group is
- * charged on its own: nothing is decided, so nothing needs all or nothing.
+ * (the balance goes into debt, at most one limit deep).
  * Answers each call's status afterwards, in the order of `calls`; with the
  * store's budget `timeoutMs` and the circuit breaker, and
  * StoreUnavailableError when the store cannot answer.
  */
-export function chargeCalls(store: QuotaStore, failure: StoreFailurePolicy, given: readonly LimitCall[], timeoutMs?: number): Promise<LimitOutcome[]> {
+export function chargeCalls(store: QuotaStore, failure: StoreFailurePolicy, calls: readonly LimitCall[], timeoutMs?: number): Promise<LimitOutcome[]> {
   try {
-    const calls = withSlots(store, given);
-    const groups = slotGroups(store, calls);
-    const charge = () =>
-      Promise.all(
-        groups.map((group) =>
-          store.decideAll(
-            group.map((i) => calls[i]!),
-            'charge',
-          ),
-        ),
-      ).then((answers) => {
-        const outcomes = new Array<LimitOutcome>(calls.length);
-        for (let g = 0; g < groups.length; g++) {
-          const group = groups[g]!;
-          for (let j = 0; j < group.length; j++) outcomes[group[j]!] = answers[g]![j]!;
-        }
-        return outcomes;
-      });
-    return failure.peek(charge, firstPartition(store, calls, groups), timeoutMs);
+    const charge = () => decideOne(store, { mode: 'charge', calls }).then(({ outcomes }) => outcomes);
+    return failure.withoutFailureMode(charge, store.parts?.partitionOf(calls), timeoutMs);
   } catch (error) {
     return Promise.reject(error);
   }
-}
-
-/**
- * The calls with their hash slot (LimitCall.slot) on a store with slots: a
- * call across the slots of one master goes as one node batch only when its
- * calls carry their slots (decideArguments); without them it would be sent
- * as one script call over keys of several slots, which Redis Cluster refuses.
- */
-function withSlots(store: QuotaStore, calls: readonly LimitCall[]): readonly LimitCall[] {
-  if (store.slotOf === undefined) return calls;
-  let out: LimitCall[] | undefined;
-  for (let i = 0; i < calls.length; i++) {
-    const call = calls[i]!;
-    if (call.slot !== undefined) continue;
-    const slot = store.slotOf(call.identityKey);
-    if (slot === undefined) continue;
-    out ??= calls.slice();
-    out[i] = { ...call, slot };
-  }
-  return out ?? calls;
 }

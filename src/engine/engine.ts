@@ -17,12 +17,11 @@ import {
 import { createLogger } from '../logger.js';
 import { StoreFailurePolicy } from './failure.js';
 import { isStaleOverrides, type OverrideView } from '../overrides/override.js';
-import type { QuotaStore } from '../store/store.js';
-import { spendInPhases } from './phased-spend.js';
+import type { DecideStep, QuotaStore } from '../store/store.js';
 import { type CallsDecision, chargeCalls, decideCalls } from './decide-calls.js';
 import { peekQuota } from './peek-quota.js';
 import { FreshDecisions, reservable } from './fresh-decisions.js';
-import { callsOf, type Indexed, phasedOf, type Prepared } from './prepared.js';
+import type { Indexed, Prepared } from './prepared.js';
 import { type LeaseEvents, Leases, observeLeases } from './leases.js';
 import { type SettlementEvent, settleReservation, type Settled } from './settle.js';
 
@@ -97,9 +96,9 @@ export class QuotaEngine {
    * allow(input, map) for every request of a batch, answered together: per
    * request its result or the error allow() would have rejected with. The
    * store sees the requests in their order, all in this synchronous run (one
-   * script call per turn on a single Redis node). Consecutive requests that
-   * one store call decides (one slot group, no request id) are decided
-   * together (StoreFailurePolicy.decideTogether): one store promise, deadline
+   * script call per turn on a single Redis node). The requests without a
+   * request id are decided together per part of the store
+   * (StoreFailurePolicy.decideTogether): one store promise, deadline
    * and breaker step for them all, where allow() takes several promises per
    * request, the largest share of the service's CPU per batched decision
    * after the network (docs/benchmarks.md). Any other request, or all of them
@@ -109,7 +108,6 @@ export class QuotaEngine {
     const results = new Array<PromiseSettledResult<R>>(inputs.length);
     const waits: Array<Promise<unknown>> = [];
     let run: Map<string | undefined, Indexed[]> | undefined;
-    let phased: Map<string | undefined, Indexed[]> | undefined;
     for (let index = 0; index < inputs.length; index++) {
       let prepared: Prepared;
       try {
@@ -119,33 +117,24 @@ export class QuotaEngine {
         continue;
       }
       if (prepared.request.requestId === '') {
-        // One store call each, or (keys in several slots of a cluster) reserve and refund in phases.
-        let together: Map<string | undefined, Indexed[]>;
-        if (prepared.groups.length === 1) together = run ??= new Map();
-        else together = phased ??= new Map();
-        const partition = together.get(prepared.partition);
-        if (partition === undefined) together.set(prepared.partition, [{ index, prepared }]);
+        run ??= new Map();
+        const partition = run.get(prepared.partition);
+        if (partition === undefined) run.set(prepared.partition, [{ index, prepared }]);
         else partition.push({ index, prepared });
         continue;
       }
       // A request id: decided on its own (it remembers its decision), after the ones before it.
-      if (run !== undefined) this.decideRun(run, false, map, results, waits);
-      if (phased !== undefined) this.decideRun(phased, true, map, results, waits);
-      run = phased = undefined;
-      waits.push(this.settleInto(results, index, this.decidePrepared(prepared, map)));
+      if (run !== undefined) this.decideRun(run, map, results, waits);
+      run = undefined;
+      waits.push(settledInto(results, index, this.decidePrepared(prepared, map)));
     }
-    if (run !== undefined) this.decideRun(run, false, map, results, waits);
-    if (phased !== undefined) this.decideRun(phased, true, map, results, waits);
+    if (run !== undefined) this.decideRun(run, map, results, waits);
     return Promise.all(waits).then(() => results);
   }
 
-  /**
-   * Requests decided together per partition (allowEach): one store call each
-   * (one decideGroups), or, `phased`, keys in several slots (spendInPhases).
-   */
+  /** Requests decided together per partition (allowEach): one store call for each partition's requests. */
   private decideRun<R>(
     run: Map<string | undefined, Indexed[]>,
-    phased: boolean,
     map: (decision: Decision) => R,
     results: Array<PromiseSettledResult<R>>,
     waits: Array<Promise<unknown>>,
@@ -154,13 +143,11 @@ export class QuotaEngine {
     const started = onDecision === undefined ? 0 : performance.now();
     for (const [partition, entries] of run) {
       const together = this.failure.decideTogether(
-        phased
-          ? () => spendInPhases(this.store, entries.map(phasedOf)).then((answers) => this.decisionsFrom(entries, answers))
-          : () => this.store.decideGroups(entries.map(callsOf), 'spend').then((answers) => this.decisionsFrom(entries, answers)),
+        () => this.store.decide(entries.map(spendStepOf)).then((answers) => this.decisionsFrom(entries, answers)),
         {
           count: entries.length,
           policy: (j) => entries[j]!.prepared.request.policy,
-          onStore: (j, store, scale) => this.fresh.onStore(entries[j]!.prepared, store, scale),
+          onLocalStore: (j, store, scale) => this.fresh.onLocalStore(entries[j]!.prepared, store, scale),
           after: (j, decision) => {
             onDecision?.(entries[j]!.prepared.request.policy.name, decision, (performance.now() - started) / 1000);
             return map(decision);
@@ -170,7 +157,7 @@ export class QuotaEngine {
       );
       if (together === undefined) {
         // The breaker is not closed: each request waits for the probe (or its failure mode) as allow() does.
-        for (const { index, prepared } of entries) waits.push(this.settleInto(results, index, this.decidePrepared(prepared, map)));
+        for (const { index, prepared } of entries) waits.push(settledInto(results, index, this.decidePrepared(prepared, map)));
         continue;
       }
       waits.push(
@@ -181,23 +168,14 @@ export class QuotaEngine {
     }
   }
 
-  private settleInto<R>(results: Array<PromiseSettledResult<R>>, index: number, result: Promise<R>): Promise<unknown> {
-    return result.then(
-      (value) => (results[index] = { status: 'fulfilled', value }),
-      (reason: unknown) => (results[index] = { status: 'rejected', reason }),
-    );
-  }
-
   /**
    * The answers of requests decided together (decideRun): each its decision,
    * or its error; a request the store found with a stale view of the overrides
    * is decided again on its own once they are read again (FreshDecisions.refreshed).
-   * `answers`: one decideGroups' (a GroupDecision each) or spendInPhases'
-   * (the outcomes each).
    */
   private decisionsFrom(
     entries: readonly Indexed[],
-    answers: Array<GroupDecision | LimitOutcome[] | Error>,
+    answers: Array<GroupDecision | Error>,
   ): Array<SourcelessDecision | Error> | Promise<Array<SourcelessDecision | Error>> {
     const decisions = new Array<SourcelessDecision | Error>(answers.length);
     let again: Array<Promise<unknown>> | undefined;
@@ -213,7 +191,7 @@ export class QuotaEngine {
           ),
         );
       } else if (answer instanceof Error) decisions[j] = answer;
-      else decisions[j] = decisionOf(entry.prepared.limits, Array.isArray(answer) ? answer : answer.outcomes);
+      else decisions[j] = decisionOf(entry.prepared.limits, answer.outcomes);
     }
     return again === undefined ? decisions : Promise.all(again).then(() => decisions);
   }
@@ -237,7 +215,7 @@ export class QuotaEngine {
       request.policy,
       // The shared store applies the limits as they apply to this identity: the calls built above serve as they are.
       () => this.fresh.decide(prepared),
-      (store, scale) => this.fresh.onStore(prepared, store, scale),
+      (store, scale) => this.fresh.onLocalStore(prepared, store, scale),
       prepared.partition,
       after,
     );
@@ -288,4 +266,17 @@ export class QuotaEngine {
   listPolicies(): Policy[] {
     return [...this.policies.values()];
   }
+}
+
+/** A request of a batch as the store's step: a spend, all or nothing. */
+function spendStepOf(entry: Indexed): DecideStep {
+  return { mode: 'spend', calls: entry.prepared.calls };
+}
+
+/** Puts `result`'s outcome, fulfilled or rejected, at `index` of `results`. */
+function settledInto<R>(results: Array<PromiseSettledResult<R>>, index: number, result: Promise<R>): Promise<unknown> {
+  return result.then(
+    (value) => (results[index] = { status: 'fulfilled', value }),
+    (reason: unknown) => (results[index] = { status: 'rejected', reason }),
+  );
 }

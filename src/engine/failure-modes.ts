@@ -12,7 +12,7 @@ import { MemoryStore } from '../store/memory.js';
 import type { QuotaStore } from '../store/store.js';
 
 /** Decides a request on `store` with its limits scaled: how the failure mode 'local' decides. */
-export type OnStore = (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>;
+export type OnLocalStore = (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>;
 
 /**
  * What a policy's failure mode answers when the shared store could not
@@ -33,7 +33,7 @@ export class FailureModes {
     this.localStore = new MemoryStore(clock);
   }
 
-  async decide(policy: Policy, onStore: OnStore): Promise<Decision> {
+  async decide(policy: Policy, onLocalStore: OnLocalStore): Promise<Decision> {
     switch (policy.failure.mode) {
       case 'error':
         throw new StoreUnavailableError(new Error('the store could not decide'));
@@ -45,7 +45,7 @@ export class FailureModes {
         return { allowed: false, retryAfterMs: this.halfOpenAfterMs, deniedBy: '', limits: [], delayMs: 0, source: 'fail_closed' };
       case 'local': {
         const share = policy.failure.localShare;
-        const decision = await onStore(this.localStore, (limit) => this.scaled(limit, share));
+        const decision = await onLocalStore(this.localStore, (limit) => this.scaled(limit, share));
         return stamped(decision, 'local');
       }
     }

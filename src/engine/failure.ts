@@ -39,8 +39,8 @@ const DEFAULT_PARTITION = 'store';
 export interface TogetherRequests<R> {
   readonly count: number;
   policy(index: number): Policy;
-  /** Request `index` decided on `store` with its limits scaled (failure mode 'local'). */
-  onStore(index: number, store: QuotaStore, scale: (limit: Limit) => Limit): Promise<SourcelessDecision>;
+  /** Request `index` decided on the local limiter's `store` with its limits scaled (failure mode 'local'). */
+  onLocalStore(index: number, store: QuotaStore, scale: (limit: Limit) => Limit): Promise<SourcelessDecision>;
   /** What the caller makes of request `index`'s decision, whatever its source. */
   after(index: number, decision: Decision): R;
 }
@@ -69,7 +69,7 @@ export class StoreFailurePolicy {
   /** Deadlines of other budgets than the default (a door with its own, such as Envoy's rate limit service). */
   private readonly otherDeadlines = new Map<number, TurnDeadlines>();
   private silence: SilenceProbe;
-  /** Drops the store's connection to a partition whose circuit opened (QuotaStore.abandonCalls). */
+  /** Drops the store's connection to a partition whose circuit opened (StoreParts.abandonCalls). */
   private abandon: ((partition: string) => void) | undefined;
 
   constructor(private readonly options: StoreFailureOptions) {
@@ -78,15 +78,16 @@ export class StoreFailurePolicy {
   }
 
   /**
-   * The store whose calls this policy times: its silence (QuotaStore.silentForMs),
+   * The store whose calls this policy times: its silence (StoreParts.silentForMs),
    * not the time a call waited, is what the budget bounds. A store that does
    * not measure it is timed from the moment each call is made. When a circuit
    * opens, the store drops its connection to that partition
-   * (QuotaStore.abandonCalls), so calls still on their way never spend later.
+   * (StoreParts.abandonCalls), so calls still on their way never spend later.
    */
   timeCallsOf(store: QuotaStore): void {
-    this.silence = store.silentForMs === undefined ? undefined : (partition) => store.silentForMs!(partition);
-    this.abandon = store.abandonCalls === undefined ? undefined : (partition) => store.abandonCalls!(partition);
+    const parts = store.parts;
+    this.silence = parts === undefined ? undefined : (partition) => parts.silentForMs(partition);
+    this.abandon = parts === undefined ? undefined : (partition) => parts.abandonCalls(partition);
   }
 
   /** Partitions (shards) seen so far, counted by the state of their breaker. */
@@ -137,7 +138,7 @@ export class StoreFailurePolicy {
   }
 
   /**
-   * `partition` names the part of the store the call goes to (QuotaStore.partitionOf):
+   * `partition` names the part of the store the call goes to (StoreParts.partitionOf):
    * a dead cluster shard opens its own breaker, and the other shards keep deciding.
    * `after` maps the decision, whatever its source, in the same step (no
    * promise of its own per decision for the caller's bookkeeping).
@@ -145,7 +146,7 @@ export class StoreFailurePolicy {
   decide<R = Decision>(
     policy: Policy,
     fromStore: () => Promise<SourcelessDecision>,
-    onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
+    onLocalStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
     partition = DEFAULT_PARTITION,
     after: (decision: Decision) => R = identity as (decision: Decision) => R,
     /** A budget of its own for this call; the policy's default (timeoutMs) when absent. */
@@ -159,7 +160,7 @@ export class StoreFailurePolicy {
     };
     const failed = (error: unknown): Promise<R> => {
       deadline.release();
-      return this.fallbackAfter(error, policy, onStore).then(after);
+      return this.fallbackAfter(error, policy, onLocalStore).then(after);
     };
     try {
       const breaker = this.breakerFor(partition);
@@ -187,13 +188,14 @@ export class StoreFailurePolicy {
   }
 
   /**
-   * A read of the store that has no failure mode (GetQuota): the same budget
-   * and circuit breaker as a decision. When the store cannot answer (silent
+   * A store call that no failure mode can answer for (GetQuota's read, a
+   * charge, a settlement, a lease's release or renewal): the same budget and
+   * circuit breaker as a decision. When the store cannot answer (silent
    * past the budget, unreachable, or the circuit open) it rejects with
    * StoreUnavailableError at once, never after the driver's own timeout.
    * `timeoutMs`: a budget of its own for this call (as decide's).
    */
-  peek<T>(fromStore: () => Promise<T>, partition = DEFAULT_PARTITION, timeoutMs?: number): Promise<T> {
+  withoutFailureMode<T>(fromStore: () => Promise<T>, partition = DEFAULT_PARTITION, timeoutMs?: number): Promise<T> {
     const deadline = (timeoutMs === undefined ? this.deadlines : this.deadlinesOf(timeoutMs)).start();
     const breaker = this.breakerFor(partition);
     return deadline
@@ -276,7 +278,7 @@ export class StoreFailurePolicy {
         }
         breaker.failed(answer);
         const index = i;
-        const fallback = this.fallbackAfter(answer, requests.policy(i), (store, scale) => requests.onStore(index, store, scale)).then(
+        const fallback = this.fallbackAfter(answer, requests.policy(i), (store, scale) => requests.onLocalStore(index, store, scale)).then(
           (decision) => (results[index] = { status: 'fulfilled', value: requests.after(index, decision) }),
           (error: unknown) => (results[index] = { status: 'rejected', reason: error }),
         );
@@ -293,14 +295,14 @@ export class StoreFailurePolicy {
   private fallbackAfter(
     error: unknown,
     policy: Policy,
-    onStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
+    onLocalStore: (store: QuotaStore, scale: (limit: Limit) => Limit) => Promise<SourcelessDecision>,
   ): Promise<Decision> {
     const kind = failureKind(error);
     if (kind === undefined) throw error;
     this.options.events?.storeFailure(kind);
     // 'error': the caller hears of the store's trouble (UNAVAILABLE) instead of a decision.
     if (policy.failure.mode === 'error') throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError(error);
-    return this.modes.decide(policy, onStore);
+    return this.modes.decide(policy, onLocalStore);
   }
 
   async close(): Promise<void> {

@@ -4,17 +4,17 @@ import {
   type Limit,
   type LimitCall,
   limitCalls,
+  type LimitOutcome,
   type Policy,
   type PolicySet,
-  requestMemo,
   type SourcelessDecision,
   StoreUnavailableError,
   type ValidRequest,
 } from '@quota-service/core';
 import { isStaleOverrides, type OverrideView } from '../overrides/override.js';
-import type { QuotaStore } from '../store/store.js';
+import { decideOne, type QuotaStore } from '../store/store.js';
 import { type Prepared, prepareRequest, STALE_RETRIES } from './prepared.js';
-import { type SlotGroups, slotGroups, spendAcrossSlots } from './slot-groups.js';
+import { requestRecords } from './request-records.js';
 
 /**
  * Requests decided with the limits as they apply to the identity now: on the
@@ -38,8 +38,8 @@ export class FreshDecisions {
 
   /** The decision on the shared store; once more after reading the overrides again when the view was stale. */
   decide(prepared: Prepared): Promise<SourcelessDecision> {
-    const { request, limits, calls, groups } = prepared;
-    const decided = decideOn(this.store, request, limits, calls, groups, this.reserved(request));
+    const { request, limits, calls } = prepared;
+    const decided = decideOn(this.store, request, limits, calls, this.reserved(request));
     return this.overrides?.refresh === undefined ? decided : decided.then(undefined, (error: unknown) => this.retryStale(prepared, error, 0));
   }
 
@@ -47,18 +47,18 @@ export class FreshDecisions {
   refreshed(prepared: Prepared, error: Error, attempt = 0): Promise<SourcelessDecision> {
     return this.overrides!.refresh!(prepared.calls, prepared.request.identityValues, error).then(() => {
       const again = this.prepare(prepared.input);
-      return decideOn(this.store, again.request, again.limits, again.calls, again.groups, this.reserved(again.request)).then(undefined, (next: unknown) =>
+      return decideOn(this.store, again.request, again.limits, again.calls, this.reserved(again.request)).then(undefined, (next: unknown) =>
         this.retryStale(again, next, attempt + 1),
       );
     });
   }
 
-  /** The request on `store` with its limits scaled: the failure mode 'local'. */
-  onStore(prepared: Prepared, store: QuotaStore, scale: (limit: Limit) => Limit): Promise<SourcelessDecision> {
+  /** The request on the local limiter's `store` with its limits scaled: the failure mode 'local'. */
+  onLocalStore(prepared: Prepared, store: QuotaStore, scale: (limit: Limit) => Limit): Promise<SourcelessDecision> {
     // This instance's share of the limits as they apply to the identity (plan, override as last seen).
     const scaled = prepared.limits.map(scale);
     const scaledCalls = limitCalls(scaled, prepared.request);
-    return decideOn(store, prepared.request, scaled, scaledCalls, slotGroups(store, scaledCalls));
+    return decideOn(store, prepared.request, scaled, scaledCalls);
   }
 
   private retryStale(prepared: Prepared, error: unknown, attempt: number): Promise<SourcelessDecision> {
@@ -77,20 +77,27 @@ export class FreshDecisions {
 }
 
 /**
- * The decision on one store; `limits` are the policy's limits as this store
- * applies them (the local limiter's share, or the limits themselves), `calls`
- * their store calls (limitCalls) and `groups` those calls' slot groups (slotGroups).
+ * The decision on one store, all or nothing; `limits` are the policy's limits
+ * as this store applies them (the local limiter's share, or the limits
+ * themselves), `calls` their store calls (limitCalls). `onReserved` is told
+ * when the store spent (allowed, not a replay of a remembered decision).
  */
 function decideOn(
   store: QuotaStore,
   request: ValidRequest,
   limits: readonly Limit[],
   calls: readonly LimitCall[],
-  groups: SlotGroups,
   onReserved?: () => void,
 ): Promise<SourcelessDecision> {
-  // All or nothing: one store call when the keys share a slot (or the store has none), else reserve and refund.
-  return spendAcrossSlots(store, calls, requestMemo(request, groups[0]?.[0]), groups, (outcomes) => decisionOf(limits, outcomes), onReserved);
+  return decideOne(store, { mode: 'spend', calls, records: requestRecords(request) }).then((decision) => {
+    if (onReserved !== undefined && decision.replayed !== true && allAllowed(decision.outcomes)) onReserved();
+    return decisionOf(limits, decision.outcomes);
+  });
+}
+
+function allAllowed(outcomes: readonly LimitOutcome[]): boolean {
+  for (const outcome of outcomes) if (!outcome.allowed) return false;
+  return true;
 }
 
 /**

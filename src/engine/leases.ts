@@ -1,5 +1,4 @@
 import {
-  type DecideMode,
   firstLeaseLimit,
   type Limit,
   type LeaseInput,
@@ -13,10 +12,9 @@ import {
   type ValidRequest,
 } from '@quota-service/core';
 import type { OverrideView } from '../overrides/override.js';
-import type { QuotaStore } from '../store/store.js';
+import { decideOne, type QuotaStore } from '../store/store.js';
 import { appliedLimits } from './applied-limits.js';
 import type { StoreFailurePolicy } from './failure.js';
-import { firstPartition, slotGroups } from './slot-groups.js';
 
 /**
  * What the store said of leases (metrics: src/metrics/lease-metrics.ts): a
@@ -121,33 +119,19 @@ export class Leases {
 
   private step(
     input: LeaseInput,
-    mode: DecideMode,
+    mode: 'release' | 'renew',
   ): Promise<{ request: ValidRequest; limits: readonly ValidRequest['limits'][number][]; calls: LimitCall[]; outcomes: LimitOutcome[] }> {
     try {
       const request = validateLease(this.policies(), input);
-      const applied = appliedLimits(request, this.overrides, this.store);
+      const applied = appliedLimits(request, this.overrides);
       // Without the overrides' guard: the parameters only give a renewal its lease_ttl_ms, and the member is what counts.
       const calls: LimitCall[] = applied.calls.map(({ limit, identityKey, lease }) =>
         lease === undefined ? { limit, identityKey, cost: 0 } : { limit, identityKey, cost: 0, lease },
       );
-      const groups = slotGroups(this.store, calls);
-      const decided = () =>
-        Promise.all(
-          groups.map((group) =>
-            this.store.decideGroup(
-              group.map((i) => calls[i]!),
-              mode,
-            ),
-          ),
-        ).then((answers) => {
-          const outcomes: LimitOutcome[] = new Array(calls.length);
-          for (let g = 0; g < groups.length; g++) {
-            const group = groups[g]!;
-            for (let j = 0; j < group.length; j++) outcomes[group[j]!] = answers[g]!.outcomes[j]!;
-          }
-          return outcomes;
-        });
-      return this.failure.peek(decided, firstPartition(this.store, calls, groups)).then((outcomes) => ({ request, limits: applied.limits, calls, outcomes }));
+      const decided = () => decideOne(this.store, { mode, calls }).then(({ outcomes }) => outcomes);
+      return this.failure
+        .withoutFailureMode(decided, this.store.parts?.partitionOf(calls))
+        .then((outcomes) => ({ request, limits: applied.limits, calls, outcomes }));
     } catch (error) {
       return Promise.reject(error);
     }

@@ -9,11 +9,10 @@ import {
   validatePeek,
 } from '@quota-service/core';
 import { isStaleOverrides, type OverrideView } from '../overrides/override.js';
-import type { QuotaStore } from '../store/store.js';
+import { decideOne, type QuotaStore } from '../store/store.js';
 import { appliedLimits } from './applied-limits.js';
 import type { StoreFailurePolicy } from './failure.js';
 import { STALE_RETRIES } from './prepared.js';
-import { firstPartition, peekAcrossSlots, slotGroups } from './slot-groups.js';
 
 /**
  * GetQuota: every limit's status now, as the parameters that apply to the
@@ -33,10 +32,10 @@ export async function peekQuota(
 ): Promise<LimitStatus[]> {
   for (let attempt = 0; ; attempt++) {
     const request = validatePeek(policies, input);
-    const { limits, calls } = appliedLimits(request, overrides, store);
-    const groups = slotGroups(store, calls);
+    const { limits, calls } = appliedLimits(request, overrides);
     try {
-      const answer = statuses(limits, await failure.peek(() => peekAcrossSlots(store, calls, groups), firstPartition(store, calls, groups)));
+      const read = () => decideOne(store, { mode: 'peek', calls }).then(({ outcomes }) => outcomes);
+      const answer = statuses(limits, await failure.withoutFailureMode(read, store.parts?.partitionOf(calls)));
       onRead?.(limits, calls, answer);
       return answer;
     } catch (error) {

@@ -2,8 +2,6 @@ import { type AllowInput, type Limit, type LimitCall, type PolicySet, type Valid
 import type { OverrideView } from '../overrides/override.js';
 import type { QuotaStore } from '../store/store.js';
 import { appliedLimits } from './applied-limits.js';
-import type { PhasedRequest } from './phased-spend.js';
-import { firstPartition, type SlotGroups, slotGroups } from './slot-groups.js';
 
 /** How often a decision is made again after the store found this replica's view of the overrides stale. */
 export const STALE_RETRIES = 3;
@@ -15,8 +13,7 @@ export interface Prepared {
   /** Its limits with the parameters that apply to the identity (appliedLimits). */
   limits: readonly Limit[];
   calls: LimitCall[];
-  groups: SlotGroups;
-  /** Undefined on a store of one part. */
+  /** The part of the store its decision goes to (QuotaStore.parts); undefined on a store of one part. */
   partition: string | undefined;
 }
 
@@ -26,18 +23,13 @@ export interface Indexed {
   prepared: Prepared;
 }
 
-export const callsOf = (entry: Indexed): LimitCall[] => entry.prepared.calls;
-export const phasedOf = (entry: Indexed): PhasedRequest => entry.prepared;
-
 /**
  * A request, validated, with its store calls (the parameters that apply to
- * its identity), their slot groups and the partition its first reservation
- * goes to: computed once per request, since the breaker's partition, the
- * memo's place and the spend all follow them.
+ * its identity) and the part of the store they go to: computed once per
+ * request, since the breaker's partition and the spend both follow them.
  */
 export function prepareRequest(policies: PolicySet, store: QuotaStore, overrides: OverrideView | undefined, input: AllowInput): Prepared {
   const request = validateRequestShape(policies, input);
-  const { limits, calls } = appliedLimits(request, overrides, store);
-  const groups = slotGroups(store, calls);
-  return { input, request, limits, calls, groups, partition: firstPartition(store, calls, groups) };
+  const { limits, calls } = appliedLimits(request, overrides);
+  return { input, request, limits, calls, partition: store.parts?.partitionOf(calls) };
 }

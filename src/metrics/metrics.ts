@@ -12,9 +12,6 @@ export interface KeyCounter {
   keyCount(): Promise<number>;
 }
 
-/** A store that can say whether its maxmemory-policy may evict quota state early. */
-type EvictionRiskSource = Pick<QuotaStore, 'evictionRisk'>;
-
 /** How long a scrape waits for a key count before reporting the last one it got. */
 const SAMPLE_TIMEOUT_MS = 200;
 const CIRCUIT_STATES: readonly CircuitStateName[] = ['closed', 'open', 'half_open'];
@@ -104,7 +101,6 @@ export class QuotaMetrics implements StoreFailureEvents {
         this.set({ store: 'local' }, last.local);
       },
     });
-    const risk = shared as Partial<EvictionRiskSource>;
     let lastRisk = 0;
     new Gauge({
       name: 'quota_store_eviction_risk',
@@ -112,7 +108,7 @@ export class QuotaMetrics implements StoreFailureEvents {
       registers: [this.registry],
       async collect() {
         // Read once at start by the store (src/store/redis/eviction-check.ts); undefined until then.
-        const answer = risk.evictionRisk?.call(shared);
+        const answer = (shared as Partial<Pick<QuotaStore, 'parts'>>).parts?.evictionRisk();
         if (answer !== undefined) lastRisk = answer.status === 'at_risk' ? 1 : 0;
         this.set(lastRisk);
       },

@@ -31,8 +31,8 @@ import { slotTags } from './slot-tags.js';
 const EXPIRED_KEPT_MS = 24 * 3600 * 1000;
 
 export interface RedisOverridesOptions {
-  /** Tests only: the store's time for the records, as RedisStore's testClock gives it to the scripts. */
-  testClock?: Clock;
+  /** Tests only: the store's time for the records, as RedisStore's clock gives it to the scripts. */
+  clock?: Clock;
 }
 
 /**
@@ -227,7 +227,7 @@ export class RedisOverrides implements OverrideStore, OverrideView {
 
   /** The store's time: Redis TIME (tests: the test clock the scripts get). */
   private async now(): Promise<number> {
-    if (this.options.testClock !== undefined) return this.options.testClock.now();
+    if (this.options.clock !== undefined) return this.options.clock.now();
     const [seconds, micros] = await this.redis.time();
     return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }

@@ -1,18 +1,5 @@
-import {
-  asError,
-  decideInMemory,
-  MemorySpace,
-  systemClock,
-  type Clock,
-  type DecideMode,
-  type DecideOptions,
-  type GroupDecision,
-  type Limit,
-  type LimitCall,
-  type LimitOutcome,
-  type Memo,
-} from '@quota-service/core';
-import type { DecideStep, QuotaStore } from './store.js';
+import { asError, decideInMemory, MemorySpace, systemClock, type Clock, type GroupDecision, type Memo } from '@quota-service/core';
+import { type DecideStep, type QuotaStore, tellRecord } from './store.js';
 
 /** How often expired keys are dropped when nobody reads them. */
 const SWEEP_INTERVAL_MS = 10_000;
@@ -33,28 +20,13 @@ export class MemoryStore implements QuotaStore {
     this.sweeper.unref();
   }
 
-  /** Answers in this process, as soon as the event loop gets to it: never silent, however busy. */
-  silentForMs(): number {
-    return 0;
-  }
-
-  async decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome> {
-    const [outcome] = await this.decideAll([{ limit, identityKey, cost }], 'spend');
-    return outcome as LimitOutcome;
-  }
-
-  async decideAll(calls: readonly LimitCall[], mode: DecideMode): Promise<LimitOutcome[]> {
-    return (await this.decideGroup(calls, mode)).outcomes;
-  }
-
-  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode | readonly DecideStep[]): Promise<Array<GroupDecision | Error>> {
+  /** Each step in order, synchronously: nothing can interleave, so each is atomic. */
+  decide(steps: readonly DecideStep[]): Promise<Array<GroupDecision | Error>> {
     const now = this.clock.now();
-    const answers = new Array<GroupDecision | Error>(list.length);
-    for (let i = 0; i < list.length; i++) {
+    const answers = new Array<GroupDecision | Error>(steps.length);
+    for (let i = 0; i < steps.length; i++) {
       try {
-        const step = typeof mode === 'string' ? undefined : mode[i]!;
-        answers[i] =
-          step === undefined ? decideInMemory(this.space, list[i]!, mode as DecideMode, now) : decideInMemory(this.space, list[i]!, step.mode, now, step);
+        answers[i] = this.decideStep(steps[i]!, now);
       } catch (error) {
         answers[i] = asError(error);
       }
@@ -62,8 +34,31 @@ export class MemoryStore implements QuotaStore {
     return Promise.resolve(answers);
   }
 
-  async decideGroup(calls: readonly LimitCall[], mode: DecideMode, options: DecideOptions = {}): Promise<GroupDecision> {
-    return decideInMemory(this.space, calls, mode, this.clock.now(), options);
+  /** One step, by the same rules as the Redis driver script (decideInMemory); the record of a request id at the first limit. */
+  private decideStep(step: DecideStep, now: number): GroupDecision {
+    const { calls } = step;
+    switch (step.mode) {
+      case 'spend': {
+        const placed = step.records?.memoAt(0);
+        const memo = placed === undefined ? step.memo : { key: placed.key, ttlMs: placed.ttlMs, count: calls.length };
+        return decideInMemory(this.space, calls, 'spend', now, memo === undefined ? undefined : { memo });
+      }
+      case 'refund':
+        return decideInMemory(this.space, calls, 'refund', now, { spentAtMs: step.spentAtMs, memo: step.memo });
+      case 'settle': {
+        const memo = step.records.memoAt(0);
+        if (memo === undefined) throw new Error('a settlement needs a request id');
+        const decision = decideInMemory(this.space, calls, 'settle', now, {
+          memo: { ...memo, count: calls.length },
+          actualCost: step.actualCost,
+          memoIndex: 0,
+        });
+        tellRecord(step, decision, 0);
+        return decision;
+      }
+      default:
+        return decideInMemory(this.space, calls, step.mode, now);
+    }
   }
 
   async remember(memo: Memo, value: string): Promise<void> {

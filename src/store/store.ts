@@ -1,83 +1,126 @@
-import type { DecideMode, DecideOptions, GroupDecision, Limit, LimitCall, LimitOutcome, Memo } from '@quota-service/core';
+import type { GroupDecision, LimitCall, Memo, Settlement } from '@quota-service/core';
 import type { EvictionRisk } from './redis/eviction-check.js';
 
-/** How decideGroups decides one entry: its mode, and for a refund the time of the spend it undoes. */
-export interface DecideStep {
-  mode: DecideMode;
-  spentAtMs?: number;
+/**
+ * A request id's records as the engine names them: where the request's
+ * decision (or reservation) is remembered, and where a settlement marks a
+ * limit settled, when the store leads with the limit at `index` of the step's
+ * calls. A store of one part leads with the first limit; on a Redis Cluster
+ * the first limit of the lowest hash slot, whose slot then holds the record.
+ */
+export interface RequestRecords {
+  memoAt(index: number): Omit<Memo, 'count' | 'claim'> | undefined;
+  markAt(index: number): Omit<Memo, 'count' | 'claim'> | undefined;
 }
 
 /**
- * Where decisions are made: Redis (one Lua script per decision, on Redis's
+ * One question to the store about a set of limit calls (each with its own
+ * key and cost), answered as one atomic step whatever part of the store the
+ * keys live on:
+ *
+ * - `spend`: checks every call, then spends on all of them only if all allow.
+ *   With `records` (a request id) the decision is remembered, and a retry
+ *   answers the remembered one (`replayed`) and spends nothing more; `memo`
+ *   instead names the record outright, for a step whose calls share one slot.
+ * - `peek`, `check`: every call's status; writes nothing (`check` reads a
+ *   check-only call as a spend would, `peek` reads the state as it is).
+ * - `charge`: spends each cost without checking it, into debt if need be.
+ * - `release`, `renew`: the lease of each concurrency call (LimitCall.lease).
+ * - `refund`: gives back what a spend at `spentAtMs` took.
+ * - `settle`: settles the reservation the request id remembered: its actual
+ *   cost against its estimate, once (`settlement`).
+ */
+export type DecideStep =
+  | { readonly mode: 'spend'; readonly calls: readonly LimitCall[]; readonly records?: RequestRecords; readonly memo?: Memo }
+  | { readonly mode: 'peek' | 'check' | 'charge' | 'release' | 'renew'; readonly calls: readonly LimitCall[] }
+  | { readonly mode: 'refund'; readonly calls: readonly LimitCall[]; readonly spentAtMs: number; readonly memo?: Memo }
+  | {
+      readonly mode: 'settle';
+      readonly calls: readonly LimitCall[];
+      readonly actualCost: number;
+      readonly records: RequestRecords;
+      /**
+       * Told of the reservation's record as soon as it answers (settled now or
+       * before, with when the limit holding it spent), whether or not the
+       * other parts of the store answer after it.
+       */
+      readonly onRecord?: (settlement: Settlement, recordSpentAtMs: number) => void;
+    };
+
+/**
+ * What the failure policy and the operator's endpoints need of a store whose
+ * state lives in separate parts (the masters of a Redis Cluster, or one
+ * Redis node): each part has its own circuit breaker.
+ */
+export interface StoreParts {
+  /** The part the step's first call goes to (its breaker and budget apply to the step). */
+  partitionOf(calls: readonly LimitCall[]): string;
+  /**
+   * How long (ms) the part has had calls outstanding without answering any of
+   * them; 0 when nothing is outstanding. The failure policy's budget counts
+   * this silence, not the time a call waited: a store that answers is busy, not down.
+   */
+  silentForMs(partition: string): number;
+  /**
+   * The failure policy gave up on the part (its circuit opened): drop the
+   * connection to it at once, so that calls still on their way never reach the
+   * store later and spend there after their callers got the failure mode's answer.
+   */
+  abandonCalls(partition: string): void;
+  /** Whether the store could drop quota state early, as checked by ready(); undefined before. */
+  evictionRisk(): EvictionRisk | undefined;
+}
+
+/**
+ * Where decisions are made: Redis (one Lua script per step, on Redis's
  * clock) or the embedded in-memory store (the same algorithms as TS models).
  */
 export interface QuotaStore {
   /** For the startup log, e.g. "redis 127.0.0.1:6379" or "embedded in-memory store". */
   readonly description: string;
-  /** Decides one limit for one identity and spends `cost` if allowed; atomic. */
-  decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome>;
   /**
-   * Decides every call in one atomic step: checks all, then (mode 'spend')
-   * spends on all only if all allow, or (mode 'peek') writes nothing. Outcomes
-   * in the order of `calls`. Redis needs all keys of one call in one slot.
+   * Decides each step, answered together in the steps' order: per step its
+   * decision, or the error it failed with. The steps of one call reach the
+   * store in one go (one script call per Redis node), in their order.
    */
-  decideAll(calls: readonly LimitCall[], mode: DecideMode): Promise<LimitOutcome[]>;
-  /**
-   * decideAll, also answering the store time it decided at; mode 'refund'
-   * needs `spentAtMs`, that time of the spend it undoes, and a `memo` makes a
-   * spend idempotent (decide.lua).
-   */
-  decideGroup(calls: readonly LimitCall[], mode: DecideMode, options?: DecideOptions): Promise<GroupDecision>;
-  /**
-   * decideGroup(calls, mode) for each entry of `list`, in order, answered
-   * together: per entry its decision, or the error decideGroup would have
-   * rejected with. One promise for a whole AllowBatch (src/engine/engine.ts).
-   * `mode` may also give each entry its own step: a phase of cross-slot
-   * decisions mixes spends, checks and refunds (src/engine/phased-spend.ts).
-   */
-  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode | readonly DecideStep[]): Promise<Array<GroupDecision | Error>>;
+  decide(steps: readonly DecideStep[]): Promise<Array<GroupDecision | Error>>;
   /** Stores `value` (encodeRemembered) as the remembered decision; '' forgets it. */
   remember(memo: Memo, value: string): Promise<void>;
-  /**
-   * The hash slot of a key on a Redis Cluster: calls whose keys share a slot
-   * can be decided in one atomic step. Stores without slots omit it or answer undefined (one step always).
-   */
-  slotOf?(key: string): number | undefined;
-  /**
-   * Whether one script call can decide `calls`, whose keys lie in several
-   * slots, all or nothing: on a Redis Cluster with node batches, when one
-   * master serves every slot (as last seen). Such a call that finds a slot
-   * elsewhere writes nothing and answers SlotsApart (store-errors.ts).
-   */
-  decidesInOneCall?(calls: readonly LimitCall[]): boolean;
   /** Resolves once the store has answered; the service reports SERVING only after that. */
   ready(): Promise<void>;
-  /**
-   * Whether the store could drop quota state early, as checked
-   * by ready(); for the health and metrics endpoints. Stores that cannot evict omit it.
-   */
-  evictionRisk?(): EvictionRisk | undefined;
-  /**
-   * The part of the store a key lives on, for one circuit breaker per part: the
-   * master that owns the key's slot on a Redis Cluster. Stores of one part omit it.
-   * `slot`: the key's slot, when the caller already knows it (slotOf).
-   */
-  partitionOf?(key: string, slot?: number): string;
-  /**
-   * How long (ms) the part of the store `partition` names (partitionOf; one
-   * part: ignored) has had calls outstanding without answering any of them; 0
-   * when nothing is outstanding. The failure policy's budget counts this
-   * silence, not the time a call waited: a store that answers is busy, not
-   * down. A store that omits it is taken as silent from the moment a call is made.
-   */
-  silentForMs?(partition: string): number;
-  /**
-   * The failure policy gave up on `partition` (its circuit opened): drop the
-   * connection to it at once, so that calls still on their way (in TCP's send
-   * buffer while the network is partitioned) never reach the store later and
-   * spend there after their callers got the failure mode's answer. Stores
-   * without such connections omit it.
-   */
-  abandonCalls?(partition: string): void;
   close(): Promise<void>;
+  /**
+   * A store whose state lives in separate parts that fail on their own
+   * (Redis). Absent: one part, timed from the moment each call is made (the
+   * embedded store answers within the turn, so its budget never runs out).
+   */
+  readonly parts?: StoreParts;
+}
+
+/**
+ * Whether a settlement's record holds a reservation to settle, of as many
+ * limits as the step has: only then is anything adjusted (else the engine
+ * refuses the settlement).
+ */
+export function settlesEveryLimit(step: { readonly calls: readonly LimitCall[] }, settlement: Settlement): boolean {
+  return (settlement.status === 'settled' || settlement.status === 'applied') && settlement.spentAtMs.length === step.calls.length;
+}
+
+/** Tells a settle step's onRecord of its record's answer, where the record is the limit at `index`. */
+export function tellRecord(step: Extract<DecideStep, { mode: 'settle' }>, decision: GroupDecision, index: number): void {
+  const settlement = decision.settlement;
+  if (settlement !== undefined && step.onRecord !== undefined && settlesEveryLimit(step, settlement))
+    step.onRecord(settlement, settlement.spentAtMs[index] ?? 0);
+}
+
+/** The one decision of a one-step decide: its answer, or a rejection with its error. */
+export function decideOne(store: QuotaStore, step: DecideStep): Promise<GroupDecision> {
+  return store.decide([step]).then(firstAnswer);
+}
+
+function firstAnswer(answers: Array<GroupDecision | Error>): GroupDecision {
+  const answer = answers[0];
+  if (answer === undefined) throw new Error('the store answered no decision');
+  if (answer instanceof Error) throw answer;
+  return answer;
 }

@@ -4,6 +4,7 @@ import { algorithms, identityKey, type Limit, type LimitCall } from '@quota-serv
 import { clearOfRealExpiry, startTime, timeStep } from '../support/lua-vs-model.js';
 import { limitFrom, memoryFixture, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
+import { decideAll, decideGroup } from '../support/store-calls.js';
 
 /**
  * Two driver features Envoy's rate limit service needs: a check-only call
@@ -45,7 +46,7 @@ describe.each(bothStores(redis))('on the %s store', (_name, makeFixture) => {
   });
 
   it('a check-only call with a spending one: the spend happens, the check spends nothing and reports its status unchanged', async () => {
-    const outcomes = await f.store.decideAll([call(bucket, 4), call(window, 1, true)], 'spend');
+    const outcomes = await decideAll(f.store, [call(bucket, 4), call(window, 1, true)], 'spend');
     expect(outcomes.map((o) => [o.allowed, o.remaining])).toEqual([
       [true, 6],
       [true, 3],
@@ -55,8 +56,8 @@ describe.each(bothStores(redis))('on the %s store', (_name, makeFixture) => {
   });
 
   it('a check that would not pass denies the whole call: nothing is spent anywhere', async () => {
-    for (let i = 0; i < 3; i++) await f.store.decideAll([call(window)], 'spend');
-    const outcomes = await f.store.decideAll([call(bucket, 4), call(window, 1, true)], 'spend');
+    for (let i = 0; i < 3; i++) await decideAll(f.store, [call(window)], 'spend');
+    const outcomes = await decideAll(f.store, [call(bucket, 4), call(window, 1, true)], 'spend');
     expect(outcomes.map((o) => o.allowed)).toEqual([true, false]);
     expect(outcomes[1]!.remaining).toBe(0);
     expect(await f.tokenBucket('rl:v1:bucket:user:{42}')).toBeUndefined();
@@ -65,17 +66,17 @@ describe.each(bothStores(redis))('on the %s store', (_name, makeFixture) => {
 
   it('a lone check-only call spends nothing, however often', async () => {
     for (let i = 0; i < 5; i++) {
-      const [outcome] = await f.store.decideAll([call(window, 1, true)], 'spend');
+      const [outcome] = await decideAll(f.store, [call(window, 1, true)], 'spend');
       expect(outcome).toMatchObject({ allowed: true, remaining: 3 });
     }
     expect(await f.counter('rl:v1:window:user:{42}:minute')).toBeUndefined();
   });
 
   it('a refund gives back what the spending calls took and leaves a check-only call alone', async () => {
-    await f.store.decideAll([call(bucket, 2)], 'spend');
-    const spent = await f.store.decideGroup([call(bucket, 3), call(window, 1, true)], 'spend');
+    await decideAll(f.store, [call(bucket, 2)], 'spend');
+    const spent = await decideGroup(f.store, [call(bucket, 3), call(window, 1, true)], 'spend');
     expect(await f.tokenBucket('rl:v1:bucket:user:{42}')).toEqual({ tokens: 5, ts: T0 });
-    await f.store.decideGroup([call(bucket, 3), call(window, 1, true)], 'refund', { spentAtMs: spent.nowMs });
+    await decideGroup(f.store, [call(bucket, 3), call(window, 1, true)], 'refund', { spentAtMs: spent.nowMs });
     expect(await f.tokenBucket('rl:v1:bucket:user:{42}')).toEqual({ tokens: 8, ts: T0 });
     expect(await f.counter('rl:v1:window:user:{42}:minute')).toBeUndefined();
   });
@@ -83,17 +84,17 @@ describe.each(bothStores(redis))('on the %s store', (_name, makeFixture) => {
   it('a fixed window of 90 s: its own key, aligned to the epoch, 2 per window', async () => {
     const start = Math.ceil(T0 / 90_000) * 90_000;
     f.clock.set(start + 1_000);
-    const first = await f.store.decideAll([call(ninety), call(ninety, 1, false, '43')], 'spend');
+    const first = await decideAll(f.store, [call(ninety), call(ninety, 1, false, '43')], 'spend');
     expect(first.map((o) => [o.allowed, o.remaining, o.resetAfterMs])).toEqual([
       [true, 1, 89_000],
       [true, 1, 89_000],
     ]);
-    expect((await f.store.decideAll([call(ninety)], 'spend'))[0]!.allowed).toBe(true);
-    const denied = (await f.store.decideAll([call(ninety)], 'spend'))[0]!;
+    expect((await decideAll(f.store, [call(ninety)], 'spend'))[0]!.allowed).toBe(true);
+    const denied = (await decideAll(f.store, [call(ninety)], 'spend'))[0]!;
     expect(denied).toMatchObject({ allowed: false, retryAfterMs: 89_000 });
     expect(await f.counter('rl:v1:ninety:user:{42}:90000ms')).toBe(2);
     f.clock.set(start + 90_000);
-    expect((await f.store.decideAll([call(ninety)], 'spend'))[0]).toMatchObject({ allowed: true, remaining: 1, resetAfterMs: 90_000 });
+    expect((await decideAll(f.store, [call(ninety)], 'spend'))[0]).toMatchObject({ allowed: true, remaining: 1, resetAfterMs: 90_000 });
   });
 });
 
@@ -124,12 +125,12 @@ describe('Lua equals model', () => {
             lua.clock.set(now);
             model.clock.set(now);
             const batch = chosen.map((limit, j) => call(limit, cost, checks[j]!, '7'));
-            const [a, b] = [await lua.store.decideGroup(batch, 'spend'), await model.store.decideGroup(batch, 'spend')];
+            const [a, b] = [await decideGroup(lua.store, batch, 'spend'), await decideGroup(model.store, batch, 'spend')];
             expect(a, `step ${i}`).toEqual(b);
             if (refund && a.outcomes.every((o) => o.allowed)) {
               const [ra, rb] = [
-                await lua.store.decideGroup(batch, 'refund', { spentAtMs: a.nowMs }),
-                await model.store.decideGroup(batch, 'refund', { spentAtMs: b.nowMs }),
+                await decideGroup(lua.store, batch, 'refund', { spentAtMs: a.nowMs }),
+                await decideGroup(model.store, batch, 'refund', { spentAtMs: b.nowMs }),
               ];
               expect(ra, `refund ${i}`).toEqual(rb);
             }

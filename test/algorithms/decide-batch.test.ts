@@ -2,9 +2,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { batchArguments, splitBatchReply, type BatchCall } from '../../src/store/redis/script/decide-batch.js';
 import { decideArguments, decideLua, rememberArguments, type ScriptCall } from '../../src/store/redis/script/decide-script.js';
-import { identityKey, parseDecideReply, requestKey } from '@quota-service/core';
+import { identityKey, requestKey } from '@quota-service/core';
 import { limitFrom, T0 } from '../support/store-fixtures.js';
 import { useRedisServer } from '../support/use-redis.js';
+import { parseDecideReply } from '../../src/store/redis/script/decide-reply.js';
 
 /**
  * The driver's batch mode read back (src/store/redis/script/decide-batch.ts): a batch

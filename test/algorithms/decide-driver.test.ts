@@ -4,6 +4,7 @@ import { identityKey, type Limit, type LimitCall } from '@quota-service/core';
 import { clearOfRealExpiry, startTime, timeStep } from '../support/lua-vs-model.js';
 import { limitFrom, memoryFixture, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
+import { decideAll } from '../support/store-calls.js';
 
 /**
  * The driver (src/store/redis/script/decide.lua and MemoryStore.decideAll) checks
@@ -35,7 +36,7 @@ describe.each(bothStores(redis))('driver on the %s store: check every limit, the
   });
 
   it('all allow: every limit spends', async () => {
-    const outcomes = await f.store.decideAll(calls([bucket, window]), 'spend');
+    const outcomes = await decideAll(f.store, calls([bucket, window]), 'spend');
     expect(outcomes.map((o) => [o.allowed, o.remaining])).toEqual([
       [true, 9],
       [true, 2],
@@ -44,19 +45,19 @@ describe.each(bothStores(redis))('driver on the %s store: check every limit, the
   });
 
   it('one denies: the limits that passed spend nothing', async () => {
-    for (let i = 0; i < 3; i++) await f.store.decideAll(calls([bucket, window]), 'spend');
-    const outcomes = await f.store.decideAll(calls([bucket, window]), 'spend');
+    for (let i = 0; i < 3; i++) await decideAll(f.store, calls([bucket, window]), 'spend');
+    const outcomes = await decideAll(f.store, calls([bucket, window]), 'spend');
     expect(outcomes.map((o) => o.allowed)).toEqual([true, false]);
     expect(await f.tokenBucket('rl:v1:bucket:user:{42}')).toEqual({ tokens: 7, ts: T0 });
   });
 
   it('peek: the same decisions, nothing written, no key created', async () => {
-    const peeked = await f.store.decideAll(calls(every, '42', 0), 'peek');
+    const peeked = await decideAll(f.store, calls(every, '42', 0), 'peek');
     expect(peeked.map((o) => o.remaining)).toEqual([10, 3, 4, 5, 6, 6, 7]);
     expect(await f.keys()).toEqual([]);
-    await f.store.decideAll(calls(every), 'spend');
+    await decideAll(f.store, calls(every), 'spend');
     const keys = await f.keys();
-    expect((await f.store.decideAll(calls(every, '42', 0), 'peek')).map((o) => o.remaining)).toEqual([9, 2, 3, 4, 5, 5, 6]);
+    expect((await decideAll(f.store, calls(every, '42', 0), 'peek')).map((o) => o.remaining)).toEqual([9, 2, 3, 4, 5, 5, 6]);
     expect(await f.keys()).toEqual(keys);
   });
 });
@@ -78,7 +79,7 @@ describe('driver properties', () => {
             model.clock.set(now);
             const batch = calls(limits, '7', peek ? 0 : cost);
             const mode = peek ? 'peek' : 'spend';
-            expect(await lua.store.decideAll(batch, mode), `step ${i}`).toEqual(await model.store.decideAll(batch, mode));
+            expect(await decideAll(lua.store, batch, mode), `step ${i}`).toEqual(await decideAll(model.store, batch, mode));
           }
         },
       ),

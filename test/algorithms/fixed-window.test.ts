@@ -2,6 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { identityKey } from '@quota-service/core';
 import { limitFrom, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
+import { decideLimit } from '../support/store-calls.js';
 
 // A fixed-window policy of 100 per minute.
 const perMinute = limitFrom({ name: 'per-user', key_by: 'user', algorithm: 'fixed_window', limit: 100, window: 'minute' });
@@ -13,7 +14,7 @@ const redis = useRedisServer();
 
 describe.each(bothStores(redis))('fixed window on the %s store: one counter per window, reset when the window starts', (_name, makeFixture) => {
   let f: StoreFixture;
-  const spend = (cost = 1) => f.store.decide(perMinute, IDENTITY, cost);
+  const spend = (cost = 1) => decideLimit(f.store, perMinute, IDENTITY, cost);
 
   beforeEach(async () => {
     f ??= makeFixture();
@@ -97,7 +98,7 @@ describe('fixed window units', () => {
     const f = redisFixture(redis());
     await f.reset();
     const limit = limitFrom({ name: 'w', key_by: 'user', algorithm: 'fixed_window', limit: 5, window });
-    expect(await f.store.decide(limit, identityKey('w', 'user', '42'), 1)).toMatchObject({ allowed: true, resetAfterMs });
+    expect(await decideLimit(f.store, limit, identityKey('w', 'user', '42'), 1)).toMatchObject({ allowed: true, resetAfterMs });
     expect(await f.keys()).toEqual([key]);
     // T0 = 2026-11-21T08:00:00Z starts a second, an hour, and sits 8 h into its UTC day.
     const start = window === 'day' ? T0 - 8 * 3_600_000 : T0;

@@ -4,6 +4,7 @@ import { identityKey } from '@quota-service/core';
 import { identity, runBoth, startTime, timeStep } from '../support/lua-vs-model.js';
 import { limitFrom, memoryFixture, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
+import { decideLimit } from '../support/store-calls.js';
 
 // The shipped order bucket's parameters (capacity 10, 2 per second), as a GCRA.
 const orders = limitFrom({ name: 'orders', key_by: 'user', algorithm: 'gcra', capacity: 10, refill_per_second: 2 });
@@ -13,7 +14,7 @@ const redis = useRedisServer();
 
 describe.each(bothStores(redis))('GCRA on the %s store', (_name, makeFixture) => {
   let f: StoreFixture;
-  const spend = (cost = 1, limit = orders) => f.store.decide(limit, KEY, cost);
+  const spend = (cost = 1, limit = orders) => decideLimit(f.store, limit, KEY, cost);
 
   beforeEach(async () => {
     f ??= makeFixture();
@@ -109,7 +110,7 @@ describe('GCRA properties', () => {
           const admitted: { at: number; cost: number }[] = [];
           for (const [step, cost] of raw) {
             f.clock.advance(step);
-            if (cost <= capacity && (await f.store.decide(limit, KEY, cost)).allowed) admitted.push({ at: f.clock.now(), cost });
+            if (cost <= capacity && (await decideLimit(f.store, limit, KEY, cost)).allowed) admitted.push({ at: f.clock.now(), cost });
           }
           for (const [i, first] of admitted.entries()) {
             let units = 0;

@@ -4,6 +4,7 @@ import { identityKey } from '@quota-service/core';
 import { identity, runBoth, startTime, timeStep } from '../support/lua-vs-model.js';
 import { limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
+import { decideLimit } from '../support/store-calls.js';
 
 const leaky = (mode: string, capacity = 10, leak = 2) =>
   limitFrom({ name: 'downstream', key_by: 'user', algorithm: 'leaky_bucket', capacity, leak_per_second: leak, mode });
@@ -15,7 +16,7 @@ const redis = useRedisServer();
 
 describe.each(bothStores(redis))('leaky bucket on the %s store', (_name, makeFixture) => {
   let f: StoreFixture;
-  const spend = (limit = policing, cost = 1) => f.store.decide(limit, KEY, cost);
+  const spend = (limit = policing, cost = 1) => decideLimit(f.store, limit, KEY, cost);
 
   beforeEach(async () => {
     f ??= makeFixture();
@@ -106,7 +107,7 @@ describe('leaky bucket properties', () => {
           for (const [step, cost] of raw) {
             f.clock.advance(step);
             if (cost > capacity) continue;
-            const outcome = await f.store.decide(limit, KEY, cost);
+            const outcome = await decideLimit(f.store, limit, KEY, cost);
             if (!outcome.allowed) continue;
             const delay = outcome.delayMs ?? 0;
             expect(delay).toBeLessThanOrEqual(Math.ceil(((capacity - cost) * 1000) / rate));

@@ -5,6 +5,7 @@ import { identityKey, type Limit } from '@quota-service/core';
 import { clearOfRealExpiry, identity, runBoth as runBothStores, timeStep, type Step } from '../support/lua-vs-model.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
+import { decideLimit } from '../support/store-calls.js';
 
 /**
  * "One algorithm, two bodies, proven equal": the Lua script on a real Redis
@@ -86,7 +87,7 @@ describe('Lua equals model', () => {
         const now = clearOfRealExpiry(time);
         lua.clock.set(now);
         const limit = limitFrom({ name: 'fw', key_by: 'user', algorithm: 'fixed_window', limit: 1, window });
-        await lua.store.decide(limit, identityKey('fw', 'user', '1'), 1);
+        await decideLimit(lua.store, limit, identityKey('fw', 'user', '1'), 1);
         const start = now - (now % WINDOWS[window].ms);
         expect(await client.keys('*')).toEqual([`rl:v1:fw:user:{1}:${window}`]);
         expect(await client.hgetall(`rl:v1:fw:user:{1}:${window}`)).toEqual({ w: String(start), c: '1' });

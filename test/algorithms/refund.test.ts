@@ -4,6 +4,7 @@ import { identityKey, type LimitCall } from '@quota-service/core';
 import { clearOfRealExpiry, startTime } from '../support/lua-vs-model.js';
 import { limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { useRedisServer } from '../support/use-redis.js';
+import { decideAll, decideGroup } from '../support/store-calls.js';
 
 /**
  * A refund gives back exactly what a spend took: after a spend and its refund
@@ -73,19 +74,19 @@ describe.each([
           const step = (ms: number) => (now = lua ? clearOfRealExpiry(now + ms) : now + ms);
           for (const m of before) {
             at(step(m.dt));
-            for (const f of both) await f.store.decideAll(call(m.cost), 'spend');
+            for (const f of both) await decideAll(f.store, call(m.cost), 'spend');
           }
           if (await expiresSoon(spent)) return;
           at(step(spend.dt));
-          const { outcomes, nowMs } = await spent.store.decideGroup(call(spend.cost), 'spend');
+          const { outcomes, nowMs } = await decideGroup(spent.store, call(spend.cost), 'spend');
           at(step(refundAfter));
-          if (outcomes[0]!.allowed) await spent.store.decideGroup(call(spend.cost), 'refund', { spentAtMs: nowMs });
+          if (outcomes[0]!.allowed) await decideGroup(spent.store, call(spend.cost), 'refund', { spentAtMs: nowMs });
           for (const [i, m] of after.entries()) {
             if (await expiresSoon(spent)) return;
             at(step(m.dt));
             const context = `after step ${i}`;
-            expect(await spent.store.decideAll(call(0), 'peek'), context).toEqual(await twin.store.decideAll(call(0), 'peek'));
-            expect(await spent.store.decideAll(call(m.cost), 'spend'), context).toEqual(await twin.store.decideAll(call(m.cost), 'spend'));
+            expect(await decideAll(spent.store, call(0), 'peek'), context).toEqual(await decideAll(twin.store, call(0), 'peek'));
+            expect(await decideAll(spent.store, call(m.cost), 'spend'), context).toEqual(await decideAll(twin.store, call(m.cost), 'spend'));
           }
         },
       ),

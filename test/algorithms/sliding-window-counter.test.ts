@@ -4,6 +4,7 @@ import { identityKey } from '@quota-service/core';
 import { identity, runBoth, startTime, timeStep } from '../support/lua-vs-model.js';
 import { limitFrom, memoryFixture, redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
+import { decideLimit } from '../support/store-calls.js';
 
 const perMinute = limitFrom({ name: 'api', key_by: 'user', algorithm: 'sliding_window_counter', limit: 100, window: 'minute' });
 const KEY = identityKey('api', 'user', '42');
@@ -12,7 +13,7 @@ const redis = useRedisServer();
 
 describe.each(bothStores(redis))('sliding window counter on the %s store', (_name, makeFixture) => {
   let f: StoreFixture;
-  const spend = (cost = 1) => f.store.decide(perMinute, KEY, cost);
+  const spend = (cost = 1) => decideLimit(f.store, perMinute, KEY, cost);
 
   beforeEach(async () => {
     f ??= makeFixture();
@@ -98,7 +99,7 @@ describe('sliding window counter properties', () => {
           const admitted: { at: number; cost: number }[] = [];
           for (const [step, cost] of raw) {
             f.clock.advance(step);
-            if (cost <= max && (await f.store.decide(limit, KEY, cost)).allowed) admitted.push({ at: f.clock.now(), cost });
+            if (cost <= max && (await decideLimit(f.store, limit, KEY, cost)).allowed) admitted.push({ at: f.clock.now(), cost });
           }
           const unitsIn = (from: number, to: number) => admitted.filter((a) => a.at >= from && a.at < to).reduce((n, a) => n + a.cost, 0);
           for (const { at } of admitted) {

@@ -4,6 +4,7 @@ import { identityKey } from '@quota-service/core';
 import { identity, runBoth, startTime, timeStep } from '../support/lua-vs-model.js';
 import { limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
+import { decideLimit } from '../support/store-calls.js';
 
 const threePerSecond = limitFrom({ name: 'tight', key_by: 'user', algorithm: 'sliding_window_log', limit: 3, window: 'second' });
 const KEY = identityKey('tight', 'user', '42');
@@ -12,7 +13,7 @@ const redis = useRedisServer();
 
 describe.each(bothStores(redis))('sliding window log on the %s store', (_name, makeFixture) => {
   let f: StoreFixture;
-  const spend = (cost = 1) => f.store.decide(threePerSecond, KEY, cost);
+  const spend = (cost = 1) => decideLimit(f.store, threePerSecond, KEY, cost);
 
   beforeEach(async () => {
     f ??= makeFixture();
@@ -107,7 +108,7 @@ describe('sliding window log properties', () => {
           const admitted: { at: number; cost: number }[] = [];
           for (const [step, cost] of raw) {
             f.clock.advance(step);
-            if (cost <= max && (await f.store.decide(limit, KEY, cost)).allowed) admitted.push({ at: f.clock.now(), cost });
+            if (cost <= max && (await decideLimit(f.store, limit, KEY, cost)).allowed) admitted.push({ at: f.clock.now(), cost });
           }
           for (const { at } of admitted) {
             const units = admitted.filter((a) => a.at > at - 1_000 && a.at <= at).reduce((n, a) => n + a.cost, 0);

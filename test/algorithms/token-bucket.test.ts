@@ -2,6 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { identityKey } from '@quota-service/core';
 import { limitFrom, memoryFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
+import { decideLimit } from '../support/store-calls.js';
 
 // The order endpoint's bucket, capacity 10, refill 2 tokens/s.
 const orders = limitFrom({ name: 'orders', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 2 });
@@ -11,7 +12,7 @@ const redis = useRedisServer();
 
 describe.each(bothStores(redis))('token bucket on the %s store: tokens and last refill time, refilled on each decision', (_name, makeFixture) => {
   let f: StoreFixture;
-  const spend = (cost = 1) => f.store.decide(orders, KEY, cost);
+  const spend = (cost = 1) => decideLimit(f.store, orders, KEY, cost);
 
   beforeEach(async () => {
     f ??= makeFixture();
@@ -92,19 +93,19 @@ describe.each(bothStores(redis))('token bucket on the %s store: tokens and last 
 
   it('identities do not share a bucket', async () => {
     await spend(10);
-    expect((await f.store.decide(orders, identityKey('orders', 'user', '43'), 1)).allowed).toBe(true);
+    expect((await decideLimit(f.store, orders, identityKey('orders', 'user', '43'), 1)).allowed).toBe(true);
   });
 });
 
 describe('token bucket expiry: an idle bucket is dropped after twice its time to refill, and the next request starts full', () => {
   it('embedded store: after the expiry period of inactivity the bucket is gone and the next request starts full', async () => {
     const f = memoryFixture();
-    await f.store.decide(orders, KEY, 10);
+    await decideLimit(f.store, orders, KEY, 10);
     f.clock.advance(10_000);
     expect(await f.keys()).toEqual([KEY]); // still there at exactly the TTL, as in Redis
     f.clock.advance(1);
     expect(await f.keys()).toEqual([]);
-    expect(await f.store.decide(orders, KEY, 1)).toMatchObject({ allowed: true, remaining: 9 });
+    expect(await decideLimit(f.store, orders, KEY, 1)).toMatchObject({ allowed: true, remaining: 9 });
   });
 
   it('Redis: the key expires on Redis time and the next request starts full', async () => {
@@ -123,7 +124,7 @@ describe('token bucket expiry: an idle bucket is dropped after twice its time to
       return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     };
     const before = await redisNow();
-    expect(await store.decide(quick, key, 1)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(await decideLimit(store, quick, key, 1)).toMatchObject({ allowed: true, remaining: 0 });
     const after = await redisNow();
     const expiresAt = Number(await client.call('PEXPIRETIME', key));
     // -2: the key is gone already, which it may be only once its 20 ms have passed.
@@ -135,6 +136,6 @@ describe('token bucket expiry: an idle bucket is dropped after twice its time to
     const deadline = Date.now() + 2_000;
     while ((await client.exists(key)) === 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     expect(await client.exists(key)).toBe(0);
-    expect(await store.decide(quick, key, 1)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(await decideLimit(store, quick, key, 1)).toMatchObject({ allowed: true, remaining: 0 });
   });
 });

@@ -128,11 +128,7 @@ describe('allowEach answers what allow() per request answers, issued in the same
 class DownStore extends MemoryStore {
   private failure: StoreUnavailableError | undefined;
 
-  override decideGroup(): Promise<never> {
-    return Promise.reject(this.turnFailure());
-  }
-
-  override decideGroups(): Promise<never> {
+  override decide(): Promise<never> {
     return Promise.reject(this.turnFailure());
   }
 

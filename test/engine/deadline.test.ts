@@ -3,6 +3,7 @@ import { parsePolicies, type SourcelessDecision } from '@quota-service/core';
 import { createLogger } from '../../src/logger.js';
 import { StoreTimeoutError, TurnDeadlines } from '../../src/engine/deadline.js';
 import { StoreFailurePolicy, type StoreFailureKind } from '../../src/engine/failure.js';
+import { decideLimit } from '../support/store-calls.js';
 
 /**
  * The store calls of one turn (an AllowBatch) share one timer; each call must
@@ -131,7 +132,7 @@ policies:
     const decisions = names.map((name) =>
       failure.decide(policies.get(name)!, hung as () => Promise<SourcelessDecision>, async (local, scale) => {
         const limit = scale(policies.get(name)!.limits[0]!);
-        const outcome = await local.decide(limit, `rl:v1:${limit.name}:user:{u}`, 1);
+        const outcome = await decideLimit(local, limit, `rl:v1:${limit.name}:user:{u}`, 1);
         return { allowed: outcome.allowed, retryAfterMs: outcome.retryAfterMs, deniedBy: '', limits: [], delayMs: 0 };
       }),
     );

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parsePolicies, type SourcelessDecision, StoreUnavailableError } from '@quota-service/core';
 import { createLogger } from '../../src/logger.js';
 import { StoreFailurePolicy, type StoreFailureKind } from '../../src/engine/failure.js';
+import { decideLimit } from '../support/store-calls.js';
 
 /**
  * The failure policy on its own: the "store call" is a plain function whose
@@ -38,7 +39,7 @@ function setup(halfOpenAfterMs = 60_000) {
       },
       async (local, scale) => {
         const limit = scale(policy(name).limits[0]!);
-        const outcome = await local.decide(limit, `rl:v1:${limit.name}:user:{u}`, 1);
+        const outcome = await decideLimit(local, limit, `rl:v1:${limit.name}:user:{u}`, 1);
         return { allowed: outcome.allowed, retryAfterMs: outcome.retryAfterMs, deniedBy: outcome.allowed ? '' : limit.name, limits: [], delayMs: 0 };
       },
       partition,

@@ -5,6 +5,7 @@ import { RedisStore } from '../../src/store/redis/redis-store.js';
 import type { Shard } from '../support/redis-cluster.js';
 import { limitFrom, T0 } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';
+import { decideLimit } from '../support/store-calls.js';
 
 /** The key layout (docs/keys.md) measured on a real 3-master cluster, with Redis's own CLUSTER KEYSLOT. */
 const orders = limitFrom({ name: 'orders', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 2 });
@@ -21,7 +22,7 @@ describe('state keys on a real Redis Cluster', () => {
   let store: RedisStore;
   beforeAll(async () => {
     shards = (await cluster().topology()).shards;
-    store = RedisStore.connectCluster(cluster().seeds, { testClock: new VirtualClock(T0) });
+    store = RedisStore.connectCluster(cluster().seeds, { clock: new VirtualClock(T0) });
     await store.ready();
   });
   afterAll(async () => {
@@ -116,8 +117,8 @@ describe('state keys on a real Redis Cluster', () => {
   it('crafted identities never share state: each spends a whole bucket and a whole window of its own, on the master of its slot', async () => {
     for (const id of crafted) {
       const [bucketKey, windowKey] = keysOf(id);
-      const bucket = await store.decide(orders, bucketKey, 10);
-      const window = await store.decide(perMinute, identityKey(perMinute.name, perMinute.keyBy, id), 120);
+      const bucket = await decideLimit(store, orders, bucketKey, 10);
+      const window = await decideLimit(store, perMinute, identityKey(perMinute.name, perMinute.keyBy, id), 120);
       // A collision with an earlier identity would find its bucket or window already spent.
       expect({ id, bucket: bucket.allowed, window: window.allowed }).toEqual({ id, bucket: true, window: true });
       const owner = cluster().node(masterOf((await slotsOf([bucketKey]))[0]!));

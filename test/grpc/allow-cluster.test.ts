@@ -46,7 +46,7 @@ describe('Allow over gRPC on a Redis Cluster (Redis clock)', () => {
 
   it('one token left, 50 simultaneous calls over 3 service instances with their own cluster clients: exactly one allowed', async () => {
     const clock = new VirtualClock(T0);
-    const stores = [0, 1, 2].map(() => RedisStore.connectCluster(cluster().seeds, { testClock: clock }));
+    const stores = [0, 1, 2].map(() => RedisStore.connectCluster(cluster().seeds, { clock: clock }));
     const replicas = await Promise.all(stores.map((s) => startTestService(s)));
     try {
       expect((await replicas[0]!.client.allow({ policy: 'orders', identity: { user: 'race' }, cost: 9 })).allowed).toBe(true);

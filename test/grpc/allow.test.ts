@@ -78,7 +78,7 @@ describe('atomic decisions over gRPC: simultaneous calls on several instances ne
   it('one token left, 50 simultaneous calls spread over 3 service instances: exactly one allowed', async () => {
     // Frozen virtual time: no refill can happen between the calls, so only atomicity decides.
     const clock = new VirtualClock(T0);
-    const replicas = await Promise.all([0, 1, 2].map(() => startTestService(new RedisStore(redis.client(), { testClock: clock }))));
+    const replicas = await Promise.all([0, 1, 2].map(() => startTestService(new RedisStore(redis.client(), { clock: clock }))));
     try {
       const first = replicas[0]!.client;
       expect((await first.allow({ policy: 'orders', identity: { user: 'race' }, cost: 9 })).allowed).toBe(true);

@@ -59,7 +59,7 @@ describe('kill -9 of a master under batched load', () => {
   let store: RedisStore;
   let service: TestService;
   beforeAll(async () => {
-    store = RedisStore.connectCluster(cluster().seeds, { testClock: new VirtualClock(T0) });
+    store = RedisStore.connectCluster(cluster().seeds, { clock: new VirtualClock(T0) });
     service = await startTestService(store, policies);
   });
   afterAll(async () => {

@@ -49,7 +49,7 @@ describe('GetQuota on Redis (virtual clock)', () => {
   const clock = new VirtualClock(T0);
   let service: TestService;
   beforeAll(async () => {
-    service = await startTestService(new RedisStore(redis.client(), { testClock: clock }), policies);
+    service = await startTestService(new RedisStore(redis.client(), { clock: clock }), policies);
   });
   afterAll(async () => {
     await service?.stop();

@@ -40,11 +40,7 @@ policies:
 
 /** A store that cannot be reached: every policy's failure mode answers. */
 class UnreachableStore extends MemoryStore {
-  override decideGroup(): never {
-    throw new StoreUnavailableError(new Error('unreachable'));
-  }
-
-  override decideGroups(): Promise<never> {
+  override decide(): Promise<never> {
     return Promise.reject(new StoreUnavailableError(new Error('unreachable')));
   }
 }

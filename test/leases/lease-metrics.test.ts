@@ -70,7 +70,7 @@ describe('lease metrics', () => {
     it('a lease released through the other replica is not expired; one left to expire counts once over both', async () => {
       const f = redisFixture(redis());
       await f.reset();
-      const other = new RedisStore(redis().client(), { testClock: f.clock });
+      const other = new RedisStore(redis().client(), { clock: f.clock });
       try {
         const a = replica(f.store, f.clock);
         const b = replica(other, f.clock);

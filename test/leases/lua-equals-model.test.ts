@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DecideMode, identityKey, leaseMember, type LimitCall } from '@quota-service/core';
 import { clusterFixture, limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { useRedisCluster, useRedisServer } from '../support/use-redis.js';
+import { decideGroup } from '../support/store-calls.js';
 
 /**
  * Concurrency leases, one algorithm with two bodies: the Lua function on a
@@ -61,7 +62,7 @@ describe('concurrency: Lua = model, single node and cluster; never more than lim
           const key = identityKey('jobs', 'user', who);
           if ((await fixtures[0]!.ttl(key)) === undefined) for (const client of raw) await client.del(key);
           const call: LimitCall = { limit, identityKey: key, cost: op === 'peek' ? 0 : 1, lease: leaseMember(`user=${who}`, rid) };
-          const [model, ...others] = await Promise.all(fixtures.map((f) => f.store.decideGroup([call], MODE[op])));
+          const [model, ...others] = await Promise.all(fixtures.map((f) => decideGroup(f.store, [call], MODE[op])));
           const context = `step ${i}: ${JSON.stringify({ dt, op, who, rid, ...p })}`;
           others.forEach((answer, j) => expect(answer, `${context} on ${fixtures[j + 1]!.name}`).toEqual(model));
           const ttl = await fixtures[0]!.ttl(key);
@@ -87,16 +88,16 @@ describe('concurrency: Lua = model, single node and cluster; never more than lim
     for (const f of fixtures) {
       await f.reset();
       const call: LimitCall = { limit, identityKey: identityKey('jobs', 'user', 'a'), cost: 1, lease: leaseMember('user=a', 'r1') };
-      const first = await f.store.decideGroup([call], 'spend');
+      const first = await decideGroup(f.store, [call], 'spend');
       expect(first.outcomes[0], f.name).toMatchObject({ allowed: true, remaining: 1, resetAfterMs: 60_000 });
       f.clock.advance(1_000);
       // A retry finds its lease held: allowed, expiring when the first acquisition said, nothing added.
-      const retry = await f.store.decideGroup([call], 'spend');
+      const retry = await decideGroup(f.store, [call], 'spend');
       expect(retry.outcomes[0], f.name).toMatchObject({ allowed: true, remaining: 1, resetAfterMs: 59_000 });
-      await f.store.decideGroup([call], 'refund', { spentAtMs: retry.nowMs });
-      expect((await f.store.decideGroup([{ ...call, cost: 0 }], 'peek')).outcomes[0]!.remaining, `${f.name}: still held`).toBe(1);
-      await f.store.decideGroup([call], 'refund', { spentAtMs: first.nowMs });
-      expect((await f.store.decideGroup([{ ...call, cost: 0 }], 'peek')).outcomes[0]!.remaining, `${f.name}: refunded`).toBe(2);
+      await decideGroup(f.store, [call], 'refund', { spentAtMs: retry.nowMs });
+      expect((await decideGroup(f.store, [{ ...call, cost: 0 }], 'peek')).outcomes[0]!.remaining, `${f.name}: still held`).toBe(1);
+      await decideGroup(f.store, [call], 'refund', { spentAtMs: first.nowMs });
+      expect((await decideGroup(f.store, [{ ...call, cost: 0 }], 'peek')).outcomes[0]!.remaining, `${f.name}: refunded`).toBe(2);
       expect(await f.keys(), `${f.name}: the empty set is gone`).toEqual([]);
     }
   });

@@ -33,7 +33,7 @@ describe('prefix override generations on a Redis Cluster', () => {
   it('a change that some slots refuse fails, saying to repeat it; the repeat raises every slot and every replica applies it', async () => {
     const f = fixture();
     const s = adminSetup(f, policies);
-    const other = RedisStore.connectCluster(cluster().seeds, { testClock: f.clock });
+    const other = RedisStore.connectCluster(cluster().seeds, { clock: f.clock });
     await other.ready();
     const stale = replicaOf(f, policies, other);
     const masters = (await cluster().topology()).shards.map((shard) => shard.masterPort);

@@ -87,7 +87,7 @@ describe('reservation metrics', () => {
     it('a reservation made through one replica and settled through the other is outstanding in the sum, then not', async () => {
       const f = redisFixture(redis());
       await f.reset();
-      const other = new RedisStore(redis().client(), { testClock: f.clock });
+      const other = new RedisStore(redis().client(), { clock: f.clock });
       try {
         const a = replica(f.store, f.clock);
         const b = replica(other, f.clock);

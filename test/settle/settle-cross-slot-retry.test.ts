@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { type DecideMode, type DecideOptions, type LimitCall, parsePolicies } from '@quota-service/core';
+import { type GroupDecision, parsePolicies } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import type { QuotaStore } from '../../src/store/store.js';
+import type { ScriptStep } from '../../src/store/redis/cross-slot.js';
+import { keySlot } from '../../src/store/redis/key-slot.js';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { useClusterFixture } from '../support/use-redis.js';
 
 /**
@@ -34,34 +36,24 @@ type Fault = 'before-redis' | 'answer-lost';
  * adjustment of a settlement's later slot group) fails once: before it is sent,
  * or after Redis ran it, as a timeout or a dropped connection would.
  */
-function failingOnce(store: QuotaStore): { store: QuotaStore; arm: (fault: Fault) => void; failed: () => number } {
-  let armed: Fault | undefined;
-  let failed = 0;
-  const wrapped = new Proxy(store, {
-    get(target, name, receiver) {
-      if (name !== 'decideGroup') {
-        const value = Reflect.get(target, name, receiver);
-        return typeof value === 'function' ? value.bind(target) : value;
-      }
-      return (calls: readonly LimitCall[], mode: DecideMode, options?: DecideOptions) => {
-        const fault = armed;
-        if (fault === undefined || (mode !== 'refund' && mode !== 'charge')) return target.decideGroup(calls, mode, options);
-        armed = undefined;
-        failed++;
-        if (fault === 'before-redis') return Promise.reject(new Error('injected: the shard did not answer'));
-        return target.decideGroup(calls, mode, options).then(() => {
-          throw new Error('injected: the answer was lost');
-        });
-      };
-    },
-  });
-  return {
-    store: wrapped,
-    arm: (fault) => {
-      armed = fault;
-    },
-    failed: () => failed,
-  };
+class FailingOnce extends RedisStore {
+  armed: Fault | undefined;
+  failed = 0;
+
+  protected override runScripts(steps: readonly ScriptStep[]): Promise<Array<GroupDecision | Error>> {
+    const fault = this.armed;
+    const at = steps.findIndex((step) => step.mode === 'refund' || step.mode === 'charge');
+    if (fault === undefined || at < 0) return super.runScripts(steps);
+    this.armed = undefined;
+    this.failed++;
+    const injected = new Error(fault === 'before-redis' ? 'injected: the shard did not answer' : 'injected: the answer was lost');
+    const others = steps.filter((_, i) => i !== at || fault === 'answer-lost');
+    return super.runScripts(others).then((answers) => {
+      if (fault === 'answer-lost') answers[at] = injected;
+      else answers.splice(at, 0, injected);
+      return answers;
+    });
+  }
 }
 
 describe('Settle across slots, Redis Cluster: a retry finishes what a failed call left, once', () => {
@@ -74,17 +66,17 @@ describe('Settle across slots, Redis Cluster: a retry finishes what a failed cal
     ] as const) {
       it(`${actual < estimate ? 'refund' : 'charge'}, the later group's step failing ${fault}`, async () => {
         const f = fixture();
-        expect(f.store.slotOf?.('rl:v1:bulk-user:user:{u1}')).not.toBe(f.store.slotOf?.('rl:v1:bulk-tenant:tenant:{acme}'));
-        const failing = failingOnce(f.store);
-        const engine = new QuotaEngine(policies, failing.store);
+        expect(keySlot('rl:v1:bulk-user:user:{u1}')).not.toBe(keySlot('rl:v1:bulk-tenant:tenant:{acme}'));
+        const failing = new FailingOnce((f.store as RedisStore).client, { clock: f.clock });
+        const engine = new QuotaEngine(policies, failing);
         const remaining = async () => (await engine.getQuota({ policy: 'bulk', identity })).map((l) => l.remaining);
 
         expect((await engine.allow({ policy: 'bulk', identity, cost: estimate, requestId: 'job-1' })).allowed).toBe(true);
         expect(await remaining()).toEqual([100 - estimate, 100 - estimate]);
 
-        failing.arm(fault);
+        failing.armed = fault;
         await expect(engine.settle({ policy: 'bulk', identity, requestId: 'job-1', actualCost: actual })).rejects.toThrow(/injected/);
-        expect(failing.failed()).toBe(1);
+        expect(failing.failed).toBe(1);
         // The record's slot is settled; the other one has its adjustment only if Redis ran it.
         const after = await remaining();
         expect(after).toContain(100 - actual);

@@ -5,6 +5,7 @@ import { identityKey, parsePolicies, type PolicySet } from '@quota-service/core'
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { clusterFixture, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { useRedisCluster, useRedisServer } from '../support/use-redis.js';
+import { decideAll } from '../support/store-calls.js';
 
 /**
  * Settle and charge, Lua = model: the same random sequence of Allows (with
@@ -117,7 +118,7 @@ describe('settle and charge: model = single node = cluster', () => {
           cost: o.cost,
         }));
         // Each call on its own: on the cluster the limits may live in different slots.
-        answers = await Promise.all(fixtures.map((f) => Promise.all(calls.map((call) => f.store.decideAll([call], 'charge')))));
+        answers = await Promise.all(fixtures.map((f) => Promise.all(calls.map((call) => decideAll(f.store, [call], 'charge')))));
       }
       const [model, ...others] = answers;
       others.forEach((answer, j) => expect(answer, `${context} on ${fixtures[j + 1]!.name}`).toEqual(model));

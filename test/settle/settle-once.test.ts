@@ -138,7 +138,7 @@ describe('Settle on real Redis', () => {
   it('60 Settles at once from 6 replicas for one reservation: exactly one settles, the others answer its settlement', async () => {
     const clock = new VirtualClock(T0);
     await redis().client().flushdb();
-    const stores = Array.from({ length: 6 }, () => new RedisStore(redis().client(), { testClock: clock }));
+    const stores = Array.from({ length: 6 }, () => new RedisStore(redis().client(), { clock: clock }));
     const replicas = stores.map((store) => new QuotaEngine(POLICIES, store));
     const identity = { user: 'x', tenant: 't' };
     expect((await replicas[0]!.allow({ policy: 'multi', identity, cost: 8, requestId: 'job' })).allowed).toBe(true);

@@ -124,8 +124,8 @@ function useSides(): () => Sides {
   beforeAll(async () => {
     const clock = new VirtualClock(T0);
     const memory = new MemoryStore(clock);
-    const batchedStore = RedisStore.connectCluster(clusterA().seeds, { testClock: clock });
-    const oneByOneStore = RedisStore.connectCluster(clusterB().seeds, { testClock: clock, batch: false });
+    const batchedStore = RedisStore.connectCluster(clusterA().seeds, { clock: clock });
+    const oneByOneStore = RedisStore.connectCluster(clusterB().seeds, { clock: clock, batch: false });
     await Promise.all([batchedStore.ready(), oneByOneStore.ready()]);
     const { shards } = await clusterA().topology();
     sides = {

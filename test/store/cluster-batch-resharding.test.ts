@@ -67,7 +67,7 @@ describe('resharding while batches run (ASK, TRYAGAIN-free moves, MOVED)', () =>
   let memory: MemoryStore;
   const clock = new VirtualClock(START);
   beforeAll(async () => {
-    store = RedisStore.connectCluster(cluster().seeds, { testClock: clock });
+    store = RedisStore.connectCluster(cluster().seeds, { clock: clock });
     memory = new MemoryStore(clock);
     await store.ready();
   });

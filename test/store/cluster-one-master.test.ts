@@ -3,6 +3,7 @@ import { stringify } from 'yaml';
 import { type AllowInput, parsePolicies, VirtualClock } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { keySlot } from '../../src/store/redis/key-slot.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { scriptCalls } from '../support/script-calls.js';
 import { useRedisCluster } from '../support/use-redis.js';
@@ -35,7 +36,7 @@ describe('two slots on one master', () => {
   let memory: MemoryStore;
   const clock = new VirtualClock(START);
   beforeAll(async () => {
-    store = RedisStore.connectCluster(cluster().seeds, { testClock: clock });
+    store = RedisStore.connectCluster(cluster().seeds, { clock: clock });
     memory = new MemoryStore(clock);
     await store.ready();
   });
@@ -47,10 +48,10 @@ describe('two slots on one master', () => {
   /** A tenant value whose slot is not the user's but is served by the user's master, never used before. */
   async function tenantBesides(user: string, prefix: string): Promise<{ tenant: string; master: number }> {
     const master = await cluster().ownerOf(`{${user}}`);
-    const userSlot = store.slotOf(`{${user}}`);
+    const userSlot = keySlot(`{${user}}`);
     for (let i = 0; ; i++) {
       const tenant = `${prefix}-${i}`;
-      if (store.slotOf(`{${tenant}}`) !== userSlot && (await cluster().ownerOf(`{${tenant}}`)) === master) return { tenant, master };
+      if (keySlot(`{${tenant}}`) !== userSlot && (await cluster().ownerOf(`{${tenant}}`)) === master) return { tenant, master };
     }
   }
 
@@ -95,14 +96,15 @@ describe('two slots on one master', () => {
   it('a slot that moved away under a stale slot map: the whole call runs nothing, the request is decided slot by slot', async () => {
     const user = 'moved-u';
     const { tenant, master } = await tenantBesides(user, 'moved-t');
-    const slot = store.slotOf(`{${tenant}}`)!;
+    const slot = keySlot(`{${tenant}}`)!;
     const { shards } = await cluster().topology();
     const target = shards.map((shard) => shard.masterPort).find((port) => port !== master)!;
     const targetId = String(await cluster().node(target).call('CLUSTER', 'MYID'));
     // The tenant's slot holds no key yet: it moves by SETSLOT NODE alone, told to every master but not to the client.
     for (const shard of shards) await cluster().node(shard.masterPort).call('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
     expect(await cluster().ownerOf(`{${tenant}}`)).toBe(target);
-    expect(store.partitionOf(`{${tenant}}`)).toBe(store.partitionOf(`{${user}}`));
+    const partitionOf = (key: string) => store.parts.partitionOf([{ limit: policies.get('multi')!.limits[0]!, identityKey: key, cost: 1 }]);
+    expect(partitionOf(`{${tenant}}`)).toBe(partitionOf(`{${user}}`));
 
     const onCluster = new QuotaEngine(policies, store);
     const model = new QuotaEngine(policies, memory);

@@ -7,9 +7,9 @@ async function riskWith(args: string[]) {
   const redis = await startRedisServer({ args });
   const store = RedisStore.connect(redis.url);
   try {
-    expect(store.evictionRisk()).toBeUndefined();
+    expect(store.parts.evictionRisk()).toBeUndefined();
     await store.ready();
-    return { risk: store.evictionRisk(), node: `127.0.0.1:${redis.port}` };
+    return { risk: store.parts.evictionRisk(), node: `127.0.0.1:${redis.port}` };
   } finally {
     await store.close();
     await redis.stop();

@@ -5,6 +5,7 @@ import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { scriptCalls } from '../support/script-calls.js';
 import { limitFrom, T0 } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';
+import { decideGroups } from '../support/store-calls.js';
 
 /**
  * A node batch stays short, as a batch on one node does (BATCH_LIMITS,
@@ -27,7 +28,7 @@ describe('node batches keep to the batch limits: 100 calls, 512 keys', () => {
   /** 201 users whose slots the first master serves. */
   let users: string[];
   beforeAll(async () => {
-    store = RedisStore.connectCluster(cluster().seeds, { testClock: new VirtualClock(T0) });
+    store = RedisStore.connectCluster(cluster().seeds, { clock: new VirtualClock(T0) });
     await store.ready();
     const { shards } = await cluster().topology();
     masterPorts = shards.map((s) => s.masterPort);
@@ -42,7 +43,8 @@ describe('node batches keep to the batch limits: 100 calls, 512 keys', () => {
   beforeEach(async () => {
     await Promise.all(masterPorts.map((port) => cluster().node(port).flushall()));
     // The batch script is known on every master's connection (the first call sends EVAL).
-    await store.decideGroups(
+    await decideGroups(
+      store,
       users.slice(0, 2).map((user) => sixLimits(user)),
       'peek',
     );
@@ -60,7 +62,8 @@ describe('node batches keep to the batch limits: 100 calls, 512 keys', () => {
     [200, 2],
     [201, 3],
   ])('%i one-key calls of one turn for one master: %i script calls there', async (count, scriptCallsThere) => {
-    const answers = await store.decideGroups(
+    const answers = await decideGroups(
+      store,
       users.slice(0, count).map((user) => oneLimit(user)),
       'spend',
     );
@@ -72,7 +75,8 @@ describe('node batches keep to the batch limits: 100 calls, 512 keys', () => {
     [85, 1],
     [86, 2],
   ])('%i calls of 6 keys of one turn for one master: %i script calls there', async (count, scriptCallsThere) => {
-    const answers = await store.decideGroups(
+    const answers = await decideGroups(
+      store,
       users.slice(0, count).map((user) => sixLimits(user)),
       'spend',
     );

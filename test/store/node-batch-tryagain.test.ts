@@ -5,6 +5,7 @@ import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { scriptCalls } from '../support/script-calls.js';
 import { limitFrom, T0 } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';
+import { decideGroups } from '../support/store-calls.js';
 
 /**
  * A node batch meets a call whose keys (one slot) are split between two nodes
@@ -31,7 +32,7 @@ describe('a node batch over a slot whose keys are split between two nodes mid-mi
   const cluster = useRedisCluster();
   let store: RedisStore;
   beforeAll(async () => {
-    store = RedisStore.connectCluster(cluster().seeds, { testClock: new VirtualClock(T0) });
+    store = RedisStore.connectCluster(cluster().seeds, { clock: new VirtualClock(T0) });
     await store.ready();
   });
   afterAll(async () => {
@@ -53,7 +54,8 @@ describe('a node batch over a slot whose keys are split between two nodes mid-mi
     }
     const users = ['a', ...others];
     // Both keys of every user exist: 10 - 2 tokens, 2 of 5 in the window.
-    const first = await store.decideGroups(
+    const first = await decideGroups(
+      store,
       users.map((user) => callsOf(user, 2)),
       'spend',
     );
@@ -76,7 +78,8 @@ describe('a node batch over a slot whose keys are split between two nodes mid-mi
 
     const tryAgains = async () => Number(/errorstat_TRYAGAIN:count=(\d+)/.exec(await node(source).info('errorstats'))?.[1] ?? 0);
     // One turn: the three users' calls go to the source as one node batch.
-    const batch = store.decideGroups(
+    const batch = decideGroups(
+      store,
       users.map((user) => callsOf(user, 1)),
       'spend',
     );
@@ -101,7 +104,8 @@ describe('a node batch over a slot whose keys are split between two nodes mid-mi
     expect(await scriptCalls(node(source))).toBe(1);
     expect(await scriptCalls(node(target))).toBe(1);
     // Spent once each: 10 - 2 - 1 tokens and 3 in the window, for "a" on the target, the others on the source.
-    const peek = await store.decideGroups(
+    const peek = await decideGroups(
+      store,
       users.map((user) => callsOf(user, 0)),
       'peek',
     );

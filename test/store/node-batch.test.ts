@@ -7,6 +7,7 @@ import { slotTags } from '../../src/overrides/slot-tags.js';
 import { keySlot } from '../../src/store/redis/key-slot.js';
 import { limitFrom, T0 } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';
+import { decideGroup, decideGroups } from '../support/store-calls.js';
 
 /**
  * Node batches as Redis sees them (src/store/redis/script-batcher.ts, decide.lua
@@ -28,7 +29,7 @@ describe('node batches on a 3-master cluster', () => {
   /** Two users per master, by port. */
   let usersOf: Map<number, string[]>;
   beforeAll(async () => {
-    store = RedisStore.connectCluster(cluster().seeds, { testClock: clock });
+    store = RedisStore.connectCluster(cluster().seeds, { clock: clock });
     await store.ready();
     usersOf = new Map();
     for (let i = 0; [...usersOf.values()].filter((users) => users.length >= 2).length < 3; i++) {
@@ -41,7 +42,8 @@ describe('node batches on a 3-master cluster', () => {
     const { shards } = await cluster().topology();
     await Promise.all(shards.map((shard) => cluster().node(shard.masterPort).flushall()));
     // Every master has the scripts loaded on the store's connection (ioredis's first call sends EVAL).
-    await store.decideGroups(
+    await decideGroups(
+      store,
       [...usersOf.values()].flat().map((user) => callsOf(user, 0)),
       'peek',
     );
@@ -53,7 +55,8 @@ describe('node batches on a 3-master cluster', () => {
 
   it("one turn's calls: one script call per master, each call decided as alone", async () => {
     const users = [...usersOf.values()].flat();
-    const answers = await store.decideGroups(
+    const answers = await decideGroups(
+      store,
       users.flatMap((user) => [callsOf(user, 4), callsOf(user, 4)]),
       'spend',
     );
@@ -71,13 +74,13 @@ describe('node batches on a 3-master cluster', () => {
 
   it('a refund that fails after its first write answers its error and is never sent again (refunded once)', async () => {
     const [port, [user, other]] = [...usersOf.entries()][0] as [number, string[]];
-    const spend = (await store.decideGroup([callsOf(user!, 5)[0]!], 'spend')) as GroupDecision;
+    const spend = (await decideGroup(store, [callsOf(user!, 5)[0]!], 'spend')) as GroupDecision;
     expect(spend.outcomes[0]!.remaining).toBe(5);
     // The window's key of the wrong type: the refund gives the bucket back, then fails on the window.
     const windowKey = window.algorithm.scriptKeys(identityKey('fw', 'user', user!), window.params)[0]!;
     await cluster().node(port).set(windowKey, 'not a hash');
     await cluster().node(port).config('RESETSTAT');
-    const [refund, beside] = await store.decideGroups([callsOf(user!, 2), callsOf(other!, 0)], [{ mode: 'refund', spentAtMs: spend.nowMs }, { mode: 'peek' }]);
+    const [refund, beside] = await decideGroups(store, [callsOf(user!, 2), callsOf(other!, 0)], [{ mode: 'refund', spentAtMs: spend.nowMs }, { mode: 'peek' }]);
     expect(await scriptCalls(cluster().node(port))).toBe(1);
     expect(String(refund)).toMatch(/WRONGTYPE/);
     expect((beside as GroupDecision).outcomes.map((o) => o.allowed)).toEqual([true, true]);
@@ -96,7 +99,7 @@ describe('node batches on a 3-master cluster', () => {
     await cluster().node(port).set(generationKey, '5');
     await cluster().node(port).config('RESETSTAT');
     const guard = { generation: 0, generationKey, stamp: '', wildcardExpiresAtMs: 0 };
-    const [stale, beside] = await store.decideGroups([callsOf(user!).map((call) => ({ ...call, guard })), callsOf(other!)], 'spend');
+    const [stale, beside] = await decideGroups(store, [callsOf(user!).map((call) => ({ ...call, guard })), callsOf(other!)], 'spend');
     expect(isStaleOverrides(stale), String(stale)).toBe(true);
     expect(String(stale)).toMatch(/QUOTA_OVERRIDES_STALE 5/);
     expect((beside as GroupDecision).outcomes.map((o) => o.allowed)).toEqual([true, true]);
@@ -118,7 +121,7 @@ describe('node batches on a 3-master cluster', () => {
         guard: { generation: 3, generationKey: overrideGenerationKey(tags[keySlot(call.identityKey)]!), stamp: '', wildcardExpiresAtMs: 0 },
       }));
     const users = [...usersOf.values()].flat();
-    const answers = await store.decideGroups(users.map(guarded), 'spend');
+    const answers = await decideGroups(store, users.map(guarded), 'spend');
     for (const answer of answers) expect((answer as GroupDecision).outcomes.map((o) => o.allowed)).toEqual([true, true]);
     for (const port of usersOf.keys()) {
       expect(await scriptCalls(cluster().node(port)), `master ${port}`).toBe(1);
@@ -130,7 +133,7 @@ describe('node batches on a 3-master cluster', () => {
       await cluster()
         .node(port)
         .set(overrideGenerationKey(tags[keySlot(identityKey('tb', 'user', user))]!), '4');
-    const stale = await store.decideGroups([guarded(first!), guarded(second!)], 'spend');
+    const stale = await decideGroups(store, [guarded(first!), guarded(second!)], 'spend');
     for (const answer of stale) expect(String(answer)).toMatch(/QUOTA_OVERRIDES_STALE 4/);
   });
 
@@ -139,7 +142,8 @@ describe('node batches on a 3-master cluster', () => {
     const shard = shards.find((s) => usersOf.has(s.masterPort))!;
     const [oldMaster, promoted] = [shard.masterPort, shard.replicaPorts[0]!];
     const users = usersOf.get(oldMaster)!;
-    const before = await store.decideGroups(
+    const before = await decideGroups(
+      store,
       users.map((user) => callsOf(user, 2)),
       'spend',
     );
@@ -155,7 +159,8 @@ describe('node batches on a 3-master cluster', () => {
     // connection under a call in flight: docs/redis-cluster.md), yet the store has not read the
     // slot map since, and still routes these users to the old master: its batch meets READONLY.
     await cluster().waitHealthy();
-    const after = await store.decideGroups(
+    const after = await decideGroups(
+      store,
       users.map((user) => callsOf(user, 2)),
       'spend',
     );

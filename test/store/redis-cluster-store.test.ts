@@ -3,6 +3,7 @@ import { identityKey, StoreUnavailableError } from '@quota-service/core';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { limitFrom } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';
+import { decideLimit } from '../support/store-calls.js';
 
 const orders = limitFrom({ name: 'orders', key_by: 'user', algorithm: 'token_bucket', capacity: 10, refill_per_second: 2 });
 const perMinute = limitFrom({ name: 'user-per-minute', key_by: 'user', algorithm: 'fixed_window', limit: 3, window: 'minute' });
@@ -32,7 +33,7 @@ describe('RedisStore on a Redis Cluster (QUOTA_REDIS_CLUSTER)', () => {
       const key = identityKey(orders.name, orders.keyBy, user);
       owners.add(await cluster().ownerOf(key));
       const outcomes = [];
-      for (let i = 0; i < 11; i++) outcomes.push((await store.decide(orders, key, 1)).allowed);
+      for (let i = 0; i < 11; i++) outcomes.push((await decideLimit(store, orders, key, 1)).allowed);
       expect(outcomes).toEqual([...Array(10).fill(true), false]);
       expect(
         await cluster()
@@ -40,15 +41,15 @@ describe('RedisStore on a Redis Cluster (QUOTA_REDIS_CLUSTER)', () => {
           .exists(key),
       ).toBe(1);
       const windowKey = identityKey(perMinute.name, perMinute.keyBy, user);
-      expect((await store.decide(perMinute, windowKey, 3)).allowed).toBe(true);
-      expect((await store.decide(perMinute, windowKey, 1)).allowed).toBe(false);
+      expect((await decideLimit(store, perMinute, windowKey, 3)).allowed).toBe(true);
+      expect((await decideLimit(store, perMinute, windowKey, 1)).allowed).toBe(false);
     }
     expect(owners.size).toBe(3);
   });
 
   it('ready() checked maxmemory-policy on every master: noeviction is safe', async () => {
     const masters = (await cluster().topology()).shards.map((s) => `127.0.0.1:${s.masterPort}`);
-    expect(store.evictionRisk()).toEqual({ status: 'safe', policies: Object.fromEntries(masters.map((m) => [m, 'noeviction'])) });
+    expect(store.parts.evictionRisk()).toEqual({ status: 'safe', policies: Object.fromEntries(masters.map((m) => [m, 'noeviction'])) });
   });
 
   it('one master with allkeys-lru is named in the eviction risk', async () => {
@@ -58,7 +59,7 @@ describe('RedisStore on a Redis Cluster (QUOTA_REDIS_CLUSTER)', () => {
     const other = RedisStore.connectCluster(cluster().seeds);
     try {
       await other.ready();
-      const risk = other.evictionRisk();
+      const risk = other.parts.evictionRisk();
       expect(risk?.status).toBe('at_risk');
       expect(risk?.status === 'at_risk' && Object.entries(risk.policies).filter(([, p]) => p !== 'noeviction')).toEqual([
         [`127.0.0.1:${second!.masterPort}`, 'allkeys-lru'],
@@ -78,7 +79,7 @@ describe('RedisStore on a Redis Cluster that requires a password', () => {
     try {
       await store.ready();
       expect(store.description).toBe(`redis cluster seeds ${cluster().seeds[0]}`);
-      for (const user of ['a', 'b', 'c']) expect((await store.decide(orders, identityKey('orders', 'user', user), 1)).allowed).toBe(true);
+      for (const user of ['a', 'b', 'c']) expect((await decideLimit(store, orders, identityKey('orders', 'user', user), 1)).allowed).toBe(true);
     } finally {
       await store.close();
     }
@@ -87,7 +88,7 @@ describe('RedisStore on a Redis Cluster that requires a password', () => {
   it('without the password, a decision is a clear store error, not a hang', async () => {
     const store = RedisStore.connectCluster([cluster().seeds[0]!]);
     try {
-      await expect(store.decide(orders, identityKey('orders', 'user', 'a'), 1)).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(decideLimit(store, orders, identityKey('orders', 'user', 'a'), 1)).rejects.toBeInstanceOf(StoreUnavailableError);
     } finally {
       await store.close();
     }

@@ -11,6 +11,7 @@ import { startServiceProcess, untilServing, type ServiceProcess } from '../suppo
 import { ConfigMapVolume } from '../support/configmap-volume.js';
 import { limitFrom } from '../support/store-fixtures.js';
 import { CLIENT, createTestCertificates } from '../support/test-certificates.js';
+import { decideLimit } from '../support/store-calls.js';
 
 /**
  * The service talking to Redis over TLS with a private CA (QUOTA_REDIS_TLS_CA) and a
@@ -343,7 +344,7 @@ describe('a 3+3 Redis Cluster over TLS (tls-cluster, tls-replication, tls-auth-c
     const live = { ca: certificates.pem('ca.crt'), cert: certificates.pem('client.crt'), key: certificates.pem('client.key') };
     const store = RedisStore.connectCluster(cluster.tlsSeeds.slice(0, 2), { tls: live });
     // {a}, {b}, {c}: one key on each master (the first test of this block checks that).
-    const decideOnEveryMaster = () => Promise.all(['a', 'b', 'c'].map((user) => store.decide(bucket, identityKey('bucket', 'user', user), 1)));
+    const decideOnEveryMaster = () => Promise.all(['a', 'b', 'c'].map((user) => decideLimit(store, bucket, identityKey('bucket', 'user', user), 1)));
     const admins = cluster.nodes.map((node) => ({ node, admin: cluster.node(node.port) }));
     const useServerCertificate = (name: string, ca: string) =>
       Promise.all(

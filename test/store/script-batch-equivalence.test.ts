@@ -16,6 +16,7 @@ import {
 import { redisFixture, T0, type StoreFixture } from '../support/store-fixtures.js';
 import { scriptCalls } from '../support/script-calls.js';
 import { useRedisServer } from '../support/use-redis.js';
+import { decideAll, decideGroup } from '../support/store-calls.js';
 
 /**
  * The coalescing RedisStore (driver batch mode, src/store/redis/script-batcher.ts)
@@ -115,7 +116,7 @@ async function issue(store: StoreFixture['store'], o: Op, now: number): Promise<
       ...(o.mode === 'refund' ? { spentAtMs: now - o.spentAgoMs } : {}),
       ...(o.mode === 'spend' && o.requestId !== '' ? { memo: memoOf(o.policy, o.who, o.requestId, calls.length, o.claim) } : {}),
     };
-    return await store.decideGroup(calls, o.mode, options);
+    return await decideGroup(store, calls, o.mode, options);
   } catch (error) {
     return { error: (error as Error).constructor.name, message: (error as Error).message };
   }
@@ -141,7 +142,7 @@ describe('driver batch mode: calls issued together = the same calls one by one',
     batchedRedis = together().client();
     singleRedis = oneByOne().client();
     // Load the script on both (ioredis's first EVALSHA meets NOSCRIPT), so the call counts below are exact.
-    await Promise.all([batched.store.decideAll(callsOf('bucket', 'warm', 0), 'peek'), single.store.decideAll(callsOf('bucket', 'warm', 0), 'peek')]);
+    await Promise.all([decideAll(batched.store, callsOf('bucket', 'warm', 0), 'peek'), decideAll(single.store, callsOf('bucket', 'warm', 0), 'peek')]);
   });
   afterAll(async () => {
     await Promise.all([batched.store.close(), single.store.close()]);

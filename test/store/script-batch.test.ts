@@ -8,6 +8,7 @@ import { limitFrom, redisFixture, T0, type StoreFixture } from '../support/store
 import { scriptCalls } from '../support/script-calls.js';
 import { startTestService } from '../support/quota-service.js';
 import { useRedisServer } from '../support/use-redis.js';
+import { decideAll, decideGroups, decideLimit } from '../support/store-calls.js';
 
 /**
  * The coalescing RedisStore as Redis sees it (INFO commandstats): one script
@@ -31,7 +32,7 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
   });
   beforeEach(async () => {
     await f.reset();
-    await f.store.decideAll([{ limit: bucket, identityKey: keyOf('warm'), cost: 0 }], 'peek');
+    await decideAll(f.store, [{ limit: bucket, identityKey: keyOf('warm'), cost: 0 }], 'peek');
     await redis.config('RESETSTAT');
   });
   afterAll(async () => {
@@ -58,7 +59,8 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
     );
     const outcomes = await Promise.all(
       Array.from({ length: 100 }, (_, i) =>
-        f.store.decideAll(
+        decideAll(
+          f.store,
           three.map((limit) => ({ limit, identityKey: identityKey(limit.name, 'user', `k${i}`), cost: 1 })),
           'spend',
         ),
@@ -85,7 +87,7 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
   it('an item hitting WRONGTYPE fails alone, with the script-error class a lone call gets; the others are decided and written', async () => {
     await redis.set(keyOf('bad'), 'not a hash');
     const call = (user: string) =>
-      f.store.decide(bucket, keyOf(user), 1).then(
+      decideLimit(f.store, bucket, keyOf(user), 1).then(
         (outcome) => ({ outcome }),
         (error: unknown) => ({ error }),
       );
@@ -110,7 +112,7 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
   it('decideGroups (an AllowBatch decided together): one script call, one answer per group, the WRONGTYPE one an Error in its place', async () => {
     await redis.set(keyOf('bad'), 'not a hash');
     const groups = ['a', 'bad', 'b'].map((user) => [{ limit: bucket, identityKey: keyOf(user), cost: 1 }]);
-    const [first, bad, last] = await f.store.decideGroups(groups, 'spend');
+    const [first, bad, last] = await decideGroups(f.store, groups, 'spend');
     expect(await scriptCalls(redis)).toBe(1);
     expect(first).toEqual({ outcomes: [{ allowed: true, retryAfterMs: 0, remaining: 9, resetAfterMs: 1_000 }], nowMs: T0 });
     expect(last).toEqual(first);
@@ -121,7 +123,7 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
   });
 
   it('SCRIPT FLUSH between two batches: the next batch still decides (EVAL after NOSCRIPT)', async () => {
-    const batch = () => Promise.all(['a', 'b', 'c'].map((user) => f.store.decide(bucket, keyOf(user), 1)));
+    const batch = () => Promise.all(['a', 'b', 'c'].map((user) => decideLimit(f.store, bucket, keyOf(user), 1)));
     expect((await batch()).map((o) => o.remaining)).toEqual([9, 9, 9]);
     await redis.script('FLUSH');
     expect((await batch()).map((o) => o.remaining)).toEqual([8, 8, 8]);
@@ -139,11 +141,12 @@ describe('RedisStore coalesces one turn of script calls into one script call', (
         const answer = await redis.ping().catch((error: Error) => error.message);
         if (typeof answer === 'string' && answer.startsWith('BUSY')) break;
       }
-      const settled = await Promise.allSettled(['a', 'b', 'c'].map((user) => f.store.decide(bucket, keyOf(user), 1)));
+      const settled = await Promise.allSettled(['a', 'b', 'c'].map((user) => decideLimit(f.store, bucket, keyOf(user), 1)));
       expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected', 'rejected']);
       for (const s of settled) expect((s as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
       // The same batch decided together: every answer is that error.
-      const together = await f.store.decideGroups(
+      const together = await decideGroups(
+        f.store,
         ['a', 'b', 'c'].map((user) => [{ limit: bucket, identityKey: keyOf(user), cost: 1 }]),
         'spend',
       );

@@ -24,7 +24,7 @@ export function adminSetup(fixture: StoreFixture, policies: PolicySet): AdminSet
     overrides = new MemoryOverrides(clock);
     reset = new MemoryStateReset(store.space);
   } else if (store instanceof RedisStore) {
-    overrides = new RedisOverrides(store.client, { testClock: clock });
+    overrides = new RedisOverrides(store.client, { clock: clock });
     reset = new RedisStateReset(store.client);
   } else {
     throw new Error('adminSetup: a memory or Redis store');
@@ -35,5 +35,5 @@ export function adminSetup(fixture: StoreFixture, policies: PolicySet): AdminSet
 
 /** Another replica on the same store: its own engine and its own view of the overrides (RedisOverrides on its own client). */
 export function replicaOf(fixture: StoreFixture, policies: PolicySet, client: RedisStore): QuotaEngine {
-  return new QuotaEngine(policies, client, { overrides: new RedisOverrides(client.client, { testClock: fixture.clock }) });
+  return new QuotaEngine(policies, client, { overrides: new RedisOverrides(client.client, { clock: fixture.clock }) });
 }

@@ -1,5 +1,5 @@
-import type { GroupDecision, LimitOutcome } from '@quota-service/core';
-import type { QuotaStore } from '../../src/store/store.js';
+import type { GroupDecision } from '@quota-service/core';
+import type { DecideStep, QuotaStore } from '../../src/store/store.js';
 
 /**
  * A store that takes every question and never answers: the honest way to make
@@ -11,23 +11,8 @@ export class HangingStore implements QuotaStore {
   asked = 0;
   private readonly waiting: Array<(error: Error) => void> = [];
 
-  decide(): Promise<LimitOutcome> {
-    this.asked++;
-    return new Promise((_resolve, reject) => this.waiting.push(reject));
-  }
-
-  decideAll(): Promise<LimitOutcome[]> {
-    this.asked++;
-    return new Promise((_resolve, reject) => this.waiting.push(reject));
-  }
-
-  decideGroup(): Promise<GroupDecision> {
-    this.asked++;
-    return new Promise((_resolve, reject) => this.waiting.push(reject));
-  }
-
-  decideGroups(list: readonly unknown[]): Promise<Array<GroupDecision | Error>> {
-    this.asked += list.length;
+  decide(steps: readonly DecideStep[]): Promise<Array<GroupDecision | Error>> {
+    this.asked += steps.length;
     return new Promise((_resolve, reject) => this.waiting.push(reject));
   }
 

@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { identityKey, type Limit } from '@quota-service/core';
 import type { StoreFixture } from './store-fixtures.js';
+import { decideLimit } from './store-calls.js';
 
 /** One decision of a sequence: advance virtual time by `step` ms, spend a share of the capacity as `who`. */
 export type Step = { step: number; share: number; who: string };
@@ -31,7 +32,7 @@ export async function runInLockStep(
     for (const f of fixtures) f.clock.set(now);
     const key = identityKey(limit.name, limit.keyBy, who);
     const cost = costOf(limit, share);
-    const [model, ...others] = await Promise.all(fixtures.map((f) => f.store.decide(limit, key, cost)));
+    const [model, ...others] = await Promise.all(fixtures.map((f) => decideLimit(f.store, limit, key, cost)));
     others.forEach((outcome, j) => {
       expect(outcome, `step ${i} on ${fixtures[j + 1]!.name}: ${JSON.stringify({ dt, cost, who })}`).toEqual(model);
     });

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { expect } from 'vitest';
 import { identityKey, type Limit } from '@quota-service/core';
 import type { StoreFixture } from './store-fixtures.js';
+import { decideAll, decideLimit } from './store-calls.js';
 
 /**
  * Shared by the per-algorithm "Lua equals model" properties: the driver
@@ -53,16 +54,16 @@ export async function runBoth(
     model.clock.set(now);
     const call = { limit, identityKey: identityKey(limit.name, limit.keyBy, who), cost: 0 };
     const context = `step ${i}: ${JSON.stringify({ step, cost, who })}`;
-    expect(await lua.store.decideAll([call], 'peek'), `peek at ${context}`).toEqual(await model.store.decideAll([call], 'peek'));
-    const [fromLua, fromModel] = [await lua.store.decide(limit, call.identityKey, cost), await model.store.decide(limit, call.identityKey, cost)];
+    expect(await decideAll(lua.store, [call], 'peek'), `peek at ${context}`).toEqual(await decideAll(model.store, [call], 'peek'));
+    const [fromLua, fromModel] = [await decideLimit(lua.store, limit, call.identityKey, cost), await decideLimit(model.store, limit, call.identityKey, cost)];
     expect(fromLua, context).toEqual(fromModel);
     if (options.retryHolds && !fromModel.allowed) {
       for (const f of [lua, model]) {
         const retry = { ...call, cost };
         f.clock.set(now + fromModel.retryAfterMs);
-        expect((await f.store.decideAll([retry], 'peek'))[0]?.allowed, `${f.name}: passes after retry_after_ms, ${context}`).toBe(true);
+        expect((await decideAll(f.store, [retry], 'peek'))[0]?.allowed, `${f.name}: passes after retry_after_ms, ${context}`).toBe(true);
         f.clock.set(now + fromModel.retryAfterMs - 1);
-        expect((await f.store.decideAll([retry], 'peek'))[0]?.allowed, `${f.name}: fails 1 ms before, ${context}`).toBe(false);
+        expect((await decideAll(f.store, [retry], 'peek'))[0]?.allowed, `${f.name}: fails 1 ms before, ${context}`).toBe(false);
         f.clock.set(now);
       }
     }

@@ -60,7 +60,7 @@ export function memoryFixture(): StoreFixture {
 export function redisFixture(server: RedisServer): StoreFixture {
   const clock = new VirtualClock(T0);
   const redis: Redis = server.client();
-  const store = new RedisStore(server.client(), { testClock: clock });
+  const store = new RedisStore(server.client(), { clock: clock });
   return {
     name: 'redis',
     clock,
@@ -95,7 +95,7 @@ export function clusterFixture(cluster: RedisCluster): StoreFixture {
   const clock = new VirtualClock(T0);
   const client = cluster.client();
   // The client the service builds (RedisStore.connectCluster), with the test clock.
-  const store = RedisStore.connectCluster(cluster.seeds, { testClock: clock });
+  const store = RedisStore.connectCluster(cluster.seeds, { clock: clock });
   const masters = async () => (await cluster.topology()).shards.map((shard) => cluster.node(shard.masterPort));
   return {
     name: 'redis-cluster',

@@ -92,11 +92,11 @@ export function onEveryStore(subject: string, scenarios: (fixture: () => StoreFi
     });
     scenarios(
       () => current!,
-      () => new RedisStore(redis().client(), { testClock: current!.clock }),
+      () => new RedisStore(redis().client(), { clock: current!.clock }),
     );
   });
   describe(`${subject} on a Redis Cluster`, () => {
     const { cluster, fixture } = useClusterFixture();
-    scenarios(fixture, () => RedisStore.connectCluster(cluster().seeds, { testClock: fixture().clock }));
+    scenarios(fixture, () => RedisStore.connectCluster(cluster().seeds, { clock: fixture().clock }));
   });
 }

@@ -1,4 +1,4 @@
-import { encodeRemembered, parseRemembered } from './decide-reply.js';
+import { encodeRemembered, parseRemembered } from './remembered-decision.js';
 import type { MemorySpace } from './algorithms/memory-space.js';
 import { replayedLeaseCalls, withLeasesNow } from './replayed-leases.js';
 import type { DecideMode, DecideOptions, GroupDecision, LimitCall, LimitOutcome, Memo } from './types.js';

@@ -4,7 +4,7 @@ import { keySlot } from './key-slot.js';
 import type { PartitionTraffic } from './partition-traffic.js';
 import { whenConnected } from './redis-clients.js';
 import { BatchNotRun, type BatchRoutes } from './script-batcher.js';
-import { storeError } from '../store-errors.js';
+import { storeError } from './store-errors.js';
 
 /**
  * A node's refusals of a whole node batch before its script ran: the node is

@@ -1,43 +1,29 @@
 import type { Socket } from 'node:net';
-// ioredis 6, not 5.11: with 5.11 a service whose Redis refuses its TLS client
-// certificate crashed now and then on an unhandled socket 'error' (ECONNRESET)
-// at shutdown, 2 of 100 tries under load, none of 100 with 6.0. 6.0's RESP decoder is slow on arrays (about 100 µs for the
-// 600 numbers of a 100-decision reply), so a batch replies one binary string
-// (decide.lua, "Batch"), which it decodes in under a microsecond.
 import { Cluster, type Redis } from 'ioredis';
-import {
-  asError,
-  type Clock,
-  type DecideMode,
-  type DecideOptions,
-  type GroupDecision,
-  type Limit,
-  type LimitCall,
-  type LimitOutcome,
-  type Memo,
-  parseDecideReply,
-  parseSettleReply,
-} from '@quota-service/core';
+import { asError, type Clock, type GroupDecision, type LimitCall, type Memo } from '@quota-service/core';
 import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from './script/decide-script.js';
+import { parseDecideReply, parseSettleReply } from './script/decide-reply.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { keySlot } from './key-slot.js';
 import { clusterClient, singleNodeClient, type RedisConnectionOptions } from './redis-clients.js';
 import { BATCH_LIMITS, ScriptBatcher } from './script-batcher.js';
 import { ClusterNodeBatches } from './cluster-node-batches.js';
-import { storeError } from '../store-errors.js';
+import { decideAcrossSlots, type ScriptStep, type ScriptSteps, type SlotGroups } from './cross-slot.js';
+import { storeError } from './store-errors.js';
 import { PartitionTraffic } from './partition-traffic.js';
-import type { DecideStep, QuotaStore } from '../store.js';
+import { type DecideStep, decideOne, type QuotaStore, type StoreParts, tellRecord } from '../store.js';
 
 export interface RedisStoreOptions extends RedisConnectionOptions {
   /**
-   * Tests only: send this clock's time to the scripts instead of letting them
-   * read Redis TIME. Production leaves it unset; the config cannot set it.
+   * The time the scripts decide at, sent with every call; unset (as the
+   * service runs it), each script reads Redis TIME. The configuration cannot
+   * set it: virtual time is for tests.
    */
-  testClock?: Clock;
+  clock?: Clock;
   /**
    * Coalesce one event-loop turn's script calls into one (default true; one
-   * per master on a cluster). Off only to measure the difference
-   * (bench/store-batch.ts) or to decide one by one in tests.
+   * per master on a cluster). Off: one script call per step, the baseline
+   * the batching is measured against (bench/store-batch.ts).
    */
   batch?: boolean;
 }
@@ -115,54 +101,68 @@ export class RedisStore implements QuotaStore {
     return new RedisStore(clusterClient(seeds, options), options);
   }
 
-  async decide(limit: Limit, identityKey: string, cost: number): Promise<LimitOutcome> {
-    const [outcome] = await this.decideAll([{ limit, identityKey, cost }], 'spend');
-    return outcome as LimitOutcome;
-  }
-
-  async decideAll(calls: readonly LimitCall[], mode: DecideMode): Promise<LimitOutcome[]> {
-    return (await this.decideGroup(calls, mode)).outcomes;
-  }
-
-  decideGroup(calls: readonly LimitCall[], mode: DecideMode, options: DecideOptions = {}): Promise<GroupDecision> {
-    // A then, not an async function: one per decision (an async frame was more).
+  /**
+   * Each step as one script call when its keys share a slot (always on one
+   * node), else by the cross-slot saga (cross-slot.ts). The steps of one call
+   * reach Redis in the same turn: the batcher sends them as one script call
+   * (one per master on a cluster), the saga's first phase included.
+   */
+  decide(steps: readonly DecideStep[]): Promise<Array<GroupDecision | Error>> {
     try {
-      return this.run(decideArguments(calls, mode, this.options.testClock?.now(), options)).then((reply) =>
-        mode === 'settle' ? parseSettleReply(reply, calls.length) : parseDecideReply(reply, calls.length, options.memo),
-      );
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  decideGroups(list: readonly (readonly LimitCall[])[], mode: DecideMode | readonly DecideStep[]): Promise<Array<GroupDecision | Error>> {
-    const stepOf = (i: number): DecideStep => (typeof mode === 'string' ? { mode } : mode[i]!);
-    if (this.batcher === undefined) {
-      // Batching off: one call each.
-      return Promise.all(list.map((calls, i) => this.decideGroup(calls, stepOf(i).mode, stepOf(i)).then(undefined, asError)));
-    }
-    const now = this.options.testClock?.now();
-    let calls: ScriptCall[];
-    try {
-      calls = new Array<ScriptCall>(list.length);
-      for (let i = 0; i < list.length; i++) {
-        calls[i] = typeof mode === 'string' ? decideArguments(list[i]!, mode, now) : decideArguments(list[i]!, mode[i]!.mode, now, mode[i]!);
+      if (!(this.redis instanceof Cluster)) return this.runScripts(steps.map(scriptStepOf));
+      const direct: ScriptStep[] = [];
+      const apart: DecideStep[] = [];
+      /** Per step, its place among the direct steps (>= 0) or among those apart (< 0: ~place). */
+      const places = new Array<number>(steps.length);
+      for (let i = 0; i < steps.length; i++) {
+        const step = steps[i]!;
+        if (oneSlot(step.calls)) places[i] = direct.push(scriptStepOf(step)) - 1;
+        else places[i] = ~(apart.push(step) - 1);
       }
+      if (apart.length === 0) return this.runScripts(direct);
+      const fromDirect = direct.length === 0 ? undefined : this.runScripts(direct);
+      const fromApart = decideAcrossSlots(this.scripts, apart, slotGroups);
+      return Promise.all([fromDirect, fromApart]).then(([one, several]) => {
+        const answers = new Array<GroupDecision | Error>(steps.length);
+        for (let i = 0; i < steps.length; i++) answers[i] = places[i]! >= 0 ? one![places[i]!]! : several[~places[i]!]!;
+        return answers;
+      });
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /** What the cross-slot saga needs of this store. */
+  private readonly scripts: ScriptSteps = {
+    run: (steps) => this.runScripts(steps),
+    remember: (memo, value) => this.remember(memo, value),
+    inOneCall: (calls) => this.inOneCall(calls),
+    spend: (calls) => decideOne(this, { mode: 'spend', calls }),
+  };
+
+  /**
+   * Script steps whose keys share a slot (or, with `acrossSlots`, one
+   * master's slots), each one script call, answered in order. A settle
+   * step's record is told as soon as it answers.
+   */
+  protected runScripts(steps: readonly ScriptStep[]): Promise<Array<GroupDecision | Error>> {
+    const now = this.options.clock?.now();
+    if (steps.length === 1) {
+      // The usual Allow: one call, without the batch's arrays.
+      const step = steps[0]!;
+      return this.run(decideArguments(step.calls, step.mode, now, step.options)).then(
+        (reply) => [answerOf(step, reply)],
+        (error: unknown) => [asError(error)],
+      );
+    }
+    const calls = new Array<ScriptCall>(steps.length);
+    for (let i = 0; i < steps.length; i++) calls[i] = decideArguments(steps[i]!.calls, steps[i]!.mode, now, steps[i]!.options);
+    if (this.batcher === undefined) return Promise.all(calls.map((call, i) => this.send(call, false).then((reply) => answerOf(steps[i]!, reply), asError)));
     return this.batcher.runEach(calls).then((replies) => {
       const answers = new Array<GroupDecision | Error>(replies.length);
       for (let i = 0; i < replies.length; i++) {
         const reply = replies[i];
-        if (reply instanceof Error) answers[i] = reply;
-        else {
-          try {
-            answers[i] = parseDecideReply(reply, list[i]!.length);
-          } catch (error) {
-            answers[i] = asError(error);
-          }
-        }
+        answers[i] = reply instanceof Error ? reply : answerOf(steps[i]!, reply);
       }
       return answers;
     });
@@ -184,16 +184,21 @@ export class RedisStore implements QuotaStore {
     const name = binary ? `${DECIDE_SCRIPT_NAME}Buffer` : DECIDE_SCRIPT_NAME;
     const run = (this.redis as unknown as Record<string, ScriptRunner>)[name];
     if (run === undefined) return Promise.reject(new Error(`script ${name} is not registered`));
-    return this.trafficOf(this.partitionOf(keys[0] ?? '', slot)).send(weight, () =>
+    const partition = this.redis instanceof Cluster ? this.partitionOfSlot(slot ?? keySlot(keys[0] ?? '')) : SINGLE_NODE;
+    return this.trafficOf(partition).send(weight, () =>
       (run.call(this.redis, keys.length, ...keys, ...args) as Promise<unknown>).catch((error: unknown) => {
         throw storeError(error);
       }),
     );
   }
 
-  silentForMs(partition: string): number {
-    return this.traffic.get(this.redis instanceof Cluster ? partition : SINGLE_NODE)?.silentForMs() ?? 0;
-  }
+  /** Each master of a cluster (or the one node) with its own breaker, budget and connection (QuotaStore.parts). */
+  readonly parts: StoreParts = {
+    partitionOf: (calls) => this.partitionOfCalls(calls),
+    silentForMs: (partition) => this.traffic.get(this.redis instanceof Cluster ? partition : SINGLE_NODE)?.silentForMs() ?? 0,
+    abandonCalls: (partition) => this.abandonCalls(partition),
+    evictionRisk: () => this.eviction,
+  };
 
   /**
    * Closes the connection to the node with a TCP reset: the kernel drops the
@@ -202,7 +207,7 @@ export class RedisStore implements QuotaStore {
    * network healed. ioredis connects anew by itself. One node only: on a
    * cluster ioredis manages each node's connection itself (docs/operations.md).
    */
-  abandonCalls(_partition: string): void {
+  private abandonCalls(_partition: string): void {
     if (this.redis instanceof Cluster || this.redis.status !== 'ready') return;
     resetConnection(this.redis.stream);
   }
@@ -217,12 +222,21 @@ export class RedisStore implements QuotaStore {
   }
 
   /**
-   * On a cluster, the master owning the key's slot as the client last saw it: a
-   * dead shard opens its own circuit breaker, and once a replica takes over, its
-   * slots belong to a new partition that starts closed. One node: one partition.
+   * The master owning the slot the step's first reservation goes to (its
+   * lowest slot), as the client last saw it: a dead shard opens its own
+   * circuit breaker, and once a replica takes over, its slots belong to a new
+   * partition that starts closed. One node: one partition.
    */
-  slotOf(key: string): number | undefined {
-    return this.redis instanceof Cluster ? keySlot(key) : undefined;
+  private partitionOfCalls(calls: readonly LimitCall[]): string {
+    if (!(this.redis instanceof Cluster)) return SINGLE_NODE;
+    let slot = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < calls.length; i++) slot = Math.min(slot, slotOf(calls[i]!));
+    if (slot === Number.POSITIVE_INFINITY) slot = 0;
+    return this.partitionOfSlot(slot);
+  }
+
+  private partitionOfSlot(slot: number): string {
+    return (this.redis as Cluster).slots[slot]?.[0] ?? `slot ${slot}`;
   }
 
   /**
@@ -230,19 +244,13 @@ export class RedisStore implements QuotaStore {
    * "Node batch"), so a decision whose slots one master serves is one call
    * there, atomic as any script call, instead of a reservation per slot.
    */
-  decidesInOneCall(calls: readonly LimitCall[]): boolean {
+  private inOneCall(calls: readonly LimitCall[]): boolean {
     if (!(this.redis instanceof Cluster) || this.batcher === undefined || calls.length < 2) return false;
     const slots = this.redis.slots;
-    const master = slots[calls[0]!.slot ?? keySlot(calls[0]!.identityKey)]?.[0];
+    const master = slots[slotOf(calls[0]!)]?.[0];
     if (master === undefined) return false;
-    for (let i = 1; i < calls.length; i++) if (slots[calls[i]!.slot ?? keySlot(calls[i]!.identityKey)]?.[0] !== master) return false;
+    for (let i = 1; i < calls.length; i++) if (slots[slotOf(calls[i]!)]?.[0] !== master) return false;
     return true;
-  }
-
-  partitionOf(key: string, slot?: number): string {
-    if (!(this.redis instanceof Cluster)) return SINGLE_NODE;
-    slot ??= keySlot(key);
-    return this.redis.slots[slot]?.[0] ?? `slot ${slot}`;
   }
 
   /** Keys in the quota database (DBSIZE, O(1); summed over the masters of a cluster); for the state-keys metric. */
@@ -271,11 +279,6 @@ export class RedisStore implements QuotaStore {
     }
   }
 
-  /** What the start-up check found about early eviction; undefined before ready() resolved. */
-  evictionRisk(): EvictionRisk | undefined {
-    return this.eviction;
-  }
-
   private async answers(): Promise<boolean> {
     if (this.redis.status !== 'ready') return false;
     const nodes = [...this.nodes().values()];
@@ -293,6 +296,84 @@ export class RedisStore implements QuotaStore {
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
+}
+
+/** One script call for a step whose keys share a slot: the record of a request id at its first limit. */
+function scriptStepOf(step: DecideStep): ScriptStep {
+  switch (step.mode) {
+    case 'spend': {
+      const placed = step.records?.memoAt(0);
+      if (placed === undefined) return step.memo === undefined ? step : { calls: step.calls, mode: 'spend', options: { memo: step.memo } };
+      return { calls: step.calls, mode: 'spend', options: { memo: { key: placed.key, ttlMs: placed.ttlMs, count: step.calls.length } } };
+    }
+    case 'refund':
+      return {
+        calls: step.calls,
+        mode: 'refund',
+        options: step.memo === undefined ? { spentAtMs: step.spentAtMs } : { spentAtMs: step.spentAtMs, memo: step.memo },
+      };
+    case 'settle': {
+      const memo = step.records.memoAt(0);
+      if (memo === undefined) throw new Error('a settlement needs a request id');
+      return {
+        calls: step.calls,
+        mode: 'settle',
+        options: { memo: { ...memo, count: step.calls.length }, actualCost: step.actualCost, memoIndex: 0 },
+        settle: step,
+      };
+    }
+    default:
+      return step;
+  }
+}
+
+/** A script step's reply as its decision; a settle step's record told. */
+function answerOf(step: ScriptStep, reply: unknown): GroupDecision | Error {
+  try {
+    if (step.mode !== 'settle') return parseDecideReply(reply, step.calls.length, step.options?.memo);
+    const decision = parseSettleReply(reply, step.calls.length);
+    if (step.settle !== undefined) tellRecord(step.settle, decision, 0);
+    return decision;
+  } catch (error) {
+    return asError(error);
+  }
+}
+
+/** The hash slot of a call's key, computed once per call (LimitCall.slot). */
+function slotOf(call: LimitCall): number {
+  call.slot ??= keySlot(call.identityKey);
+  return call.slot;
+}
+
+/** Whether the calls' keys share one hash slot. */
+function oneSlot(calls: readonly LimitCall[]): boolean {
+  if (calls.length < 2) {
+    if (calls.length === 1) slotOf(calls[0]!);
+    return true;
+  }
+  const first = slotOf(calls[0]!);
+  for (let i = 1; i < calls.length; i++) if (slotOf(calls[i]!) !== first) return false;
+  return true;
+}
+
+/**
+ * The calls split into groups that one script call can decide atomically,
+ * one per hash slot, sorted by slot so every request reserves in the same
+ * fixed order; within a slot in the calls' order. Each group lists indexes into `calls`.
+ */
+function slotGroups(calls: readonly LimitCall[]): SlotGroups {
+  const order = calls.map((_, i) => i).sort((a, b) => slotOf(calls[a]!) - slotOf(calls[b]!) || a - b);
+  const groups: number[][] = [];
+  let last = -1;
+  for (const i of order) {
+    const slot = calls[i]!.slot!;
+    if (slot === last) groups[groups.length - 1]!.push(i);
+    else {
+      groups.push([i]);
+      last = slot;
+    }
+  }
+  return groups;
 }
 
 /** A TCP reset where the socket allows it (a TLS socket does not: it is closed as usual). */

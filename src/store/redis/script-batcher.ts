@@ -1,6 +1,6 @@
 import { batchArguments, NotRunHere, splitBatchReply } from './script/decide-batch.js';
 import type { ScriptCall } from './script/decide-script.js';
-import { SlotsApart } from '../store-errors.js';
+import { SlotsApart } from './store-errors.js';
 import { asError } from '@quota-service/core';
 
 /**

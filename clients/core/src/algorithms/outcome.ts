@@ -27,3 +27,13 @@ export function outcomeOf(allowed: boolean, retryAfterMs: number, remaining: num
   if (delayMs > 0) outcome.delayMs = delayMs;
   return outcome;
 }
+
+/**
+ * An outcome from the driver's five fields of a limit (decide.lua); a delay
+ * below 0 is a lease limit's expired leases dropped (LimitOutcome.leasesExpired).
+ */
+export function outcomeOfFields(allowed: number, retryAfterMs: number, remaining: number, resetAfterMs: number, delay: number): LimitOutcome {
+  const outcome = outcomeOf(allowed === 1, retryAfterMs, remaining, resetAfterMs, delay);
+  if (delay < 0) outcome.leasesExpired = -delay;
+  return outcome;
+}

@@ -1,49 +1,11 @@
-import { outcomeOf } from './algorithms/outcome.js';
-import type { GroupDecision, LimitOutcome, Memo } from './types.js';
+import { type GroupDecision, type LimitOutcome, type Memo, outcomeOfFields, parseRemembered } from '@quota-service/core';
 
 /**
- * A decision's reply, as the store's decide step returns it and as a
- * remembered decision (idempotent Allow) is kept: per limit allowed (1|0),
- * retry_after_ms, remaining, reset_after_ms, delay_ms, then the time it was
- * decided at; a whole-request flag first.
+ * The driver's reply (decide.lua): a whole-request flag, then per limit
+ * allowed (1|0), retry_after_ms, remaining, reset_after_ms, delay_ms, then
+ * the time it was decided at (unix ms, Redis's clock).
  */
 const REPLY = 'decide reply';
-
-/** The reservation a remembered decision carries (docs/keys.md): its cost and when each limit spent it. */
-export interface Reservation {
-  estimate: number;
-  /** Per limit of the request, in the policy's order. */
-  spentAtMs: readonly number[];
-}
-
-/**
- * A whole decision in the form the driver remembers it: its reply's fields,
- * then the reservation's (the cost, each limit's spend time, and '-' until
- * settled), space-separated.
- */
-export function encodeRemembered({ outcomes, nowMs }: GroupDecision, { estimate, spentAtMs }: Reservation): string {
-  const all = outcomes.every((o) => o.allowed) ? 1 : 0;
-  const fields = outcomes.flatMap((o) => [
-    o.allowed ? 1 : 0,
-    o.retryAfterMs,
-    String(o.remaining),
-    o.resetAfterMs,
-    o.leasesExpired ? -o.leasesExpired : (o.delayMs ?? 0),
-  ]);
-  return [all, ...fields, nowMs, estimate, ...spentAtMs, '-'].join(' ');
-}
-
-/** A remembered decision back to outcomes ('pending': not stored yet); the reservation's fields after them are not part of it. */
-export function parseRemembered(stored: string, count: number): GroupDecision {
-  if (stored === 'pending') return { outcomes: [], nowMs: 0, replayed: true, pending: true };
-  const all = stored.split(' ');
-  if (all.length !== 6 * count + 4) throw new Error(`${REPLY}: a remembered decision of ${count} limits has ${6 * count + 4} fields, got ${all.length}`);
-  const fields = all.slice(0, 2 + 5 * count).map((field, i) => ((i - 3) % 5 === 0 ? field : Number(field)));
-  const decision = parseDecideReply(fields, count);
-  // What the first call dropped is not dropped again by its replay.
-  for (const outcome of decision.outcomes) delete outcome.leasesExpired;
-  return { ...decision, replayed: true };
-}
 
 const SETTLE_STATUSES = new Set(['unknown', 'pending', 'denied', 'settled', 'applied']);
 
@@ -86,11 +48,7 @@ export function parseDecideReply(reply: unknown, count: number, memo?: Memo): Gr
     if (!Number.isFinite(remaining)) {
       throw new Error(`${REPLY}: reply[${at + 2}] is not a number or number string: ${String(field)}`);
     }
-    // delay_ms below 0: a lease limit's expired leases dropped (LimitOutcome.leasesExpired).
-    const delay = integer(reply, at + 4);
-    const outcome = outcomeOf(integer(reply, at) === 1, integer(reply, at + 1), remaining, integer(reply, at + 3), delay);
-    if (delay < 0) outcome.leasesExpired = -delay;
-    outcomes.push(outcome);
+    outcomes.push(outcomeOfFields(integer(reply, at), integer(reply, at + 1), remaining, integer(reply, at + 3), integer(reply, at + 4)));
   }
   return { outcomes, nowMs: integer(reply, 1 + 5 * count) };
 }
