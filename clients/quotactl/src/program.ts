@@ -14,8 +14,8 @@ import type { CliIo } from './io.js';
 import { DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS, ENV } from './settings.js';
 import { wholeNumber } from './arg-parsers.js';
 
-/** src/cli and dist/cli both sit two levels below the package root. */
-const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+/** src/ and dist/ both sit one level below the package root. */
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 const ENV_HELP = `
 Environment (an option given on the command line wins):

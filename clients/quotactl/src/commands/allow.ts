@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
+import { toDecision } from '@quota-service/client';
 import { finiteNumber } from '../arg-parsers.js';
-import { toDecision } from '../../quota-client.js';
 import type { CommandContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 import { describeIdentity, parseIdentity } from '../identity-args.js';
