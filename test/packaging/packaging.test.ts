@@ -63,14 +63,15 @@ const consumerEnv = (): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, HOME: pr
 const within = (path: string, dir: string) => path === dir || path.startsWith(dir + sep);
 
 describe('the packed client packages', () => {
-  it('each tarball holds package.json and dist, and no sources or tests', () => {
+  it('each tarball holds package.json, LICENSE and dist, and no sources or tests', () => {
     for (const p of packed) {
       expect(p.files, p.name).toContain('package.json');
+      expect(p.files, p.name).toContain('LICENSE');
       expect(p.files, p.name).toContain('dist/index.js');
       expect(p.files, p.name).toContain('dist/index.d.ts');
       // quotactl's bin/ holds its launcher (a file that exists before a build, so a workspace links it).
       const launcher = (f: string) => p.name === '@quota-service/quotactl' && f === 'bin/quotactl.js';
-      const stray = p.files.filter((f) => !['package.json', 'README.md'].includes(f) && !f.startsWith('dist/') && !launcher(f));
+      const stray = p.files.filter((f) => !['package.json', 'README.md', 'LICENSE'].includes(f) && !f.startsWith('dist/') && !launcher(f));
       expect(stray, `${p.name}: files outside dist`).toEqual([]);
       expect(
         p.files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')),
@@ -164,6 +165,22 @@ describe('the packed client packages', () => {
     expect(await packagesReached(join(dist, 'index.d.ts'))).toEqual(['@modelcontextprotocol/sdk', '@quota-service/core', 'pino']);
     expect(await packagesReached(join(dist, 'v2.js'))).toEqual(['@modelcontextprotocol/server', '@quota-service/core', 'pino']);
     expect(await packagesReached(join(dist, 'v2.d.ts'))).toEqual(['@modelcontextprotocol/server', '@quota-service/core', 'pino']);
+  });
+
+  it('each package is licensed Apache-2.0 and ships the license text', async () => {
+    const text = await readFile(join(REPO_ROOT, 'LICENSE'), 'utf8');
+    expect(text).toMatch(/^\s*Apache License\s+Version 2\.0, January 2004/);
+    for (const name of CLIENT_PACKAGES) {
+      const dir = join(consumerDir, 'node_modules', name);
+      const manifest = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as { license?: string };
+      expect(manifest.license, name).toBe('Apache-2.0');
+      expect(await readFile(join(dir, 'LICENSE'), 'utf8'), `${name}/LICENSE`).toBe(text);
+    }
+    // The service and the examples, which are not published, say so too.
+    const folders = (await readdir(join(REPO_ROOT, 'clients'))).filter((f) => existsSync(join(REPO_ROOT, 'clients', f, 'package.json')));
+    for (const manifest of ['package.json', ...folders.map((f) => join('clients', f, 'package.json'))]) {
+      expect((JSON.parse(await readFile(join(REPO_ROOT, manifest), 'utf8')) as { license?: string }).license, manifest).toBe('Apache-2.0');
+    }
   });
 
   it("@quota-service/client neither declares nor loads quotactl's command-line dependencies; quotactl has them", async () => {
