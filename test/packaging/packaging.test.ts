@@ -203,6 +203,11 @@ describe('the packed client packages', () => {
     ]);
   });
 
+  it('quotactl starts without gRPC, the contract or the policy parser: the command that needs them loads them', async () => {
+    const entry = join(consumerDir, 'node_modules', '@quota-service', 'quotactl', 'dist', 'quotactl.js');
+    expect(await packagesReached(entry, { dynamic: false })).toEqual(['cli-progress', 'cli-table3', 'commander', 'ms', 'picocolors']);
+  });
+
   it('a project that installs only the client (with core and contract) gets none of the command-line dependencies, and no quotactl', async () => {
     const { code, stdout, stderr } = await runChild('npm', ['ls', '--omit=dev', '--all', '--json'], {
       cwd: clientOnlyDir,
