@@ -14,6 +14,7 @@ COPY package.json package-lock.json ./
 COPY clients/contract/package.json clients/contract/
 COPY clients/core/package.json clients/core/
 COPY clients/quota-client/package.json clients/quota-client/
+COPY clients/quotactl/package.json clients/quotactl/
 COPY clients/http/package.json clients/http/
 COPY clients/mcp/package.json clients/mcp/
 COPY clients/order-api/package.json clients/order-api/

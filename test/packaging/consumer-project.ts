@@ -21,14 +21,32 @@ async function repoVersion(name: string): Promise<string> {
  * node_modules; then the consumer program (consumer/*.mjs) copied in.
  */
 export async function createConsumerProject(dir: string, packed: readonly PackedPackage[]): Promise<void> {
-  await mkdir(dir, { recursive: true });
   const dependencies: Record<string, string> = {};
   for (const p of packed) dependencies[p.name] = `file:${p.tarball}`;
   for (const peer of PEERS) dependencies[peer] = await repoVersion(peer);
-  const manifest = { name: 'quota-service-packaging-consumer', version: '1.0.0', private: true, type: 'module', dependencies };
-  await writeFile(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-  await runOk('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir, env: npmEnv(), timeoutMs: 180_000 });
+  await installProject(dir, 'quota-service-packaging-consumer', dependencies);
   for (const file of await readdir(CONSUMER_SOURCES)) {
     if (file.endsWith('.mjs')) await copyFile(join(CONSUMER_SOURCES, file), join(dir, file));
   }
+}
+
+/**
+ * A project in `dir` that installs only the tarballs named in `names` (and what they
+ * depend on): what a service that wants one package gets in its node_modules.
+ */
+export async function createProjectWith(dir: string, packed: readonly PackedPackage[], names: readonly string[]): Promise<void> {
+  const dependencies: Record<string, string> = {};
+  for (const name of names) {
+    const p = packed.find((candidate) => candidate.name === name);
+    if (p === undefined) throw new Error(`${name} was not packed`);
+    dependencies[name] = `file:${p.tarball}`;
+  }
+  await installProject(dir, 'quota-service-packaging-project', dependencies);
+}
+
+async function installProject(dir: string, name: string, dependencies: Record<string, string>): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const manifest = { name, version: '1.0.0', private: true, type: 'module', dependencies };
+  await writeFile(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  await runOk('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir, env: npmEnv(), timeoutMs: 180_000 });
 }

@@ -7,6 +7,7 @@ export const CLIENT_PACKAGES = [
   '@quota-service/contract',
   '@quota-service/core',
   '@quota-service/client',
+  '@quota-service/quotactl',
   '@quota-service/http',
   '@quota-service/mcp',
 ] as const;

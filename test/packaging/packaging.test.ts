@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve, sep } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process.js';
-import { createConsumerProject } from './consumer-project.js';
+import { createConsumerProject, createProjectWith } from './consumer-project.js';
 import { importSpecifiers, isBuiltin, isRelative, packageName, packagesReached } from './imports.js';
 import { node22Binary } from './node22.js';
 import { CLIENT_PACKAGES, packClients, REPO_ROOT, type PackedPackage } from './pack-clients.js';
-import { runChild } from './run-child.js';
+import { npmEnv, runChild } from './run-child.js';
 
 // The published packages as a user gets them: npm pack, installed from the tarballs
 // into a project outside the repository, run with plain node (no tsx, no source
@@ -17,7 +17,7 @@ import { runChild } from './run-child.js';
 // `files`, an export pointing at nothing, an undeclared dependency, an import of
 // a server file.
 
-/** Packing (five tsc builds) and installing take ~20 s here; generous for a loaded machine. */
+/** Packing (six tsc builds) and installing take ~30 s here; generous for a loaded machine. */
 const SETUP_TIMEOUT_MS = 240_000;
 /** Each test is well under a few seconds; the ceilings only turn a hang into a failure with its output. */
 const TEST_TIMEOUT_MS = 120_000;
@@ -25,6 +25,8 @@ const RUN_TIMEOUT_MS = 60_000;
 
 let work: string | undefined;
 let consumerDir: string;
+/** A project that installs the client library alone (with the contract and core it depends on), not quotactl. */
+let clientOnlyDir: string;
 let packed: PackedPackage[];
 let service: ServiceProcess | undefined;
 let address: string;
@@ -32,11 +34,13 @@ let address: string;
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'quota-packaging-'));
   consumerDir = join(work, 'consumer');
+  clientOnlyDir = join(work, 'client-only');
   // The service starts (through tsx) while the packages build.
   service = startServiceProcess({});
   packed = await packClients(join(work, 'tarballs'));
   console.log(`packaging: tarball sizes (bytes, gzipped): ${packed.map((p) => `${p.name} ${p.size}`).join(', ')}`);
   await createConsumerProject(consumerDir, packed);
+  await createProjectWith(clientOnlyDir, packed, ['@quota-service/client', '@quota-service/core', '@quota-service/contract']);
   address = `127.0.0.1:${await service.port}`;
 }, SETUP_TIMEOUT_MS);
 
@@ -50,20 +54,24 @@ afterAll(async () => {
   if (work !== undefined) await rm(work, { recursive: true, force: true });
 }, 30_000);
 
+/** What quotactl needs and a service calling the quota service does not. */
+const CLI_ONLY_DEPENDENCIES = ['cli-progress', 'cli-table3', 'commander', 'ms', 'picocolors'];
+
 /** The consumer's environment: nothing inherited beyond PATH and HOME (no NODE_OPTIONS, no conditions). */
 const consumerEnv = (): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, HOME: process.env.HOME, QUOTA_SERVICE_ADDRESS: address });
 
 const within = (path: string, dir: string) => path === dir || path.startsWith(dir + sep);
 
 describe('the packed client packages', () => {
-  it('each tarball holds package.json and dist, and no sources or tests', () => {
+  it('each tarball holds package.json, LICENSE and dist, and no sources or tests', () => {
     for (const p of packed) {
       expect(p.files, p.name).toContain('package.json');
+      expect(p.files, p.name).toContain('LICENSE');
       expect(p.files, p.name).toContain('dist/index.js');
       expect(p.files, p.name).toContain('dist/index.d.ts');
-      // The client's bin/ holds the quotactl launcher (a file that exists before a build, so a workspace links it).
-      const launcher = (f: string) => p.name === '@quota-service/client' && f === 'bin/quotactl.js';
-      const stray = p.files.filter((f) => f !== 'package.json' && f !== 'README.md' && !f.startsWith('dist/') && !launcher(f));
+      // quotactl's bin/ holds its launcher (a file that exists before a build, so a workspace links it).
+      const launcher = (f: string) => p.name === '@quota-service/quotactl' && f === 'bin/quotactl.js';
+      const stray = p.files.filter((f) => !['package.json', 'README.md', 'LICENSE'].includes(f) && !f.startsWith('dist/') && !launcher(f));
       expect(stray, `${p.name}: files outside dist`).toEqual([]);
       expect(
         p.files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')),
@@ -159,10 +167,31 @@ describe('the packed client packages', () => {
     expect(await packagesReached(join(dist, 'v2.d.ts'))).toEqual(['@modelcontextprotocol/server', '@quota-service/core', 'pino']);
   });
 
-  it("@quota-service/client: the library entry never loads quotactl's command-line dependencies", async () => {
-    const dist = join(consumerDir, 'node_modules', '@quota-service', 'client', 'dist');
-    expect(await packagesReached(join(dist, 'index.js'))).toEqual(['@quota-service/contract', '@quota-service/core', 'nice-grpc']);
-    expect(await packagesReached(join(dist, 'cli', 'quotactl.js'))).toEqual([
+  it('each package is licensed Apache-2.0 and ships the license text', async () => {
+    const text = await readFile(join(REPO_ROOT, 'LICENSE'), 'utf8');
+    expect(text).toMatch(/^\s*Apache License\s+Version 2\.0, January 2004/);
+    for (const name of CLIENT_PACKAGES) {
+      const dir = join(consumerDir, 'node_modules', name);
+      const manifest = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as { license?: string };
+      expect(manifest.license, name).toBe('Apache-2.0');
+      expect(await readFile(join(dir, 'LICENSE'), 'utf8'), `${name}/LICENSE`).toBe(text);
+    }
+    // The service and the examples, which are not published, say so too.
+    const folders = (await readdir(join(REPO_ROOT, 'clients'))).filter((f) => existsSync(join(REPO_ROOT, 'clients', f, 'package.json')));
+    for (const manifest of ['package.json', ...folders.map((f) => join('clients', f, 'package.json'))]) {
+      expect((JSON.parse(await readFile(join(REPO_ROOT, manifest), 'utf8')) as { license?: string }).license, manifest).toBe('Apache-2.0');
+    }
+  });
+
+  it("@quota-service/client neither declares nor loads quotactl's command-line dependencies; quotactl has them", async () => {
+    const client = join(consumerDir, 'node_modules', '@quota-service', 'client');
+    const manifest = JSON.parse(await readFile(join(client, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; bin?: unknown };
+    expect(manifest.bin).toBeUndefined();
+    expect(Object.keys(manifest.dependencies).filter((d) => CLI_ONLY_DEPENDENCIES.includes(d))).toEqual([]);
+    expect(await packagesReached(join(client, 'dist', 'index.js'))).toEqual(['@quota-service/contract', '@quota-service/core', 'nice-grpc']);
+    const quotactl = join(consumerDir, 'node_modules', '@quota-service', 'quotactl', 'dist');
+    expect(await packagesReached(join(quotactl, 'quotactl.js'))).toEqual([
+      '@quota-service/client',
       '@quota-service/contract',
       '@quota-service/core',
       'cli-progress',
@@ -172,6 +201,32 @@ describe('the packed client packages', () => {
       'nice-grpc',
       'picocolors',
     ]);
+  });
+
+  it('quotactl starts without gRPC, the contract or the policy parser: the command that needs them loads them', async () => {
+    const entry = join(consumerDir, 'node_modules', '@quota-service', 'quotactl', 'dist', 'quotactl.js');
+    expect(await packagesReached(entry, { dynamic: false })).toEqual(['cli-progress', 'cli-table3', 'commander', 'ms', 'picocolors']);
+  });
+
+  it('a project that installs only the client (with core and contract) gets none of the command-line dependencies, and no quotactl', async () => {
+    const { code, stdout, stderr } = await runChild('npm', ['ls', '--omit=dev', '--all', '--json'], {
+      cwd: clientOnlyDir,
+      env: npmEnv(),
+      timeoutMs: RUN_TIMEOUT_MS,
+    });
+    expect(code, stderr).toBe(0);
+    const names = new Set<string>();
+    const walk = (tree: { dependencies?: Record<string, unknown> }) => {
+      for (const [name, child] of Object.entries(tree.dependencies ?? {})) {
+        names.add(name);
+        walk(child as { dependencies?: Record<string, unknown> });
+      }
+    };
+    walk(JSON.parse(stdout) as { dependencies?: Record<string, unknown> });
+    expect(names).toContain('@quota-service/client');
+    expect(names).toContain('nice-grpc');
+    expect([...names].filter((n) => CLI_ONLY_DEPENDENCIES.includes(n) || n === '@quota-service/quotactl')).toEqual([]);
+    expect(existsSync(join(clientOnlyDir, 'node_modules', '.bin', 'quotactl'))).toBe(false);
   });
 
   it(
@@ -201,7 +256,7 @@ describe('the packed client packages', () => {
     '`npx quotactl` from the repository root runs the built workspace package',
     async () => {
       // packClients built each package's dist in place (prepack), as `make build` does.
-      const version = JSON.parse(await readFile(join(REPO_ROOT, 'clients', 'quota-client', 'package.json'), 'utf8')) as { version: string };
+      const version = JSON.parse(await readFile(join(REPO_ROOT, 'clients', 'quotactl', 'package.json'), 'utf8')) as { version: string };
       const run = await runChild('npx', ['--no-install', 'quotactl', '--version'], { cwd: REPO_ROOT, env: consumerEnv(), timeoutMs: RUN_TIMEOUT_MS });
       expect(run.code, run.stderr).toBe(0);
       expect(run.stdout.trim()).toBe(version.version);
@@ -232,6 +287,7 @@ const ENTRY_POINTS: readonly [string, string][] = [
   ['@quota-service/contract', 'QuotaServiceDefinition'],
   ['@quota-service/core', 'parsePolicies'],
   ['@quota-service/client', 'createQuotaClient'],
+  ['@quota-service/quotactl', 'runQuotactl'],
   ['@quota-service/http', 'rateLimitCheck'],
   ['@quota-service/http/express', 'expressRateLimit'],
   ['@quota-service/http/fastify', 'fastifyRateLimit'],

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { runQuotactl } from '../../clients/quota-client/src/cli/program.js';
+import { runQuotactl } from '../../clients/quotactl/src/program.js';
 import { own } from './owned-child.js';
 import { TS_NODE_ARGS } from './ts-node-args.js';
 
 /** The quotactl entry, run from source as `make` runs TypeScript (no build). */
-export const QUOTACTL_SOURCE = 'clients/quota-client/src/cli/quotactl.ts';
+export const QUOTACTL_SOURCE = 'clients/quotactl/src/quotactl.ts';
 
 export interface QuotactlResult {
   code: number;

@@ -1,5 +1,5 @@
 // The quota client for the quota decision service (README.md beside this package).
-export { createQuotaClient, DEFAULT_BATCH, DEFAULT_DEADLINE_MS } from './quota-client.js';
+export { createQuotaClient, DEFAULT_BATCH, DEFAULT_DEADLINE_MS, toDecision } from './quota-client.js';
 export {
   LeaseLostError,
   QuotaInvalidArgumentError,

@@ -183,6 +183,7 @@ const SOURCES: Partial<Record<ProtoDecisionSource, DecisionSource>> = {
   [ProtoDecisionSource.DECISION_SOURCE_LOCAL]: 'local',
 };
 
+/** An `AllowResponse` as the `QuotaDecision` that `allow()` resolves with: for code that calls `Allow` itself (quotactl does). */
 export function toDecision(response: AllowResponse): QuotaDecision {
   return {
     allowed: response.allowed,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatMs } from '../../../clients/quota-client/src/cli/output.js';
+import { formatMs } from '../../../clients/quotactl/src/output.js';
 
 describe('formatMs', () => {
   it.each([

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LatencyRecorder } from '../../../clients/quota-client/src/cli/latency-stats.js';
+import { LatencyRecorder } from '../../../clients/quotactl/src/latency-stats.js';
 
 /** The reference: nearest rank on a plainly sorted copy. */
 function nearestRank(samples: readonly number[], p: number): number {

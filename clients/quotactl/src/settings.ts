@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { usageError } from './exit-codes.js';
 import type { CliIo } from './io.js';
+import { isLoopbackTarget } from './loopback.js';
 
 /** Where quotactl connects when neither --addr nor QUOTACTL_ADDR says: the service's default port on this machine. */
 export const DEFAULT_ADDRESS = '127.0.0.1:50051';
@@ -13,6 +14,8 @@ export interface GlobalOptions {
   addr?: string;
   token?: string;
   tokenFile?: string;
+  /** Send the token without TLS to an address that is not loopback. */
+  insecure?: boolean;
   tls?: boolean;
   ca?: string;
   cert?: string;
@@ -62,12 +65,20 @@ export function resolveSettings(options: GlobalOptions, io: CliIo): Settings {
   const address = options.addr ?? env(ENV.addr) ?? DEFAULT_ADDRESS;
   if (address.trim() === '') throw usageError('--addr: must not be empty (host:port)');
   const timeoutMs = options.timeout ?? parseTimeout(env(ENV.timeout), ENV.timeout) ?? DEFAULT_TIMEOUT_MS;
-  const token = resolveToken(options, io, env);
-  return { address, token, tls: tlsFiles(options, io, env), timeoutMs, ...resolveOutput(options, io) };
+  const { token, source } = resolveToken(options, io, env);
+  const tls = tlsFiles(options, io, env);
+  // Anyone on the path could read a bearer token sent in plaintext, and replay it.
+  if (token !== undefined && tls === undefined && options.insecure !== true && !isLoopbackTarget(address)) {
+    throw usageError(
+      `${source}: refusing to send the token in plaintext to ${address}, which is not a loopback address: ` +
+        'connect with TLS (--tls or --ca), or give --insecure to send it unencrypted anyway',
+    );
+  }
+  return { address, token, tls, timeoutMs, ...resolveOutput(options, io) };
 }
 
-/** The command line wins over the environment; a literal token over a token file. */
-function resolveToken(options: GlobalOptions, io: CliIo, env: (name: string) => string | undefined): string | undefined {
+/** The command line wins over the environment; a literal token over a token file. `source` names where it came from. */
+function resolveToken(options: GlobalOptions, io: CliIo, env: (name: string) => string | undefined): { token: string | undefined; source: string } {
   if (options.token !== undefined && options.tokenFile !== undefined) throw usageError('--token, --token-file: give one of them, not both');
   const [token, source] =
     options.token !== undefined
@@ -81,7 +92,7 @@ function resolveToken(options: GlobalOptions, io: CliIo, env: (name: string) => 
             : [undefined, ''];
   // A token with a space or control character cannot travel in the header: say so without echoing it.
   if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) throw usageError(`${source}: the token must be printable ASCII without spaces (not shown)`);
-  return token;
+  return { token, source };
 }
 
 function tlsFiles(options: GlobalOptions, io: CliIo, env: (name: string) => string | undefined): TlsFiles | undefined {

@@ -1,10 +1,8 @@
 import { Command } from 'commander';
 import type { LimitStatus } from '@quota-service/contract';
-import { adminCall } from '../admin-call.js';
 import type { CommandContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 import { describeIdentity, parseIdentity } from '../identity-args.js';
-import { limitJson } from '../limits-view.js';
 import { formatNumber, type Printer } from '../output.js';
 
 /** Each reset limit: what it had left before, and after (full). */
@@ -37,6 +35,7 @@ export function resetCommand(ctx: CommandContext): Command {
       const settings = ctx.settings(command);
       const printer = ctx.printer(settings);
       const limits = options.limit ?? [];
+      const [{ adminCall }, { limitJson }] = await Promise.all([import('../admin-call.js'), import('../limits-view.js')]);
       const { before, after } = await ctx.withConnection(settings, (c) => adminCall(c, (admin, call) => admin.resetQuota({ policy, identity, limits }, call)));
       if (printer.json) {
         printer.jsonLine({ policy, identity, before: before.map(limitJson), after: after.map(limitJson) });

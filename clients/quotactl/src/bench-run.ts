@@ -3,7 +3,8 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClientError, Status } from 'nice-grpc';
 import type { Connection } from './connection.js';
-import { CliError, exitCodeOf } from './exit-codes.js';
+import { exitCodeOf } from './call-failure.js';
+import { CliError } from './exit-codes.js';
 import { LatencyRecorder, type LatencySummary } from './latency-stats.js';
 
 export interface BenchPlan {

@@ -1,9 +1,7 @@
 import { Command } from 'commander';
-import { adminCall } from '../admin-call.js';
 import type { CommandContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
-import { overrideKey } from '../override-args.js';
-import { describeOverride, overrideJson, overridesTable } from '../override-view.js';
+import { overrideModules } from './override-modules.js';
 import { overrideSetCommand } from './override-set.js';
 
 const VALUE_HELP = "the identity value (of the limit's key_by part), or a prefix followed by * for every value starting with it (e.g. acme-*)";
@@ -28,6 +26,7 @@ export function overridesCommand(ctx: CommandContext): Command {
     .action(async (options: { limit?: string }, command: Command) => {
       const settings = ctx.settings(command);
       const printer = ctx.printer(settings);
+      const [{ adminCall }, { overrideJson, overridesTable }] = await Promise.all([import('../admin-call.js'), import('../override-view.js')]);
       const response = await ctx.withConnection(settings, (c) => adminCall(c, (admin, call) => admin.listOverrides({ limit: options.limit ?? '' }, call)));
       if (printer.json) printer.jsonLine({ overrides: response.overrides.map(overrideJson) });
       else if (response.overrides.length === 0 && printer.tty) printer.line('no overrides in force');
@@ -42,6 +41,7 @@ export function overridesCommand(ctx: CommandContext): Command {
     .argument('<value>', VALUE_HELP)
     .option('--exact', EXACT_HELP)
     .action(async (limit: string, value: string, options: { exact?: boolean }, command: Command) => {
+      const [{ adminCall }, { overrideKey }, { describeOverride, overrideJson }] = await overrideModules();
       const key = overrideKey(limit, value, options.exact);
       const settings = ctx.settings(command);
       const printer = ctx.printer(settings);
@@ -61,6 +61,7 @@ export function overridesCommand(ctx: CommandContext): Command {
     .argument('<value>', VALUE_HELP)
     .option('--exact', EXACT_HELP)
     .action(async (limit: string, value: string, options: { exact?: boolean }, command: Command) => {
+      const [{ adminCall }, { overrideKey }, { describeOverride, overrideJson }] = await overrideModules();
       const key = overrideKey(limit, value, options.exact);
       const settings = ctx.settings(command);
       const printer = ctx.printer(settings);

@@ -5,7 +5,6 @@ import type { LimitStatus } from '@quota-service/contract';
 import type { CommandContext } from '../context.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { describeIdentity, parseIdentity } from '../identity-args.js';
-import { limitJson, limitsTable } from '../limits-view.js';
 import { formatNumber, type Printer } from '../output.js';
 
 /** Clears what the last frame drew: cursor up `lines`, to column 0, erase to the end of the screen. */
@@ -34,7 +33,12 @@ export function watchCommand(ctx: CommandContext): Command {
       const settings = ctx.settings(command);
       const printer = ctx.printer(settings);
       const stop = ctx.io.interrupt;
-      const view = printer.json ? jsonView(printer, policy, identity) : printer.tty ? terminalView(printer, policy, identity) : lineView(printer);
+      const limitsView = await import('../limits-view.js');
+      const view = printer.json
+        ? jsonView(printer, policy, identity, limitsView)
+        : printer.tty
+          ? terminalView(printer, policy, identity, limitsView)
+          : lineView(printer);
       await ctx.withConnection(settings, async (c) => {
         while (!stop.aborted) {
           try {
@@ -58,8 +62,11 @@ interface WatchView {
   trouble(message: string): void;
 }
 
+/** The views of limits-view.ts, loaded by the action (the contract comes with them). */
+type LimitsView = typeof import('../limits-view.js');
+
 /** A terminal: the table redrawn in place at every answer (the reset countdown moves too). */
-function terminalView(printer: Printer, policy: string, identity: Record<string, string>): WatchView {
+function terminalView(printer: Printer, policy: string, identity: Record<string, string>, { limitsTable }: LimitsView): WatchView {
   let drawn = 0;
   let last = '';
   const draw = (body: string) => {
@@ -96,7 +103,7 @@ function lineView(printer: Printer): WatchView {
 }
 
 /** --json: one document per change, {time, policy, identity, limits}; trouble as {time, error}. */
-function jsonView(printer: Printer, policy: string, identity: Record<string, string>): WatchView {
+function jsonView(printer: Printer, policy: string, identity: Record<string, string>, { limitJson }: LimitsView): WatchView {
   let last = '';
   let lastTrouble = '';
   return {

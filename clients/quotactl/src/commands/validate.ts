@@ -1,8 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { parsePolicies, PolicyFileError } from '@quota-service/core';
-import { adminCall } from '../admin-call.js';
 import type { CommandContext } from '../context.js';
 import { EXIT, usageError } from '../exit-codes.js';
 import { Printer } from '../output.js';
@@ -11,7 +9,8 @@ import { type GlobalOptions, resolveOutput } from '../settings.js';
 /** What a check found: the policy names, or the loader's message. */
 type Verdict = { valid: true; policies: string[] } | { valid: false; message: string };
 
-function checkOffline(text: string, file: string): Verdict {
+async function checkOffline(text: string, file: string): Promise<Verdict> {
+  const { parsePolicies, PolicyFileError } = await import('@quota-service/core');
   try {
     return { valid: true, policies: [...parsePolicies(text, file).keys()] };
   } catch (error) {
@@ -46,12 +45,13 @@ export function validateCommand(ctx: CommandContext): Command {
       if (options.remote) {
         const settings = ctx.settings(command);
         printer = ctx.printer(settings);
+        const { adminCall } = await import('../admin-call.js');
         const answer = await ctx.withConnection(settings, (c) => adminCall(c, (admin, call) => admin.validatePolicies({ text, source: file }, call)));
         verdict = answer.valid ? { valid: true, policies: answer.policies } : { valid: false, message: answer.message };
       } else {
         // Offline: only the output options matter, so a bad --ca or token setting does not stop a check.
         printer = new Printer(ctx.io, resolveOutput(command.optsWithGlobals<GlobalOptions>(), ctx.io));
-        verdict = checkOffline(text, file);
+        verdict = await checkOffline(text, file);
       }
       if (verdict.valid) {
         const names = verdict.policies;

@@ -1,6 +1,7 @@
 import { type CallOptions, ChannelCredentials, type Client, type CompatServiceDefinition, createChannel, createClient, Metadata } from 'nice-grpc';
 import { QuotaServiceDefinition, type QuotaServiceClient } from '@quota-service/contract';
-import { CliError, callFailure, EXIT } from './exit-codes.js';
+import { callFailure } from './call-failure.js';
+import { CliError, EXIT } from './exit-codes.js';
 import type { Settings } from './settings.js';
 
 /** One channel to the service for the life of a command, and the options every call carries. */

@@ -2,7 +2,6 @@ import { Command } from 'commander';
 import type { CommandContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 import { describeIdentity, parseIdentity } from '../identity-args.js';
-import { limitJson, limitsTable } from '../limits-view.js';
 
 /** `quotactl peek POLICY part=value…`: what the identity has left (GetQuota), spending nothing. */
 export function peekCommand(ctx: CommandContext): Command {
@@ -15,6 +14,7 @@ export function peekCommand(ctx: CommandContext): Command {
       const identity = parseIdentity(parts);
       const settings = ctx.settings(command);
       const printer = ctx.printer(settings);
+      const { limitJson, limitsTable } = await import('../limits-view.js');
       const response = await ctx.withConnection(settings, (c) => c.call((call) => c.client.getQuota({ policy, identity }, call)));
       if (printer.json) {
         printer.jsonLine({ policy, identity, limits: response.limits.map(limitJson) });

@@ -1,12 +1,11 @@
 import { Command, Option } from 'commander';
 import { humanDuration, positiveNumber, positiveWholeNumber } from '../arg-parsers.js';
-import { adminCall } from '../admin-call.js';
 import type { Connection } from '../connection.js';
 import type { CommandContext } from '../context.js';
 import { CliError, EXIT } from '../exit-codes.js';
-import { limitParameters, overrideKey, type ParameterOptions } from '../override-args.js';
-import { describeOverride, overrideJson } from '../override-view.js';
+import type { ParameterOptions } from '../override-args.js';
 import { ALGORITHM_NAMES, type AlgorithmName, algorithmOf } from '../parameters-view.js';
+import { overrideModules } from './override-modules.js';
 
 interface SetOptions extends ParameterOptions {
   ttl?: number;
@@ -72,6 +71,7 @@ export function overrideSetCommand(ctx: CommandContext, valueHelp: string, exact
     )
     .addHelpText('after', EXAMPLES)
     .action(async (limit: string, value: string, options: SetOptions, command: Command) => {
+      const [{ adminCall }, { limitParameters, overrideKey }, { describeOverride, overrideJson }] = await overrideModules();
       const key = overrideKey(limit, value, options.exact);
       const settings = ctx.settings(command);
       const printer = ctx.printer(settings);

@@ -1,7 +1,7 @@
 import cliProgress from 'cli-progress';
 import { Command, Option } from 'commander';
 import { duration, wholeNumber } from '../arg-parsers.js';
-import { type BenchPlan, type BenchProgress, type BenchResult, runBench } from '../bench-run.js';
+import type { BenchPlan, BenchProgress, BenchResult } from '../bench-run.js';
 import type { CommandContext } from '../context.js';
 import { EXIT, usageError } from '../exit-codes.js';
 import { parseIdentity } from '../identity-args.js';
@@ -56,6 +56,7 @@ export function benchCommand(ctx: CommandContext): Command {
       const bar = progressBar(ctx.io.stderr, plan);
       let result: BenchResult;
       try {
+        const { runBench } = await import('../bench-run.js');
         result = await ctx.withConnection(settings, (c) => runBench(c, plan, ctx.io.interrupt, (p) => bar?.update(p)));
       } finally {
         bar?.stop();

@@ -1,10 +1,8 @@
 import { Command, Option } from 'commander';
 import { finiteNumber } from '../arg-parsers.js';
-import { toDecision } from '../../quota-client.js';
 import type { CommandContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 import { describeIdentity, parseIdentity } from '../identity-args.js';
-import { limitJson, limitsTable } from '../limits-view.js';
 import { formatMs, formatNumber } from '../output.js';
 
 interface AllowOptions {
@@ -26,6 +24,7 @@ export function allowCommand(ctx: CommandContext): Command {
       const identity = parseIdentity(parts);
       const settings = ctx.settings(command);
       const printer = ctx.printer(settings);
+      const [{ toDecision }, { limitJson, limitsTable }] = await Promise.all([import('@quota-service/client'), import('../limits-view.js')]);
       const response = await ctx.withConnection(settings, (c) =>
         c.call((call) => c.client.allow({ policy, identity, cost: options.cost ?? 0, requestId: options.requestId ?? '' }, call)),
       );

@@ -14,8 +14,8 @@ import type { CliIo } from './io.js';
 import { DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS, ENV } from './settings.js';
 import { wholeNumber } from './arg-parsers.js';
 
-/** src/cli and dist/cli both sit two levels below the package root. */
-const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+/** src/ and dist/ both sit one level below the package root. */
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 const ENV_HELP = `
 Environment (an option given on the command line wins):
@@ -55,6 +55,7 @@ export async function runQuotactl(argv: readonly string[], io: CliIo): Promise<n
     .addOption(new Option('--addr <host:port>', `the service's gRPC address (env ${ENV.addr}, default ${DEFAULT_ADDRESS})`))
     .addOption(new Option('--token <token>', `bearer token for a service with caller authentication (env ${ENV.token}); never printed`))
     .addOption(new Option('--token-file <file>', `read the bearer token from a file (env ${ENV.tokenFile})`))
+    .addOption(new Option('--insecure', 'send the token without TLS to an address that is not loopback (anyone on the path can read it)'))
     .addOption(new Option('--tls', `connect with TLS, trusting the system's CAs (env ${ENV.tls})`))
     .addOption(new Option('--ca <file>', `connect with TLS, trusting this CA (PEM) (env ${ENV.ca})`))
     .addOption(new Option('--cert <file>', `client certificate (PEM) for mutual TLS; needs --key (env ${ENV.cert})`))

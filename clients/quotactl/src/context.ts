@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { connect, type Connection } from './connection.js';
+import type { Connection } from './connection.js';
 import type { ExitCode } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { Printer } from './output.js';
@@ -24,6 +24,8 @@ export function commandContext(io: CliIo, onExit: (code: ExitCode) => void): Com
     printer: (settings) => new Printer(io, settings),
     exit: onExit,
     async withConnection(settings, body) {
+      // Loaded here, not at start: --help, usage errors and an offline validate never need gRPC.
+      const { connect } = await import('./connection.js');
       const connection = connect(settings, io.interrupt);
       try {
         return await body(connection);

@@ -22,10 +22,8 @@ export function adminCall<T>(
     } catch (error) {
       if (!(error instanceof ClientError)) throw error;
       if (error.code === Status.PERMISSION_DENIED) {
-        const hint = withToken
-          ? "the token lacks the admin role (roles: [admin] in the service's callers file)"
-          : 'admin commands need the token of a caller with the admin role (--token, --token-file or QUOTACTL_TOKEN)';
-        throw new CliError(`PERMISSION_DENIED: ${hint}; the service said: ${error.details}`, EXIT.refused);
+        const hint = refusalHint(error.details, withToken);
+        throw new CliError(`PERMISSION_DENIED: ${hint === undefined ? '' : `${hint}; the service said: `}${error.details}`, EXIT.refused);
       }
       if (error.code === Status.NOT_FOUND) throw new CliError(`NOT_FOUND: ${error.details}`, notFound);
       if (error.code === Status.UNIMPLEMENTED) {
@@ -34,4 +32,19 @@ export function adminCall<T>(
       throw error;
     }
   });
+}
+
+/**
+ * What to do about the service's PERMISSION_DENIED, by the reason its message
+ * gives (the service's admin access check and caller authentication word
+ * them); undefined when the message says none of these, so no reason is guessed.
+ */
+function refusalHint(details: string, withToken: boolean): string | undefined {
+  if (/only loopback clients/.test(details)) {
+    // The service checks no token at all: another token cannot help, only another machine.
+    return `the service has no caller authentication, so it takes admin calls from loopback clients only${withToken ? ', whatever the token' : ''}: run quotactl on the service's machine`;
+  }
+  if (/may not use the admin API/.test(details)) return "the token lacks the admin role (roles: [admin] in the service's callers file)";
+  if (/may not use policy/.test(details)) return "the token's caller may not use this policy (its policies in the service's callers file)";
+  return undefined;
 }
