@@ -7,9 +7,10 @@ import type { QuotaClient } from '@quota-service/client';
 import type { Authentication, Credentials, Principal } from './credentials.js';
 import { errorReply, notFound } from './error-replies.js';
 import { IdempotencyStore } from './idempotency.js';
-import { inFlightLease } from './in-flight-lease.js';
+import { type InFlightLease, inFlightLease } from './in-flight-lease.js';
 import type { OrderStore } from './order-store.js';
 import { OrderApiLogController } from './request-logging.js';
+import { requestsPerConnection } from './requests-per-connection.js';
 
 export interface OrderApiOptions {
   quota: QuotaClient;
@@ -24,10 +25,19 @@ export interface OrderApiOptions {
   trustedProxies?: string[];
   /**
    * Policy of the cap on orders in progress per tenant, across every replica (a
-   * `concurrency` limit): each order holds a lease until its response ends; over
-   * the cap: 429. Default "orders.in-flight"; false: no cap.
+   * `concurrency` limit): each order holds a lease until its answer is ready or
+   * its connection closes; over the cap: 429. Default "orders.in-flight"; false: no cap.
    */
   inFlightPolicy?: string | false;
+  /**
+   * Policy of each user's share of that cap (a `concurrency` limit keyed by
+   * user), taken before the tenant's: a user over their share takes none of
+   * the tenant's places. Default "orders.in-flight.user" (none when
+   * inFlightPolicy is false); false: no share.
+   */
+  userInFlightPolicy?: string | false;
+  /** Requests of one connection in progress at once (HTTP pipelining); beyond: 429. Default 4. */
+  pipelineLimit?: number;
 }
 
 /** Per-request state of the layers, kept off the request object's type. */
@@ -40,16 +50,19 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /**
  * The reference order service: POST /api/orders, its layers in this order:
- * edge (IP limit for unauthenticated traffic) -> authentication ->
- * orders in flight per tenant (a lease held until the response ends) ->
- * application limiter (per user) -> business logic (validation, stock check,
- * order creation, Idempotency-Key).
+ * requests in progress per connection -> edge (IP limit for unauthenticated
+ * traffic) -> authentication -> orders in flight per user, then per tenant
+ * (leases held until the answer is ready) -> application limiter (per user) ->
+ * business logic (validation, stock check, order creation, Idempotency-Key).
  * GET /api/orders/:id (the 201's Location) goes through the same edge and
  * authentication; reading an order spends nothing of the order limit.
  */
 export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
   // pino's Logger is a FastifyBaseLogger; the cast keeps the instance's default type parameters.
   const app = Fastify({ loggerInstance: options.logger as FastifyBaseLogger, logController: new OrderApiLogController() });
+  // 0. Pipelined requests: a connection's requests beyond a few in progress are
+  //    refused before anything runs (every route, unknown paths included).
+  app.addHook('onRequest', requestsPerConnection(options.pipelineLimit ?? 4));
   app.setNotFoundHandler(notFound);
   app.setErrorHandler(errorReply);
   const clientIp = clientIpResolver(options.trustedProxies ?? []);
@@ -58,6 +71,7 @@ export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
   const idempotency = new IdempotencyStore();
   const ordersPolicy = options.ordersPolicy ?? 'orders.create';
   const inFlightPolicy = options.inFlightPolicy ?? 'orders.in-flight';
+  const userInFlightPolicy = options.userInFlightPolicy ?? (inFlightPolicy === false ? false : 'orders.in-flight.user');
 
   // 1. Edge: read the credentials (cheap, no business state) and count
   //    requests that do not authenticate against their client IP.
@@ -96,31 +110,21 @@ export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
       return reply.code(422).send({ error: 'idempotency_key_reused', message: 'This Idempotency-Key was used with a different request body.' });
     }
   };
-  // 4. Orders in progress per tenant, across every replica: a lease taken before
-  //    the rate limits are spent (a full cap costs nothing) and held until the
-  //    response ends, also on errors and client aborts.
-  const inFlight =
-    inFlightPolicy === false
-      ? []
-      : [
-          inFlightLease({
-            quota: options.quota,
-            policy: inFlightPolicy,
-            identify: (request) => {
-              const { user, tenant } = stateOf(request).principal!;
-              return { user, tenant };
-            },
-          }),
-        ];
+  // 4. Orders in progress, across every replica: the user's share first, then
+  //    the tenant's cap, so a user over their share takes no tenant place. Both
+  //    leases are taken before the rate limits are spent (a full cap costs
+  //    nothing) and end when the answer is ready or the connection closes, also
+  //    on errors, client aborts and answers the client does not read.
+  const principal = (request: FastifyRequest) => {
+    const { user, tenant } = stateOf(request).principal!;
+    return { user, tenant };
+  };
+  const inFlight: InFlightLease[] = [];
+  for (const policy of [userInFlightPolicy, inFlightPolicy]) {
+    if (policy !== false) inFlight.push(inFlightLease({ quota: options.quota, policy, identify: principal }));
+  }
   // 5. Application limiter: the authenticated user's order bucket.
-  const ordersLimit = fastifyRateLimit({
-    client: options.quota,
-    policy: ordersPolicy,
-    identify: (request) => {
-      const { user, tenant } = stateOf(request).principal!;
-      return { user, tenant };
-    },
-  });
+  const ordersLimit = fastifyRateLimit({ client: options.quota, policy: ordersPolicy, identify: principal });
 
   const edgeAndAuthentication = [
     async (request: FastifyRequest) => {
@@ -144,7 +148,8 @@ export function buildOrderApi(options: OrderApiOptions): FastifyInstance {
     '/api/orders',
     {
       onRequest: edgeAndAuthentication,
-      preHandler: [replay, ...inFlight, ordersLimit],
+      preHandler: [replay, ...inFlight.map((lease) => lease.preHandler), ordersLimit],
+      onSend: inFlight.map((lease) => lease.onSend),
     },
     async (request, reply) => {
       const principal = stateOf(request).principal!;

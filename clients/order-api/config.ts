@@ -6,6 +6,8 @@
 //   ORDER_API_IP_POLICY        unauthenticated IP policy    ip
 //   ORDER_API_TRUSTED_PROXIES  comma-separated proxy-addr list whose X-Forwarded-For is believed  (none)
 //   ORDER_API_IN_FLIGHT_POLICY orders in progress per tenant, across replicas  orders.in-flight
+//   ORDER_API_USER_IN_FLIGHT_POLICY  each user's share of them, taken first  orders.in-flight.user
+//   ORDER_API_PIPELINE_LIMIT   requests of one connection in progress at once  4
 //   ORDER_API_ON_UNAVAILABLE   fail_open | fail_closed (rate limits and the in-flight lease)  fail_closed
 //   ORDER_API_DEADLINE_MS      quota call deadline          250
 //   ORDER_API_LOG_LEVEL        pino level; debug logs every request  info
@@ -21,6 +23,8 @@ export interface OrderApiConfig {
   ipPolicy: string;
   trustedProxies: string[];
   inFlightPolicy: string;
+  userInFlightPolicy: string;
+  pipelineLimit: number;
   onUnavailable: 'fail_open' | 'fail_closed';
   deadlineMs: number;
   logLevel: string;
@@ -45,6 +49,8 @@ export function loadOrderApiConfig(env: NodeJS.ProcessEnv): OrderApiConfig {
       .map((s) => s.trim())
       .filter((s) => s !== ''),
     inFlightPolicy: env.ORDER_API_IN_FLIGHT_POLICY ?? 'orders.in-flight',
+    userInFlightPolicy: env.ORDER_API_USER_IN_FLIGHT_POLICY ?? 'orders.in-flight.user',
+    pipelineLimit: positiveInteger('ORDER_API_PIPELINE_LIMIT', env.ORDER_API_PIPELINE_LIMIT ?? '4'),
     onUnavailable,
     deadlineMs: positiveInteger('ORDER_API_DEADLINE_MS', env.ORDER_API_DEADLINE_MS ?? '250'),
     logLevel: env.ORDER_API_LOG_LEVEL ?? 'info',

@@ -37,6 +37,8 @@ async function main(): Promise<void> {
     ipPolicy: config.ipPolicy,
     trustedProxies: config.trustedProxies,
     inFlightPolicy: config.inFlightPolicy,
+    userInFlightPolicy: config.userInFlightPolicy,
+    pipelineLimit: config.pipelineLimit,
   });
   await app.listen({ host: config.host, port: config.port }).catch((error: NodeJS.ErrnoException) => {
     throw new Error(`ORDER_API_ADDR: cannot listen on ${config.host}:${config.port}: ${LISTEN_ERRORS[error.code ?? ''] ?? error.message}`);

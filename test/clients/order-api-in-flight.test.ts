@@ -12,12 +12,16 @@ import { bothStores, useRedisServer } from '../support/use-redis.js';
 const redis = useRedisServer();
 const CAROL = { authorization: 'Bearer dev-token-carol' };
 
-/** Roomy rate limits, so only the in-flight cap (2 orders per tenant) can refuse. */
+/** Roomy rate limits and user shares, so only the in-flight cap (2 orders per tenant) can refuse. */
 const POLICIES = parsePolicies(
   stringify({
     policies: {
       'orders.create': { limits: [{ name: 'orders', key_by: 'user', algorithm: 'token_bucket', capacity: 100, refill_per_second: 100 }] },
       ip: { limits: [{ name: 'ip-per-minute', key_by: 'ip', algorithm: 'fixed_window', limit: 100, window: 'minute' }] },
+      'orders.in-flight.user': {
+        failure_mode: 'fail_closed',
+        limits: [{ name: 'user-orders-in-flight', key_by: 'user', algorithm: 'concurrency', limit: 2, lease_ttl_ms: 30_000 }],
+      },
       'orders.in-flight': {
         failure_mode: 'fail_closed',
         limits: [{ name: 'tenant-orders-in-flight', key_by: 'tenant', algorithm: 'concurrency', limit: 2, lease_ttl_ms: 30_000 }],
@@ -78,6 +82,7 @@ describe.each(bothStores(redis))('orders in flight per tenant over 2 order API r
     return [started[0]!, started[1]!];
   };
   const leasesHeld = async (tenant: string) => (await service.client.getQuota({ policy: 'orders.in-flight', identity: { tenant } })).limits[0]?.leasesHeld;
+  const userLeasesHeld = async (user: string) => (await service.client.getQuota({ policy: 'orders.in-flight.user', identity: { user } })).limits[0]?.leasesHeld;
 
   it("the tenant's cap holds across both replicas: the third order of acme is 429 on either, another tenant is not capped, and finished orders free their leases", async () => {
     const gated = gatedOrders();
@@ -145,10 +150,10 @@ describe.each(bothStores(redis))('orders in flight per tenant over 2 order API r
     open();
   });
 
-  it('a client that goes away while its lease is being acquired gets no order, and the lease is released once it arrives', async () => {
+  it("a client that goes away while its tenant's lease is being acquired gets no order, and both its leases are released once that one arrives", async () => {
     const quota = createQuotaClient({ address: `127.0.0.1:${service.server.port}`, deadlineMs: 5_000 });
     clients.push(quota);
-    // The lease is granted at once, but its answer reaches the order API only when the test says so.
+    // The tenant's lease (taken after the user's) is granted at once, but its answer reaches the order API only when the test says so.
     const acquire = quota.acquire;
     let answer!: () => void;
     const answered = new Promise<void>((resolve) => (answer = resolve));
@@ -156,6 +161,7 @@ describe.each(bothStores(redis))('orders in flight per tenant over 2 order API r
     const acquiredInStore = new Promise<void>((resolve) => (granted = resolve));
     quota.acquire = async (...args) => {
       const lease = await acquire(...args);
+      if (args[0].policy !== 'orders.in-flight') return lease;
       granted();
       await answered;
       return lease;
@@ -175,9 +181,12 @@ describe.each(bothStores(redis))('orders in flight per tenant over 2 order API r
     }).catch((error: unknown) => error);
     await acquiredInStore;
     expect(await leasesHeld('acme')).toBe(1);
+    expect(await userLeasesHeld('alice')).toBe(1);
     abort.abort();
     expect(await gone).toBeInstanceOf(Error);
     await socketClosed;
+    // The user's lease ends with the connection.
+    await vi.waitFor(async () => expect(await userLeasesHeld('alice')).toBe(0));
 
     answer();
     await vi.waitFor(async () => expect(await leasesHeld('acme')).toBe(0));

@@ -92,7 +92,8 @@ describe.each(bothStores(redis))('POST /api/orders with the quota service on the
               ],
             },
             ip: { limits: [{ name: 'ip-per-minute', key_by: 'ip', algorithm: 'fixed_window', limit: 30, window: 'minute' }] },
-            // Every order holds an in-flight lease (released when its response ends).
+            // Every order holds two in-flight leases, the user's and the tenant's (released when its answer is ready).
+            'orders.in-flight.user': { limits: [{ name: 'user-orders-in-flight', key_by: 'user', algorithm: 'concurrency', limit: 5, lease_ttl_ms: 30_000 }] },
             'orders.in-flight': { limits: [{ name: 'tenant-orders-in-flight', key_by: 'tenant', algorithm: 'concurrency', limit: 20, lease_ttl_ms: 30_000 }] },
           },
         }),
@@ -225,10 +226,10 @@ describe('the quota service stopped', () => {
     const elapsed = performance.now() - started;
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('1');
-    // The in-flight lease is the first quota call of an order: it fails closed first.
-    expect(await response.json()).toMatchObject({ error: 'rate_limiter_unavailable', policy: 'orders.in-flight' });
+    // The user's in-flight lease is the first quota call of an order: it fails closed first.
+    expect(await response.json()).toMatchObject({ error: 'rate_limiter_unavailable', policy: 'orders.in-flight.user' });
     expect(api.orders.stockReads).toBe(0);
-    // One quota call (an authenticated user skips the IP limit; the lease refused, no rate limit is asked), bounded by the deadline; loose bound, shared machine.
+    // One quota call (an authenticated user skips the IP limit; the user's lease refused, neither the tenant's lease nor a rate limit is asked), bounded by the deadline; loose bound, shared machine.
     expect(elapsed).toBeLessThan(2 * deadlineMs);
   });
 

@@ -62,15 +62,16 @@ describe('Allow over gRPC on Redis (Redis clock)', () => {
 
   it('ListPolicies describes the loaded policies', async () => {
     const { policies } = await service.client.listPolicies({});
-    expect(policies.map((p) => p.name)).toEqual(['orders', 'orders.create', 'orders.in-flight', 'user', 'tenant', 'ip']);
+    expect(policies.map((p) => p.name)).toEqual(['orders', 'orders.create', 'orders.in-flight.user', 'orders.in-flight', 'user', 'tenant', 'ip']);
     expect(policies[0]!.limits).toEqual([
       { name: 'orders', keyBy: 'user', tokenBucket: { capacity: 10, refillPerSecond: 2 }, fixedWindow: undefined, planBy: '', plans: [] },
     ]);
     expect(policies[1]!.limits.map((l) => l.name)).toEqual(['orders', 'user-per-minute', 'tenant-per-minute']);
-    expect(policies[5]!.limits[0]).toMatchObject({ name: 'ip-per-minute', keyBy: 'ip', fixedWindow: { limit: 30, window: 'minute' } });
+    expect(policies[6]!.limits[0]).toMatchObject({ name: 'ip-per-minute', keyBy: 'ip', fixedWindow: { limit: 30, window: 'minute' } });
     expect(policies[0]!.failureMode).toEqual({ mode: 'local', localShare: 0.5 });
     expect(policies[2]!.failureMode).toEqual({ mode: 'fail_closed', localShare: 0 });
-    expect(policies[3]!.failureMode).toEqual({ mode: 'fail_open', localShare: 0 });
+    expect(policies[3]!.failureMode).toEqual({ mode: 'fail_closed', localShare: 0 });
+    expect(policies[4]!.failureMode).toEqual({ mode: 'fail_open', localShare: 0 });
   });
 });
 

@@ -272,7 +272,7 @@ describe('quotactl validate --remote', () => {
     const good = await admin(['validate', '--remote', 'config/policies.yaml']);
     expect(good).toEqual({
       code: 0,
-      stdout: 'valid config/policies.yaml: 6 policies (orders, orders.create, orders.in-flight, user, tenant, ip)\n',
+      stdout: 'valid config/policies.yaml: 7 policies (orders, orders.create, orders.in-flight.user, orders.in-flight, user, tenant, ip)\n',
       stderr: '',
     });
     const offline = await admin(['--json', 'validate', brokenPolicies]);

@@ -61,13 +61,13 @@ describe('quotactl validate', () => {
     const text = await quotactl(['validate', 'config/policies.yaml']);
     expect(text).toEqual({
       code: 0,
-      stdout: 'valid config/policies.yaml: 6 policies (orders, orders.create, orders.in-flight, user, tenant, ip)\n',
+      stdout: 'valid config/policies.yaml: 7 policies (orders, orders.create, orders.in-flight.user, orders.in-flight, user, tenant, ip)\n',
       stderr: '',
     });
     const json = await quotactl(['--json', 'validate', 'config/policies.yaml']);
     expect(json.code).toBe(0);
     expect(jsonLines(json.stdout)).toEqual([
-      { file: 'config/policies.yaml', valid: true, policies: ['orders', 'orders.create', 'orders.in-flight', 'user', 'tenant', 'ip'] },
+      { file: 'config/policies.yaml', valid: true, policies: ['orders', 'orders.create', 'orders.in-flight.user', 'orders.in-flight', 'user', 'tenant', 'ip'] },
     ]);
   });
 
