@@ -48,9 +48,17 @@ const MAX_TAG_CHARS = 200;
  * shadow ones beside it (never holding the others back). Nothing is spent
  * when any enforced descriptor is over, except on rules that spend when over
  * (`spend_when_over`): their hits are charged then, into debt if need be.
- * `timeoutMs` is the store budget.
+ * `timeoutMs` is the store budget. `descriptorLimits` false: the descriptors'
+ * own `limit` is ignored and the configured rules apply (a caller that is not
+ * a gateway, src/grpc/rate-limit-service.ts).
  */
-export async function decideRls(engine: QuotaEngine, config: RlsConfig, request: RateLimitRequest, timeoutMs: number): Promise<RlsDecision> {
+export async function decideRls(
+  engine: QuotaEngine,
+  config: RlsConfig,
+  request: RateLimitRequest,
+  timeoutMs: number,
+  descriptorLimits = true,
+): Promise<RlsDecision> {
   validateRlsRequest(request);
   const domain = config.domains.get(request.domain);
   const verdicts: DescriptorVerdict[] = request.descriptors.map(() => ({ kind: 'none' }));
@@ -58,7 +66,7 @@ export async function decideRls(engine: QuotaEngine, config: RlsConfig, request:
 
   const rules = request.descriptors.map((descriptor): RlsRule | undefined => {
     const matched = matchRule(domain.root, descriptor.entries);
-    if (descriptor.limit === undefined) return matched;
+    if (descriptor.limit === undefined || !descriptorLimits) return matched;
     // The override keeps the matched rule's spend_when_over: a charge after the response spends whatever limit the route set.
     return overrideRule(domain.name, descriptor.limit.requests_per_unit, overrideUnit(descriptor.limit.unit), matched?.spendsWhenOver === true);
   });
