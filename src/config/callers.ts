@@ -19,12 +19,13 @@ import { type CallerPlace, describeCaller, describeCallerIssues, shortSha256 } f
  *     envoy:
  *       token_sha256: 2c26b4...
  *       domains: [edge]           # Envoy's rate limit service: the domains it may ask about (['*'] for all)
+ *       roles: [gateway]          # a proxy: the `limit` its descriptors carry is honoured
  *     support:
  *       token_sha256: 4b2c1e...
  *       policies: ['*']
  *       roles: [admin]            # may also call QuotaAdminService
  */
-export const CALLER_ROLES = ['admin'] as const;
+export const CALLER_ROLES = ['admin', 'gateway'] as const;
 export type CallerRole = (typeof CALLER_ROLES)[number];
 
 const callerSchema = z
@@ -51,7 +52,11 @@ const callerSchema = z
       .optional(),
     // Envoy's rate limit service (ShouldRateLimit): the domains this caller may ask about.
     domains: z.array(z.string().min(1)).min(1, 'list the domains this caller may ask about, or ["*"] for all').optional(),
-    /** Extra rights: `admin` may call QuotaAdminService (reset, overrides, validate). */
+    /**
+     * Extra rights: `admin` may call QuotaAdminService (reset, overrides, validate);
+     * `gateway` (a proxy such as Envoy, which builds descriptors from its route
+     * configuration) has the `limit` of its ShouldRateLimit descriptors honoured.
+     */
     roles: z.array(z.enum(CALLER_ROLES, { error: `must be one of ${CALLER_ROLES.map((r) => `"${r}"`).join(', ')}` })).optional(),
   })
   .refine((c) => (c.token === undefined) !== (c.token_sha256 === undefined), { message: 'give exactly one of token, token_sha256', path: ['token'] })
@@ -59,6 +64,11 @@ const callerSchema = z
   .refine((c) => c.policies !== undefined || c.domains !== undefined || c.roles?.includes('admin') === true, {
     message: 'list the policies this caller may use (or ["*"]), the rate limit domains it may ask about, or both',
     path: ['policies'],
+  })
+  // The gateway role is about ShouldRateLimit alone: without domains it would do nothing.
+  .refine((c) => c.roles?.includes('gateway') !== true || c.domains !== undefined, {
+    message: 'the gateway role is for callers of the rate limit service: list the domains it may ask about',
+    path: ['roles'],
   });
 
 /** A caller's name: also what the call log lines print. */
@@ -70,7 +80,7 @@ export interface Caller {
   readonly policies: ReadonlySet<string> | undefined;
   /** Domains of Envoy's rate limit service this caller may ask about; undefined means all, empty means none. */
   readonly domains: ReadonlySet<string> | undefined;
-  /** Its roles: `admin` may call the admin API. */
+  /** Its roles: `admin` may call the admin API; a `gateway`'s descriptor limits are honoured (ShouldRateLimit). */
   readonly roles: ReadonlySet<CallerRole>;
 }
 

@@ -5,6 +5,7 @@ import {
   LeaseNotHeldError,
   NoConcurrencyLimitError,
   NotFoundError,
+  PermissionDeniedError,
   PolicyNotFoundError,
   StoreUnavailableError,
 } from '@quota-service/core';
@@ -44,6 +45,7 @@ function toServerError(error: unknown, method: string, logger: Logger): ServerEr
   if (error instanceof PolicyNotFoundError || error instanceof NotFoundError) return new ServerError(Status.NOT_FOUND, error.message);
   if (error instanceof LeaseNotHeldError) return new ServerError(Status.NOT_FOUND, error.message);
   if (error instanceof NoConcurrencyLimitError || error instanceof FailedPreconditionError) return new ServerError(Status.FAILED_PRECONDITION, error.message);
+  if (error instanceof PermissionDeniedError) return new ServerError(Status.PERMISSION_DENIED, error.message);
   if (error instanceof StoreUnavailableError) {
     // An outage, not a bug: what happened, without a stack trace per call.
     logger.warn({ method, cause: describeCause(error.cause) }, 'quota store unavailable');

@@ -22,6 +22,16 @@ describe('caller roles', () => {
     );
   });
 
+  it('roles: [gateway] marks a caller of the rate limit service as a proxy; it needs domains', () => {
+    const gateway = parseCallers('callers:\n  envoy:\n    token: envoy-token-0123456789abcdef\n    domains: [edge]\n    roles: [gateway]\n').byToken(
+      'envoy-token-0123456789abcdef',
+    )!;
+    expect([...gateway.roles]).toEqual(['gateway']);
+    expect(() => parseCallers('callers:\n  envoy:\n    token: envoy-token-0123456789abcdef\n    policies: [orders]\n    roles: [gateway]\n')).toThrow(
+      /the 1st caller \(line 2, name sha256 [0-9a-f]{8}\): roles: the gateway role is for callers of the rate limit service: list the domains it may ask about/,
+    );
+  });
+
   it('an unknown role is refused, without repeating it', () => {
     const attempt = () => parseCallers(file('    roles: [s3cret-root-role]\n'));
     expect(attempt).toThrow(CallersFileError);

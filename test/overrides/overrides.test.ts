@@ -40,7 +40,7 @@ async function calls(engine: QuotaEngine, tenant: string, plan?: string) {
 
 const set = (s: AdminSetup, match: 'exact' | 'prefix', value: string, capacity: number, ttlMs = 0) =>
   s.admin.setOverride({ target: { limit: 'calls', match, value }, parameters: bucket(capacity), ttlMs, reason: `test ${value}` }, LOOPBACK);
-const remove = (s: AdminSetup, match: 'exact' | 'prefix', value: string) => s.admin.deleteOverride({ limit: 'calls', match, value });
+const remove = (s: AdminSetup, match: 'exact' | 'prefix', value: string) => s.admin.deleteOverride({ limit: 'calls', match, value }, LOOPBACK);
 
 const { exactOverride: EXACT, wildcardOverride: WILDCARD, plan: PLAN, default: DEFAULT } = PARAMETER_SOURCE;
 
@@ -69,7 +69,7 @@ function scenarios(fixture: () => StoreFixture, anotherStore?: () => RedisStore)
     await remove(s, 'prefix', 'ac');
     expect(await calls(s.engine, 'acme', 'pro')).toEqual({ limit: 50, applied: PLAN, plan: 'pro' });
     expect(await calls(s.engine, 'acme')).toEqual({ limit: 5, applied: DEFAULT, plan: '' });
-    expect(await s.admin.listOverrides('')).toEqual([]);
+    expect(await s.admin.listOverrides('', LOOPBACK)).toEqual([]);
   });
 
   it('an override grants its capacity, and changing it never grants more than the new limit allows', async () => {
@@ -126,8 +126,8 @@ function scenarios(fixture: () => StoreFixture, anotherStore?: () => RedisStore)
     expect(await calls(s.engine, 'expiring')).toMatchObject({ limit: 99, applied: EXACT });
     f.clock.advance(1);
     expect(await calls(s.engine, 'expiring')).toEqual({ limit: 5, applied: DEFAULT, plan: '' });
-    expect(await s.admin.listOverrides('calls')).toEqual([]);
-    await expect(s.admin.getOverride({ limit: 'calls', match: 'exact', value: 'expiring' })).rejects.toThrow(/no exact override/);
+    expect(await s.admin.listOverrides('calls', LOOPBACK)).toEqual([]);
+    await expect(s.admin.getOverride({ limit: 'calls', match: 'exact', value: 'expiring' }, LOOPBACK)).rejects.toThrow(/no exact override/);
   });
 
   it('hostile values: matching is on the raw value of the limit\'s own part, "*" is a plain character, and no value reaches another key or slot', async () => {
@@ -156,7 +156,7 @@ function scenarios(fixture: () => StoreFixture, anotherStore?: () => RedisStore)
     for (const value of ['a}{b', '{x}', 'user:{42}', 'premium_*']) {
       expect(calculateSlot(overrideKey('calls', 'tenant', value))).toBe(calculateSlot(identityKey('calls', 'tenant', value)));
     }
-    expect((await s.admin.listOverrides('')).map((o) => [o.match, o.value])).toEqual([
+    expect((await s.admin.listOverrides('', LOOPBACK)).map((o) => [o.match, o.value])).toEqual([
       ['exact', 'premium_*'],
       ['prefix', 't1:'],
       ['prefix', 'vip%7B'],
@@ -180,7 +180,7 @@ function scenarios(fixture: () => StoreFixture, anotherStore?: () => RedisStore)
     await expect(bad({ parameters: undefined })).rejects.toThrow(/^parameters: required/);
     await expect(bad({ ttlMs: -1 })).rejects.toThrow(/^ttl_ms:/);
     await expect(bad({ reason: 'line\nbreak' })).rejects.toThrow(/^reason:/);
-    expect(await s.admin.listOverrides('')).toEqual([]);
+    expect(await s.admin.listOverrides('', LOOPBACK)).toEqual([]);
   });
 
   if (anotherStore !== undefined) {

@@ -79,3 +79,8 @@ export class NotFoundError extends QuotaError {
 export class FailedPreconditionError extends QuotaError {
   override name = 'FailedPreconditionError';
 }
+
+/** The caller is known but may not do this (an admin acting outside its policies): PERMISSION_DENIED. */
+export class PermissionDeniedError extends QuotaError {
+  override name = 'PermissionDeniedError';
+}

@@ -6,7 +6,8 @@ import { algorithmOf, describeParameters } from './parameters-view.js';
 
 /**
  * An override as --json prints it: the key flattened (`match` as "exact" or
- * "prefix"), the algorithm named, and the contract's other field names.
+ * "prefix"), the algorithm named, and the contract's other field names;
+ * `valueSha256` only for a value the token may not see (`value` is "" then).
  */
 export function overrideJson(override: Override) {
   const [algorithm, parameters] = algorithmOf(override.parameters ?? {});
@@ -14,6 +15,7 @@ export function overrideJson(override: Override) {
     limit: override.key?.limit ?? '',
     match: override.key?.match === OverrideMatch.OVERRIDE_MATCH_PREFIX ? 'prefix' : 'exact',
     value: override.key?.value ?? '',
+    ...(override.valueSha256 === '' ? {} : { valueSha256: override.valueSha256 }),
     keyBy: override.keyBy,
     algorithm,
     parameters,
@@ -22,6 +24,12 @@ export function overrideJson(override: Override) {
     setBy: override.setBy,
     setAtMs: override.setAtMs,
   };
+}
+
+/** The VALUE column: the value (`value*` for a prefix), or `sha256:<digest>` for one the token may not see. */
+function listedValue(override: Override): string {
+  if (override.valueSha256 === '') return describeKeyValue(override.key);
+  return `sha256:${override.valueSha256}${override.key?.match === OverrideMatch.OVERRIDE_MATCH_PREFIX ? '*' : ''}`;
 }
 
 /** "in 2h (2025-01-01T14:00:00Z)", or "never": when an override stops applying, seen from now. */
@@ -43,7 +51,7 @@ export function overridesTable(printer: Printer, overrides: readonly Override[],
   const rows = overrides.map((o) => [
     o.key?.limit ?? '',
     o.keyBy,
-    describeKeyValue(o.key),
+    listedValue(o),
     describeOverrideParameters(o),
     describeExpiry(o.expiresAtMs, nowMs),
     o.setBy,

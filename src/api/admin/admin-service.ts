@@ -59,16 +59,16 @@ export function adminService(admin: QuotaAdmin): ServiceImplementation<typeof ad
       return { current: toProtoOverride(current), ...(previous === undefined ? {} : { previous: toProtoOverride(previous) }) };
     },
 
-    async getOverride(request) {
-      return { current: toProtoOverride(await notFound(admin.getOverride(targetOf(request.key)))) };
+    async getOverride(request, context) {
+      return { current: toProtoOverride(await notFound(admin.getOverride(targetOf(request.key), callerOf(context)))) };
     },
 
-    async listOverrides(request) {
-      return { overrides: (await admin.listOverrides(request.limit)).map(toProtoOverride) };
+    async listOverrides(request, context) {
+      return { overrides: (await admin.listOverrides(request.limit, callerOf(context))).map(toProtoOverride) };
     },
 
     async deleteOverride(request, context) {
-      const previous = await notFound(admin.deleteOverride(targetOf(request.key)));
+      const previous = await notFound(admin.deleteOverride(targetOf(request.key), callerOf(context)));
       record(context, { before: auditRecord(previous), after: null });
       return { previous: toProtoOverride(previous) };
     },
@@ -105,7 +105,7 @@ function notFound<T>(result: Promise<T>): Promise<T> {
   });
 }
 
-function toProtoOverride(record: OverrideRecord): Override {
+function toProtoOverride(record: OverrideRecord & { valueSha256?: string }): Override {
   return {
     key: {
       limit: record.limit,
@@ -118,5 +118,6 @@ function toProtoOverride(record: OverrideRecord): Override {
     reason: record.reason,
     setBy: record.setBy,
     setAtMs: record.setAtMs,
+    valueSha256: record.valueSha256 ?? '',
   };
 }

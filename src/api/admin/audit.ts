@@ -7,6 +7,8 @@ import type { OverrideRecord } from '../../overrides/override.js';
 export interface AdminCaller {
   readonly name: string;
   readonly peer: string;
+  /** The policies it may act on (its `policies` in the callers file); absent: all (`['*']`, or no caller authentication). */
+  readonly policies?: ReadonlySet<string>;
 }
 
 /** At most this many identity parts, and this many characters of a name, go on an audit line: a refused request may be anything. */

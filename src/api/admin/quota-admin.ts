@@ -11,6 +11,7 @@ import {
 } from '@quota-service/core';
 import type { QuotaEngine } from '../../engine/engine.js';
 import { type OverrideMatch, type OverrideRecord, type OverrideStore, validateOverride, validateTarget } from '../../overrides/override.js';
+import { checkMayOverride, checkMaySee, type ListedOverride, visibleOverrides } from './admin-scope.js';
 import type { AdminCaller } from './audit.js';
 import type { StateReset } from './state-reset.js';
 
@@ -44,6 +45,9 @@ export class QuotaAdmin {
   private get policies(): PolicySet {
     return this.engine.policySet;
   }
+
+  // ResetQuota's policy is checked against the caller's list before it gets here (src/grpc/auth-middleware.ts);
+  // the override calls name a limit, checked here against every policy that uses it (admin-scope.ts).
 
   /**
    * Removes the identity's state under the policy's limits (or the named
@@ -88,22 +92,27 @@ export class QuotaAdmin {
     },
     caller: AdminCaller,
   ): Promise<{ current: OverrideRecord; previous: OverrideRecord | undefined }> {
+    checkMayOverride(this.policies, caller, input.target.limit);
     const request = validateOverride(this.policies, { ...input, setBy: caller.name });
     return this.overrides.set(request);
   }
 
-  async getOverride(input: TargetInput): Promise<OverrideRecord> {
+  async getOverride(input: TargetInput, caller: AdminCaller): Promise<OverrideRecord> {
+    checkMayOverride(this.policies, caller, input.limit);
     const { target, limit } = validateTarget(this.policies, input);
     const record = await this.overrides.get(target, limit.keyBy);
     if (record === undefined) throw new OverrideNotFoundError(`no ${target.match} override of limit "${target.limit}" for that value`);
     return record;
   }
 
-  async listOverrides(limit: string): Promise<OverrideRecord[]> {
-    return this.overrides.list(limit === '' ? undefined : limit);
+  /** The overrides in force (of one limit, when named) that the caller may see, values it may not see as digests (admin-scope.ts). */
+  async listOverrides(limit: string, caller: AdminCaller): Promise<ListedOverride[]> {
+    if (limit !== '') checkMaySee(this.policies, caller, limit);
+    return visibleOverrides(this.policies, caller, await this.overrides.list(limit === '' ? undefined : limit));
   }
 
-  async deleteOverride(input: TargetInput): Promise<OverrideRecord> {
+  async deleteOverride(input: TargetInput, caller: AdminCaller): Promise<OverrideRecord> {
+    checkMayOverride(this.policies, caller, input.limit);
     const { target, limit } = validateTarget(this.policies, input);
     const previous = await this.overrides.delete(target, limit.keyBy);
     if (previous === undefined) throw new OverrideNotFoundError(`no ${target.match} override of limit "${target.limit}" for that value`);

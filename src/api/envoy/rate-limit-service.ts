@@ -23,8 +23,16 @@ export interface RateLimitServiceOptions {
  * envoy.service.ratelimit.v3.RateLimitService: ShouldRateLimit on the same
  * engine as QuotaService. `config` is read once per call, so a reload is seen
  * whole or not at all. Each call takes one place of the admission bounds.
+ *
+ * A descriptor's `limit` replaces the configured rule: a proxy sets it from its
+ * route configuration. With caller authentication it is honoured only for a
+ * caller with the `gateway` role; any other caller's is ignored (the
+ * configured rules apply) and logged once per caller. Without caller
+ * authentication it is honoured, as before authentication existed.
  */
 export function rateLimitService(engine: QuotaEngine, config: () => RlsConfig, admission: Admission, logger: Logger, options: RateLimitServiceOptions) {
+  // Callers already told that their descriptor limits are ignored: one warning each, not one per call.
+  const warned = new Set<string>();
   return {
     async shouldRateLimit(request: RateLimitRequest, context: CallContext & CallerContext): Promise<RateLimitResponse> {
       const allowed = context.caller?.domains;
@@ -34,7 +42,16 @@ export function rateLimitService(engine: QuotaEngine, config: () => RlsConfig, a
       const release = admission.admit(context, 1);
       const started = performance.now();
       try {
-        const decision = await decideRls(engine, config(), request, options.timeoutMs);
+        const caller = context.caller;
+        const descriptorLimits = caller === undefined || caller.roles.has('gateway');
+        if (!descriptorLimits && !warned.has(caller.name) && hasDescriptorLimit(request)) {
+          warned.add(caller.name);
+          logger.warn(
+            { caller: caller.name, domain: request.domain },
+            `caller ${caller.name} sent descriptors with their own limit, which only a gateway may set: they are ignored and the configured rules apply (give a proxy roles: [gateway] in the callers file)`,
+          );
+        }
+        const decision = await decideRls(engine, config(), request, options.timeoutMs, descriptorLimits);
         options.onDecision?.(decision, (performance.now() - started) / 1000);
         if (decision.over && logger.isLevelEnabled('debug')) {
           const rules = decision.verdicts.flatMap((v, index) => (v.kind === 'limited' && v.over ? [{ index, rule: v.rule.path, shadow: v.shadow }] : []));
@@ -46,4 +63,10 @@ export function rateLimitService(engine: QuotaEngine, config: () => RlsConfig, a
       }
     },
   };
+}
+
+/** Whether any descriptor carries its own limit (a plain loop: it runs on calls of callers that are not gateways). */
+function hasDescriptorLimit(request: RateLimitRequest): boolean {
+  for (const descriptor of request.descriptors) if (descriptor.limit !== undefined) return true;
+  return false;
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type Decision, type LimitCall, type LimitOutcome, rlsDescriptorTag, rlsKeyPrefix, rlsStateKey } from '@quota-service/core';
+import { type Decision, type Limit, type LimitCall, type LimitOutcome, rlsDescriptorTag, rlsKeyPrefix, rlsStateKey } from '@quota-service/core';
 import type { QuotaEngine } from '../../engine/engine.js';
 import type { RateLimitRequest } from './envoy-codec.js';
 import type { Entry } from './rls-match.js';
@@ -48,9 +48,17 @@ const MAX_TAG_CHARS = 200;
  * shadow ones beside it (never holding the others back). Nothing is spent
  * when any enforced descriptor is over, except on rules that spend when over
  * (`spend_when_over`): their hits are charged then, into debt if need be.
- * `timeoutMs` is the store budget.
+ * `timeoutMs` is the store budget. `descriptorLimits` false: the descriptors'
+ * own `limit` is ignored and the configured rules apply (a caller that is not
+ * a gateway, src/grpc/rate-limit-service.ts).
  */
-export async function decideRls(engine: QuotaEngine, config: RlsConfig, request: RateLimitRequest, timeoutMs: number): Promise<RlsDecision> {
+export async function decideRls(
+  engine: QuotaEngine,
+  config: RlsConfig,
+  request: RateLimitRequest,
+  timeoutMs: number,
+  descriptorLimits = true,
+): Promise<RlsDecision> {
   validateRlsRequest(request);
   const domain = config.domains.get(request.domain);
   const verdicts: DescriptorVerdict[] = request.descriptors.map(() => ({ kind: 'none' }));
@@ -58,7 +66,7 @@ export async function decideRls(engine: QuotaEngine, config: RlsConfig, request:
 
   const rules = request.descriptors.map((descriptor): RlsRule | undefined => {
     const matched = matchRule(domain.root, descriptor.entries);
-    if (descriptor.limit === undefined) return matched;
+    if (descriptor.limit === undefined || !descriptorLimits) return matched;
     // The override keeps the matched rule's spend_when_over: a charge after the response spends whatever limit the route set.
     return overrideRule(domain.name, descriptor.limit.requests_per_unit, overrideUnit(descriptor.limit.unit), matched?.spendsWhenOver === true);
   });
@@ -91,13 +99,13 @@ export async function decideRls(engine: QuotaEngine, config: RlsConfig, request:
     [shadowed, shadow, true],
   ] as const) {
     for (const item of plan.items) {
-      const outcome = result?.outcomes?.[item.call];
+      const outcome = plan.outcomeOf(item, result?.outcomes?.[item.call]);
       const source = result?.decision.source ?? 'store';
       const itemOver = item.never || (outcome === undefined ? source === 'fail_closed' : !outcome.allowed);
       const retry = item.never ? neverRetryMs(item.rule) : (outcome?.retryAfterMs ?? result?.decision.retryAfterMs ?? 0);
       const label = labelOf(item.rule, request.descriptors[item.index]!.entries);
       // Over or not as decided; a charged rule's status is the one after its charge.
-      const status = (shadowPlan ? undefined : charged?.get(item.call)) ?? outcome;
+      const status = (shadowPlan ? undefined : plan.outcomeOf(item, charged?.get(item.call))) ?? outcome;
       verdicts[item.index] = {
         kind: 'limited',
         rule: item.rule,
@@ -119,7 +127,7 @@ interface PlannedItem {
   rule: RlsRule;
   /** Its call's index in Planned.calls (descriptors with the same state share one call). */
   call: number;
-  /** Can never pass: a rule of 0 requests, or more hits than the limit can ever grant. */
+  /** Can never pass: a rule of 0 requests, or more hits than its limit can ever grant. */
   never: boolean;
 }
 
@@ -127,21 +135,46 @@ interface PlannedItem {
 class Planned {
   readonly items: PlannedItem[] = [];
   private readonly calls: LimitCall[] = [];
-  private readonly byKey = new Map<string, number>();
+  private readonly byState = new Map<string, number>();
+  /** The calls were decided as checks of 1 (a descriptor could never pass). */
+  private checked = false;
 
   add(index: number, rule: RlsRule, identityKey: string, hits: { cost: number; checkOnly: boolean }): void {
     const limit = rule.limit!;
-    // The same state twice in one request (the same descriptor sent twice): one call, the hits added up.
-    let call = this.byKey.get(identityKey);
+    // Descriptors whose calls would touch the same keys share one call, their hits added up: the same
+    // descriptor sent twice, or limit overrides of one unit on the same entries (one counter, keyed as
+    // envoyproxy/ratelimit keys it: entries and the unit's window). The call carries the strictest of
+    // their limits, and each descriptor is judged against its own (outcomeOf). Overrides of different
+    // units have keys, and calls, of their own.
+    const state = limit.algorithm.scriptKeys(identityKey, limit.params).join('\n');
+    let call = this.byState.get(state);
     if (call === undefined) {
       call = this.calls.push({ limit, identityKey, cost: hits.cost, checkOnly: hits.checkOnly }) - 1;
-      this.byKey.set(identityKey, call);
+      this.byState.set(state, call);
     } else {
       const known = this.calls[call]!;
       const spent = (known.checkOnly ? 0 : known.cost) + (hits.checkOnly ? 0 : hits.cost);
-      this.calls[call] = { limit, identityKey, cost: spent === 0 ? 1 : spent, checkOnly: spent === 0 };
+      const strictest = capacityOf(limit) < capacityOf(known.limit) ? limit : known.limit;
+      this.calls[call] = { limit: strictest, identityKey, cost: spent === 0 ? 1 : spent, checkOnly: spent === 0 };
     }
     this.items.push({ index, rule, call, never: false });
+  }
+
+  /**
+   * An item's outcome, from its call's: the same when the call carries the
+   * item's own limit, else read against the item's limit. Only fixed windows
+   * share a call with another limit (overrides of one unit), so what the
+   * counter holds is the call's capacity less its remaining. When the call
+   * was denied nothing was spent, and the item is over only when the hits
+   * decided do not fit its own limit either.
+   */
+  outcomeOf(item: PlannedItem, outcome: LimitOutcome | undefined): LimitOutcome | undefined {
+    const call = this.calls[item.call]!;
+    const own = item.rule.limit!;
+    if (outcome === undefined || own === call.limit) return outcome;
+    const count = capacityOf(call.limit) - outcome.remaining;
+    const allowed = outcome.allowed || count + (this.checked ? 1 : call.cost) <= capacityOf(own);
+    return { allowed, retryAfterMs: allowed ? 0 : outcome.retryAfterMs, remaining: capacityOf(own) - count, resetAfterMs: outcome.resetAfterMs };
   }
 
   /**
@@ -170,12 +203,18 @@ class Planned {
   async decide(engine: QuotaEngine, domain: RlsDomain, timeoutMs: number) {
     if (this.items.length === 0) return undefined;
     for (const item of this.items) {
-      const call = this.calls[item.call]!;
-      item.never = item.rule.blocks || call.limit.algorithm.rejectCost(call.limit.params, call.cost) !== undefined;
+      const own = item.rule.limit!;
+      item.never = item.rule.blocks || own.algorithm.rejectCost(own.params, this.calls[item.call]!.cost) !== undefined;
     }
-    const calls = this.items.some((item) => item.never) ? this.calls.map((call) => ({ ...call, cost: 1, checkOnly: true })) : this.calls;
+    this.checked = this.items.some((item) => item.never);
+    const calls = this.checked ? this.calls.map((call) => ({ ...call, cost: 1, checkOnly: true })) : this.calls;
     return engine.decideCalls(domain.policy, calls, timeoutMs);
   }
+}
+
+/** What a limit grants when full: a fixed window's limit, a bucket's capacity. */
+function capacityOf(limit: Limit): number {
+  return limit.algorithm.capacity(limit.params);
 }
 
 /** The rule's metrics label (envoyproxy/ratelimit's stats key): with detailed_metric, the last entry's value appended. */

@@ -7,6 +7,8 @@ import { tokenSha256 } from '../../../src/config/callers.js';
 export const ADMIN_TOKEN = 'support-desk-admin-token-7f3a91c2e5b84d06';
 /** A caller that may use every policy but has no admin role. */
 export const VIEWER_TOKEN = 'dashboard-viewer-token-1b8e4c7a90d3f256';
+/** An admin of the policy `daily` only, whose limit `daily-team` uses too. */
+export const DAILY_ADMIN_TOKEN = 'daily-desk-admin-token-3e6a9d2c5f8b1470';
 
 /**
  * Policies whose numbers hold still during a test: a bucket refilling one
@@ -35,6 +37,14 @@ policies:
         algorithm: fixed_window
         limit: 100
         window: day
+  daily-team:
+    description: The same hundred a day, for a team's users.
+    limits:
+      - name: daily
+        key_by: user
+        algorithm: fixed_window
+        limit: 100
+        window: day
   team:
     description: A user's and a tenant's daily limits.
     limits:
@@ -50,7 +60,10 @@ policies:
         window: hour
 `;
 
-/** The callers file: `support` has the admin role, `dashboard` does not (both may use every policy). */
+/**
+ * The callers file: `support` has the admin role, `dashboard` does not (both
+ * may use every policy); `daily-desk` is an admin of the policy `daily` alone.
+ */
 const CALLERS = `
 callers:
   support:
@@ -60,6 +73,10 @@ callers:
   dashboard:
     token: ${VIEWER_TOKEN}
     policies: ['*']
+  daily-desk:
+    token: ${DAILY_ADMIN_TOKEN}
+    policies: [daily]
+    roles: [admin]
 `;
 
 /** The policy and callers files in a temp dir, and the service's environment for them. */

@@ -2,7 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { jsonLines, type QuotactlResult, quotactl } from '../../support/quotactl.js';
-import { ADMIN_TOKEN, VIEWER_TOKEN, writeAdminFixture } from './admin-fixture.js';
+import { valueDigest } from '../../../src/api/admin/audit.js';
+import { ADMIN_TOKEN, DAILY_ADMIN_TOKEN, VIEWER_TOKEN, writeAdminFixture } from './admin-fixture.js';
 import { useServiceProcess } from './service.js';
 
 // quotactl's admin commands (reset, overrides) end to end: the real program
@@ -286,6 +287,41 @@ describe('quotactl validate --remote', () => {
   });
 });
 
+describe('quotactl overrides as an admin of some policies', () => {
+  it("a limit another policy shares: listed with the value's digest, never changed (exit 4, the hint names the caller's policies)", async () => {
+    expect((await admin(['overrides', 'set', 'daily', 'team-7', '--limit', '300'])).code).toBe(0);
+    const json = await as(DAILY_ADMIN_TOKEN, ['--json', 'overrides', 'list', '--limit', 'daily']);
+    expect({ code: json.code, stderr: json.stderr }).toEqual({ code: 0, stderr: '' });
+    const listed = jsonLines<{ overrides: (OverrideJson & { valueSha256?: string })[] }>(json.stdout)[0]!.overrides;
+    expect(listed.find((o) => o.valueSha256 === valueDigest('team-7'))).toMatchObject({
+      limit: 'daily',
+      match: 'exact',
+      value: '',
+      parameters: { limit: 300 },
+    });
+    expect(listed.every((o) => o.value === '' && /^[0-9a-f]{16}$/.test(o.valueSha256 ?? ''))).toBe(true);
+    const plain = await as(DAILY_ADMIN_TOKEN, ['overrides', 'list', '--limit', 'daily']);
+    const row = plain.stdout.split('\n').find((l) => l.includes(valueDigest('team-7')))!;
+    expect(row.split(/\s{2,}/).slice(0, 4)).toEqual(['daily', 'user', `sha256:${valueDigest('team-7')}`, '300 per day']);
+    expect(plain.stdout).not.toContain('team-7');
+
+    for (const args of [
+      ['overrides', 'set', 'daily', 'team-7', '--limit', '100000'],
+      ['overrides', 'get', 'daily', 'team-7'],
+      ['overrides', 'delete', 'daily', 'team-7'],
+      ['overrides', 'list', '--limit', 'api'],
+    ]) {
+      const { code, stdout, stderr } = await as(DAILY_ADMIN_TOKEN, args);
+      expect({ args, code, stdout }).toEqual({ args, code: 4, stdout: '' });
+      expect(stderr).toMatch(
+        /^quotactl: PERMISSION_DENIED: the token's caller may not act on that policy or limit \(its policies in the service's callers file\); the service said: caller "daily-desk" may not .*\n$/,
+      );
+    }
+    const [status] = await peek('daily', 'user=team-7');
+    expect(status).toMatchObject({ limit: 300, applied: 'exact_override' });
+  });
+});
+
 describe('quotactl admin commands without the admin role', () => {
   it('every one is refused with exit 4, saying the token lacks the admin role; nothing changes', async () => {
     expect((await admin(['overrides', 'set', 'api', 'd-1', '--capacity', '11'])).code).toBe(0);
@@ -316,7 +352,7 @@ describe('quotactl admin commands without the admin role', () => {
   it('no run printed a token', () => {
     expect(outputs.length).toBeGreaterThan(40);
     for (const { stdout, stderr } of outputs) {
-      for (const token of [ADMIN_TOKEN, VIEWER_TOKEN]) {
+      for (const token of [ADMIN_TOKEN, VIEWER_TOKEN, DAILY_ADMIN_TOKEN]) {
         expect(stdout).not.toContain(token);
         expect(stderr).not.toContain(token);
       }
