@@ -29,7 +29,10 @@ async function main(): Promise<void> {
   const logger = pino({ name: 'mcp-server', level: config.MCP_LOG_LEVEL }, pino.destination(2));
   const quota = createQuotaClient({ address: config.MCP_QUOTA_ADDR, deadlineMs: config.MCP_QUOTA_TIMEOUT_MS, logger });
   const desk = new HelpDesk();
-  const approvals = config.MCP_APPROVAL_SECRET === undefined ? undefined : new ApprovalTokens({ secret: config.MCP_APPROVAL_SECRET });
+  const approvals =
+    config.MCP_APPROVAL_SECRET === undefined
+      ? undefined
+      : new ApprovalTokens({ secret: config.MCP_APPROVAL_SECRET, crossTenantRoles: config.MCP_APPROVAL_CROSS_TENANT_ROLES });
   if (approvals === undefined) {
     logger.warn('delete_customer is approved by elicitation: the calling client answers for itself. Set MCP_APPROVAL_SECRET to require an approver');
   }

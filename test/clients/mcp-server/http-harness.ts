@@ -8,7 +8,7 @@ import { createQuotaClient, type QuotaClient } from '@quota-service/client';
 import { VirtualClock } from '@quota-service/core';
 import type { AuditRecord, GuardQuota } from '@quota-service/mcp';
 import { discoverAuthorizationServer } from '../../../clients/mcp-server/authorization-server.js';
-import { loadDevClients } from '../../../clients/mcp-server/dev-issuer/dev-clients.js';
+import { type DevClient, loadDevClients } from '../../../clients/mcp-server/dev-issuer/dev-clients.js';
 import { startDevIssuer, type RunningDevIssuer } from '../../../clients/mcp-server/dev-issuer/dev-issuer.js';
 import { HelpDesk } from '../../../clients/mcp-server/help-desk.js';
 import { startHttpTransport, type HttpTransportOptions } from '../../../clients/mcp-server/http-transport.js';
@@ -87,6 +87,8 @@ export async function startReferenceHttp(
     issuerNow?: () => number;
     /** What the server gets as its quota client: default the client itself. */
     wrapQuota?: (quota: QuotaClient) => GuardQuota;
+    /** Clients the development issuer knows besides those of config/mcp-dev-clients.yaml. */
+    extraClients?: DevClient[];
   } = {},
 ): Promise<ReferenceHttp> {
   const logger = options.logger ?? pino({ level: 'silent' });
@@ -97,7 +99,7 @@ export async function startReferenceHttp(
   const issuer = await startDevIssuer({
     host: '127.0.0.1',
     port: 0,
-    clients: await loadDevClients('config/mcp-dev-clients.yaml'),
+    clients: [...(await loadDevClients('config/mcp-dev-clients.yaml')), ...(options.extraClients ?? [])],
     logger,
     ...(options.issuerNow === undefined ? {} : { now: options.issuerNow }),
   });
