@@ -7,6 +7,7 @@ import express from 'express';
 import type { Logger } from 'pino';
 import type { AuthorizationServer } from './authorization-server.js';
 import { errorHandler, MAX_BODY_BYTES, notFound } from './http-errors.js';
+import { jsonDepthLimit } from './json-depth.js';
 import { createJwtVerifier } from './jwt-verifier.js';
 import { originValidation } from './origin-validation.js';
 import { REFERENCE_SCOPES } from './reference-server.js';
@@ -59,8 +60,9 @@ const LISTEN_ERRORS: Record<string, string> = {
  * authorization server, bearer tokens checked for this resource (audience), and
  * 401/403 challenges pointing at that metadata. The SDK's handler checks that the
  * Mcp-Method and Mcp-Name headers match the body (HeaderMismatch, -32020) and
- * answers per-tool scope challenges. Every error answer is JSON (http-errors.ts):
- * no stack traces or paths, whatever NODE_ENV says.
+ * answers per-tool scope challenges. A body nested too deep is refused before the
+ * SDK sees it (json-depth.ts). Every error answer is JSON (http-errors.ts): no
+ * stack traces or paths, whatever NODE_ENV says.
  */
 export async function startHttpTransport(options: HttpTransportOptions): Promise<RunningHttpServer> {
   const { logger } = options;
@@ -101,7 +103,7 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
   });
   const serve = toNodeHandler(handler, { onerror: (error) => logger.error({ err: error }, 'MCP request failed') });
   // Authentication before the body is read: an anonymous request costs no parsing.
-  app.all(mcpPath, auth, express.json({ limit: MAX_BODY_BYTES }), (req, res) => void serve(req, res, req.body));
+  app.all(mcpPath, auth, express.json({ limit: MAX_BODY_BYTES }), jsonDepthLimit(logger), (req, res) => void serve(req, res, req.body));
   app.use(notFound);
   app.use(errorHandler(logger));
   http.on('request', app);
