@@ -6,7 +6,7 @@ import { Client, ClientCredentialsProvider, StreamableHTTPClientTransport } from
 import { pino, type Logger } from 'pino';
 import { createQuotaClient, type QuotaClient } from '@quota-service/client';
 import { VirtualClock } from '@quota-service/core';
-import type { AuditRecord, GuardQuota } from '@quota-service/mcp';
+import { type AuditRecord, type GuardQuota, JsonLinesAuditSink } from '@quota-service/mcp';
 import { discoverAuthorizationServer } from '../../../clients/mcp-server/authorization-server.js';
 import { type DevClient, loadDevClients } from '../../../clients/mcp-server/dev-issuer/dev-clients.js';
 import { startDevIssuer, type RunningDevIssuer } from '../../../clients/mcp-server/dev-issuer/dev-issuer.js';
@@ -50,8 +50,8 @@ export interface ReferenceHttp {
    * `elicit` answers every approval form with yes.
    */
   connect(client: DevCredentials, options?: { elicit?: boolean; onElicit?: () => void; headers?: Record<string, string> }): Promise<Client>;
-  /** A raw request, so any header (Host, Origin, Mcp-Method, ...) and any body can be sent. */
-  raw(method: string, headers: Record<string, string>, body?: unknown): Promise<RawResponse>;
+  /** A raw request, so any header (Host, Origin, Mcp-Method, ...; an array sends it several times) and any body can be sent. */
+  raw(method: string, headers: Record<string, string | string[]>, body?: unknown): Promise<RawResponse>;
   audit(): Promise<AuditRecord[]>;
   close(): Promise<void>;
 }
@@ -104,11 +104,14 @@ export async function startReferenceHttp(
     ...(options.issuerNow === undefined ? {} : { now: options.issuerNow }),
   });
   const desk = new HelpDesk();
+  // One audit file, as main.ts wires it: the guard's records and the endpoint's refusals.
+  const audit = new JsonLinesAuditSink(join(dir, 'audit.jsonl'));
   const http = await startHttpTransport({
     host: '127.0.0.1',
     port: 0,
     authorizationServer: await discoverAuthorizationServer(issuer.issuer),
-    createServer: () => createReferenceServer({ desk, quota: guardQuota, audit: join(dir, 'audit.jsonl'), logger, ...options.server }),
+    audit,
+    createServer: () => createReferenceServer({ desk, quota: guardQuota, audit, logger, ...options.server }),
     logger,
     ...options.transport,
   });
