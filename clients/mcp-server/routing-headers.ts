@@ -17,7 +17,7 @@ import { jsonRpcError, requestIdOf } from './http-errors.js';
  *   not define them) and may be batches without them; 2026-07-28 ones still need
  *   them. Not safe behind such a gateway.
  *
- * In both modes a header that is present must agree with the body, on any request.
+ * In both modes a `tools/call` whose headers are present must agree with them.
  */
 export type RoutingHeadersMode = 'required' | 'optional';
 
@@ -25,16 +25,6 @@ export type RoutingHeadersMode = 'required' | 'optional';
 const HEADER_MISMATCH = -32020;
 const INVALID_REQUEST = -32600;
 const MISMATCH_PREFIX = 'Bad Request: the request headers and body disagree: ';
-
-/** The body field `Mcp-Name` mirrors, per method (the 2026-07-28 revision's table). */
-const NAME_FIELD: Readonly<Record<string, string>> = {
-  'tools/call': 'name',
-  'prompts/get': 'name',
-  'resources/read': 'uri',
-  'tasks/get': 'taskId',
-  'tasks/update': 'taskId',
-  'tasks/cancel': 'taskId',
-};
 
 const SENTINEL_PREFIX = '=?base64?';
 const SENTINEL_SUFFIX = '?=';
@@ -107,28 +97,30 @@ function claimsHeaderRevision(message: Record<string, unknown>, versionHeader: s
   return versionHeader !== undefined && versionHeader >= '2026-07-28';
 }
 
-/** Why one JSON-RPC message's headers do not fit its body, or undefined. */
+/**
+ * Why the headers do not name a tools/call message, or undefined. Other messages
+ * run no tool: their headers are left to the SDK, which checks them on 2026-07-28
+ * requests; a 2025-era client may send one tool's headers on every request of its
+ * session (static headers, as the MCP Inspector's `--header` sends them).
+ */
 function mismatchOf(message: Record<string, unknown>, headers: RoutingHeaders, mode: RoutingHeadersMode): string | undefined {
-  const method = message['method'];
-  if (typeof method !== 'string') return undefined;
-  const toolCall = method === 'tools/call';
-  const required = toolCall && (mode === 'required' || claimsHeaderRevision(message, headers.version));
+  if (message['method'] !== 'tools/call') return undefined;
+  const required = mode === 'required' || claimsHeaderRevision(message, headers.version);
   if (headers.method === undefined) {
     if (required) return 'the body calls a tool but the required Mcp-Method header is absent';
-  } else if (headers.method !== method) {
-    return `the body names method ${shown(method)} but the Mcp-Method header names ${shown(headers.method)}`;
+  } else if (headers.method !== 'tools/call') {
+    return `the body names method "tools/call" but the Mcp-Method header names ${shown(headers.method)}`;
   }
-  const field = Object.hasOwn(NAME_FIELD, method) ? NAME_FIELD[method]! : undefined;
-  if (field === undefined) return undefined;
   const params = message['params'];
-  const value = isObject(params) ? params[field] : undefined;
-  if (typeof value !== 'string') return required ? 'the body’s params.name is not a string, so no Mcp-Name header can name it' : undefined;
+  const name = isObject(params) ? params['name'] : undefined;
+  if (typeof name !== 'string')
+    return required || headers.name !== undefined ? 'the body’s params.name is not a string, so no Mcp-Name header can name it' : undefined;
   if (headers.name === undefined) {
-    return required ? `the body calls tool ${shown(value)} but the required Mcp-Name header is absent` : undefined;
+    return required ? `the body calls tool ${shown(name)} but the required Mcp-Name header is absent` : undefined;
   }
-  const expected = headerForm(value);
+  const expected = headerForm(name);
   if (headers.name === expected) return undefined;
-  return `the body carries params.${field}=${shown(value)} but the Mcp-Name header is ${shown(headers.name)} (it must be ${shown(expected)})`;
+  return `the body carries params.name=${shown(name)} but the Mcp-Name header is ${shown(headers.name)} (it must be ${shown(expected)})`;
 }
 
 function problemOf(body: unknown, headers: RoutingHeaders, mode: RoutingHeadersMode): Problem | undefined {

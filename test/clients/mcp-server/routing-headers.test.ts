@@ -1,4 +1,6 @@
 import { type CallToolResult, Client, ClientCredentialsProvider, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { AuditRecord } from '@quota-service/mcp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALICE, type RawResponse, type ReferenceHttp, REVISION, startReferenceHttp, toolsCall } from './http-harness.js';
@@ -188,16 +190,31 @@ describe('routing headers required (the default): every tools/call is named by i
     expect(created.structuredContent).toEqual({ id: 'T-3', status: 'open' });
   });
 
-  it('requests that call no tool need no headers; headers they carry must match', async () => {
-    const list = { jsonrpc: '2.0', id: 401, method: 'tools/list' };
-    expect((await server.raw('POST', { 'mcp-protocol-version': '2025-06-18', ...bearer }, list)).status).toBe(200);
-    const claimsCall = await server.raw(
-      'POST',
-      { 'mcp-protocol-version': '2025-06-18', 'mcp-method': 'tools/call', 'mcp-name': 'create_ticket', ...bearer },
-      list,
-    );
-    expect(claimsCall.status).toBe(400);
-    expect(errorOf(claimsCall)).toMatchObject({ id: 401, error: { code: -32020, message: expect.stringContaining('the body names method "tools/list"') } });
+  it('an SDK 1.x client (as the MCP Inspector is): refused without the headers; with static headers naming its one tool, that tool is served, no other', async () => {
+    const v1 = async (headers: Record<string, string>) => {
+      const client = new V1Client({ name: 'v1-client', version: '1.0.0' });
+      await client.connect(new V1StreamableHTTPClientTransport(server.resource, { requestInit: { headers: { ...bearer, ...headers } } }));
+      return client;
+    };
+    const plain = await v1({});
+    try {
+      expect((await plain.listTools()).tools.map((tool) => tool.name)).toContain('create_ticket');
+      await expect(plain.callTool({ name: 'create_ticket', arguments: { title: 'v1' } })).rejects.toThrow(/"code":-32020,.*Mcp-Method header is absent/);
+    } finally {
+      await plain.close();
+    }
+    // Every request of its session carries the headers (initialize and tools/list too): only the tool call is checked against them.
+    const named = await v1({ 'mcp-method': 'tools/call', 'mcp-name': 'create_ticket' });
+    try {
+      expect((await named.listTools()).tools.map((tool) => tool.name)).toContain('create_ticket');
+      const created = (await named.callTool({ name: 'create_ticket', arguments: { title: 'v1 named' } })) as CallToolResult;
+      expect(created.structuredContent).toEqual({ id: 'T-4', status: 'open' });
+      await expect(named.callTool({ name: 'bulk_update_tickets', arguments: { ticketIds: ['T-4'], status: 'closed' } })).rejects.toThrow(
+        /"code":-32020,.*the Mcp-Name header is \\"create_ticket\\"/,
+      );
+    } finally {
+      await named.close();
+    }
   });
 });
 
