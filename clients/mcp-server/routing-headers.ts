@@ -124,7 +124,6 @@ function mismatchOf(message: Record<string, unknown>, headers: RoutingHeaders, m
 }
 
 function problemOf(body: unknown, headers: RoutingHeaders, mode: RoutingHeadersMode): Problem | undefined {
-  if (headers.repeated !== undefined) return { code: HEADER_MISMATCH, message: `${MISMATCH_PREFIX}the ${headers.repeated} header is given more than once` };
   if (Array.isArray(body)) {
     if (mode === 'required') {
       return {
@@ -140,7 +139,9 @@ function problemOf(body: unknown, headers: RoutingHeaders, mode: RoutingHeadersM
     }
     return undefined;
   }
-  if (!isObject(body)) return undefined;
+  if (!isObject(body) || body['method'] !== 'tools/call') return undefined;
+  // Which of two values a gateway took is anyone's guess.
+  if (headers.repeated !== undefined) return { code: HEADER_MISMATCH, message: `${MISMATCH_PREFIX}the ${headers.repeated} header is given more than once` };
   const mismatch = mismatchOf(body, headers, mode);
   return mismatch === undefined ? undefined : { code: HEADER_MISMATCH, message: `${MISMATCH_PREFIX}${mismatch}` };
 }
