@@ -5,9 +5,16 @@ import type { Logger } from 'pino';
 /** Largest request body read, in bytes (express.json's default 100 KB, stated). */
 export const MAX_BODY_BYTES = 100 * 1024;
 
-/** A JSON-RPC error answer with no request id: what every HTTP-level refusal looks like. */
-export function jsonRpcError(res: Response, status: number, code: number, message: string): void {
-  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
+/** A JSON-RPC error answer: what every HTTP-level refusal looks like; `id` is the request's when it could be read. */
+export function jsonRpcError(res: Response, status: number, code: number, message: string, id: string | number | null = null): void {
+  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id });
+}
+
+/** The id to echo for a parsed body: a single request's string or number id, else null (a batch, a notification). */
+export function requestIdOf(body: unknown): string | number | null {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
+  const { id } = body as { id?: unknown };
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
 /** Unknown paths and methods: JSON, not Express's HTML page. */

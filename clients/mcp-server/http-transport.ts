@@ -5,11 +5,14 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, type McpServerFactory, type OAuthTokenVerifier } from '@modelcontextprotocol/server';
 import express from 'express';
 import type { Logger } from 'pino';
+import type { AuditSink } from '@quota-service/mcp/v2';
 import type { AuthorizationServer } from './authorization-server.js';
 import { errorHandler, MAX_BODY_BYTES, notFound } from './http-errors.js';
+import { jsonDepthLimit } from './json-depth.js';
 import { createJwtVerifier } from './jwt-verifier.js';
 import { originValidation } from './origin-validation.js';
 import { REFERENCE_SCOPES } from './reference-server.js';
+import { type RoutingHeadersMode, routingHeaders } from './routing-headers.js';
 
 export interface HttpTransportOptions {
   /** Interface to bind, e.g. 127.0.0.1. */
@@ -33,6 +36,14 @@ export interface HttpTransportOptions {
   authorizationServer: AuthorizationServer;
   /** Checks bearer tokens. Default: JWT access tokens of `authorizationServer` for this resource. */
   verifier?: OAuthTokenVerifier;
+  /**
+   * Whether every tools/call must name its method and tool in the Mcp-Method and
+   * Mcp-Name headers, whatever protocol revision it claims (routing-headers.ts).
+   * Default `required`: the headers can then be trusted by a gateway.
+   */
+  routingHeaders?: RoutingHeadersMode;
+  /** Where tool calls refused here (routing headers) are audited, as the guard audits its refusals. Default: not audited. */
+  audit?: AuditSink;
   /** Builds the McpServer that answers one request (the protocol is stateless). */
   createServer: McpServerFactory;
   logger: Logger;
@@ -57,10 +68,12 @@ const LISTEN_ERRORS: Record<string, string> = {
  * clients), with what the MCP authorization spec asks of a server: Host and
  * Origin validation, protected resource metadata (RFC 9728) naming the
  * authorization server, bearer tokens checked for this resource (audience), and
- * 401/403 challenges pointing at that metadata. The SDK's handler checks that the
- * Mcp-Method and Mcp-Name headers match the body (HeaderMismatch, -32020) and
- * answers per-tool scope challenges. Every error answer is JSON (http-errors.ts):
- * no stack traces or paths, whatever NODE_ENV says.
+ * 401/403 challenges pointing at that metadata. Before the SDK sees a body, it
+ * is refused when nested too deep (json-depth.ts) or when its Mcp-Method and
+ * Mcp-Name headers do not name it, on every protocol revision (routing-headers.ts;
+ * the SDK checks them on 2026-07-28 requests only). The SDK answers per-tool scope
+ * challenges. Every error answer is JSON (http-errors.ts): no stack traces or
+ * paths, whatever NODE_ENV says.
  */
 export async function startHttpTransport(options: HttpTransportOptions): Promise<RunningHttpServer> {
   const { logger } = options;
@@ -100,8 +113,13 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
     onerror: (error) => logger.info({ reason: error.message }, 'MCP request rejected or failed'),
   });
   const serve = toNodeHandler(handler, { onerror: (error) => logger.error({ err: error }, 'MCP request failed') });
+  const checkRoutingHeaders = routingHeaders({
+    mode: options.routingHeaders ?? 'required',
+    logger,
+    ...(options.audit === undefined ? {} : { audit: options.audit }),
+  });
   // Authentication before the body is read: an anonymous request costs no parsing.
-  app.all(mcpPath, auth, express.json({ limit: MAX_BODY_BYTES }), (req, res) => void serve(req, res, req.body));
+  app.all(mcpPath, auth, express.json({ limit: MAX_BODY_BYTES }), jsonDepthLimit(logger), checkRoutingHeaders, (req, res) => void serve(req, res, req.body));
   app.use(notFound);
   app.use(errorHandler(logger));
   http.on('request', app);

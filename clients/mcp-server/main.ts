@@ -4,7 +4,7 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { pino } from 'pino';
 import { createQuotaClient } from '@quota-service/client';
-import { ApprovalTokens, type Principal } from '@quota-service/mcp/v2';
+import { ApprovalTokens, JsonLinesAuditSink, type Principal } from '@quota-service/mcp/v2';
 import { discoverAuthorizationServer } from './authorization-server.js';
 import { loadMcpServerConfig, type McpServerConfig } from './config.js';
 import { HelpDesk } from './help-desk.js';
@@ -29,11 +29,16 @@ async function main(): Promise<void> {
   const logger = pino({ name: 'mcp-server', level: config.MCP_LOG_LEVEL }, pino.destination(2));
   const quota = createQuotaClient({ address: config.MCP_QUOTA_ADDR, deadlineMs: config.MCP_QUOTA_TIMEOUT_MS, logger });
   const desk = new HelpDesk();
-  const approvals = config.MCP_APPROVAL_SECRET === undefined ? undefined : new ApprovalTokens({ secret: config.MCP_APPROVAL_SECRET });
+  const approvals =
+    config.MCP_APPROVAL_SECRET === undefined
+      ? undefined
+      : new ApprovalTokens({ secret: config.MCP_APPROVAL_SECRET, crossTenantRoles: config.MCP_APPROVAL_CROSS_TENANT_ROLES });
   if (approvals === undefined) {
     logger.warn('delete_customer is approved by elicitation: the calling client answers for itself. Set MCP_APPROVAL_SECRET to require an approver');
   }
-  const deps = { desk, quota, audit: config.MCP_AUDIT_FILE, logger, ...(approvals === undefined ? {} : { approvals }) };
+  // One sink for the guard's records and the HTTP endpoint's refusals of tool calls.
+  const audit = new JsonLinesAuditSink(config.MCP_AUDIT_FILE);
+  const deps = { desk, quota, audit, logger, ...(approvals === undefined ? {} : { approvals }) };
 
   let stop: () => Promise<void>;
   if (config.MCP_TRANSPORT === 'stdio') {
@@ -59,6 +64,8 @@ async function main(): Promise<void> {
       ...(config.allowedHosts === undefined ? {} : { allowedHosts: config.allowedHosts }),
       ...(config.allowedOrigins === undefined ? {} : { allowedOrigins: config.allowedOrigins }),
       authorizationServer,
+      routingHeaders: config.MCP_ROUTING_HEADERS,
+      audit,
       createServer: () => createReferenceServer(deps),
       logger,
     });

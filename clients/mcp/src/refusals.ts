@@ -81,6 +81,7 @@ export const refusals = {
       bad_signature: 'has an invalid signature',
       expired: 'has expired',
       other_call: 'approves another call (tool, arguments or requester differ)',
+      other_tenant: "was signed by an approver of another tenant (ask an approver of the requester's tenant)",
       used: 'was already used',
     }[problem];
     return refusalResult(`The approval token for tool ${tool} ${why}. Nothing was executed.`, { reason: 'approval_invalid', retryable: false, problem });

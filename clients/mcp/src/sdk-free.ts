@@ -9,6 +9,7 @@ export {
   ApprovalTokens,
   argumentsDigest,
   type ApprovalParty,
+  type ApprovalRefusal,
   type ApprovalRequestDetails,
   type ApprovalTokenProblem,
 } from './approval-token.js';

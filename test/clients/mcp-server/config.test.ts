@@ -38,4 +38,18 @@ describe('reference MCP server configuration', () => {
     expect(loadMcpServerConfig({ MCP_APPROVAL_SECRET: 's'.repeat(32) }).MCP_APPROVAL_SECRET).toBe('s'.repeat(32));
     expect(() => loadMcpServerConfig({ MCP_APPROVAL_SECRET: 'short' })).toThrow(/MCP_APPROVAL_SECRET: must be at least 32 characters/);
   });
+
+  it('MCP_ROUTING_HEADERS: required unless set to optional', () => {
+    expect(loadMcpServerConfig({}).MCP_ROUTING_HEADERS).toBe('required');
+    expect(loadMcpServerConfig({ MCP_ROUTING_HEADERS: 'optional' }).MCP_ROUTING_HEADERS).toBe('optional');
+    expect(() => loadMcpServerConfig({ MCP_ROUTING_HEADERS: 'off' })).toThrow(/MCP_ROUTING_HEADERS/);
+  });
+
+  it('MCP_APPROVAL_CROSS_TENANT_ROLES: none unless listed, comma-separated', () => {
+    expect(loadMcpServerConfig({}).MCP_APPROVAL_CROSS_TENANT_ROLES).toEqual([]);
+    expect(loadMcpServerConfig({ MCP_APPROVAL_CROSS_TENANT_ROLES: 'platform-approver, support-lead' }).MCP_APPROVAL_CROSS_TENANT_ROLES).toEqual([
+      'platform-approver',
+      'support-lead',
+    ]);
+  });
 });

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type CallToolResult, Client, ClientCredentialsProvider, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -29,6 +29,26 @@ async function connect(port: number): Promise<Client> {
   const authProvider = new ClientCredentialsProvider({ clientId: ALICE.id, clientSecret: ALICE.secret, expectedIssuer: issuerUrl });
   await client.connect(new StreamableHTTPClientTransport(new URL(`http://localhost:${port}/mcp`), { authProvider }));
   return client;
+}
+
+/** A create_ticket call as a 2025-06-18 client sends it (no Mcp-Method, no Mcp-Name unless given), with alice's token, straight to the process. */
+async function legacyToolCall(port: number, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  const form = new URLSearchParams({ grant_type: 'client_credentials', resource: `http://localhost:${port}/mcp` });
+  const basic = Buffer.from(`${ALICE.id}:${ALICE.secret}`).toString('base64');
+  const issued = await fetch(`${issuerUrl}/token`, { method: 'POST', headers: { authorization: `Basic ${basic}` }, body: form });
+  const { access_token } = (await issued.json()) as { access_token: string };
+  const response = await fetch(`http://localhost:${port}/mcp`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+      authorization: `Bearer ${access_token}`,
+      ...headers,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'create_ticket', arguments: { title: 'x' } } }),
+  });
+  return { status: response.status, body: await response.text() };
 }
 
 describe('reference MCP server process configured through the environment', () => {
@@ -64,12 +84,22 @@ describe('reference MCP server process configured through the environment', () =
     expect((await post(`http://127.0.0.1:${server.port}`)).status).toBe(403);
   });
 
+  it('MCP_ROUTING_HEADERS unset (required): a 2025-era tools/call without Mcp-Method and Mcp-Name is refused, and audited in MCP_AUDIT_FILE', async () => {
+    const response = await legacyToolCall(server.port);
+    expect(response.status).toBe(400);
+    expect(JSON.parse(response.body)).toMatchObject({ id: 5, error: { code: -32020 } });
+    const audit = await readFile(join(dir, 'audit.jsonl'), 'utf8');
+    expect(audit).toContain(
+      '"reason":"the request headers and body disagree: the body calls a tool but the required Mcp-Method header is absent: answered 400"',
+    );
+  });
+
   it('without MCP_APPROVAL_SECRET it warns that delete_customer is approved by the calling client', () => {
     expect(server.stderr()).toContain('delete_customer is approved by elicitation: the calling client answers for itself');
   });
 });
 
-describe('reference MCP server process with MCP_APPROVAL_SECRET', () => {
+describe('reference MCP server process with MCP_APPROVAL_SECRET and MCP_ROUTING_HEADERS=optional', () => {
   let server: McpProcess;
   let client: Client;
 
@@ -79,6 +109,7 @@ describe('reference MCP server process with MCP_APPROVAL_SECRET', () => {
       MCP_AUTHORIZATION_SERVER: issuerUrl,
       MCP_AUDIT_FILE: join(dir, 'audit-signed.jsonl'),
       MCP_APPROVAL_SECRET: 'an-approval-secret-of-32-characters!',
+      MCP_ROUTING_HEADERS: 'optional',
     });
     client = await connect(server.port);
   });
@@ -96,6 +127,15 @@ describe('reference MCP server process with MCP_APPROVAL_SECRET', () => {
     ]);
     const refused = (await client.callTool({ name: 'delete_customer', arguments: { customerId: 'c-100' } })) as CallToolResult;
     expect(refused._meta?.[REFUSAL_META_KEY]).toMatchObject({ reason: 'approval_required' });
+  });
+
+  it('MCP_ROUTING_HEADERS=optional: a 2025-era tools/call without the headers reaches the tool (refused there: no quota service); one whose header names another tool does not', async () => {
+    const response = await legacyToolCall(server.port);
+    expect(response.status).toBe(200);
+    expect(response.body).toContain('"reason":"quota_unavailable"');
+    const disguised = await legacyToolCall(server.port, { 'mcp-method': 'tools/call', 'mcp-name': 'search' });
+    expect(disguised.status).toBe(400);
+    expect(JSON.parse(disguised.body)).toMatchObject({ id: 5, error: { code: -32020 } });
   });
 });
 

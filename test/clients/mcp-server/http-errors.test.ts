@@ -43,6 +43,14 @@ function expectPlainJsonError(response: RawResponse) {
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
+/** Resolves once the process logged `pattern` `times` times after offset `from` of its stderr (or after 10 s, to let the test fail). */
+async function loggedTimes(server: McpServerProcess, from: number, pattern: RegExp, times: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((server.stderr().slice(from).match(pattern) ?? []).length < times && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 let issuer: RunningDevIssuer;
 beforeAll(async () => {
   issuer = await startDevIssuer({
@@ -98,6 +106,44 @@ describe.each(['development', 'production'])('reference MCP server error answers
     const good = await raw(server.port, 'POST', '/mcp', { ...JSON_HEADERS, ...call.headers, ...alice }, JSON.stringify(call.body));
     expect(good.status).toBe(200);
     expect(JSON.parse(good.body)).toMatchObject({ id: 1, result: { isError: true, _meta: { 'dev.quota-service/refusal': { reason: 'quota_unavailable' } } } });
+  });
+
+  it('a body nested 5,000 levels deep: 400 with a JSON-RPC error, no stack in the answer or in the log; 64 levels are served', async () => {
+    const deepArguments = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    /** A create_ticket call whose arguments carry `levels` nested arrays: the body nests 3 + levels deep. */
+    const deepCall = (id: number, levels: number) => {
+      const call = toolsCall(id, 'create_ticket', { title: 'x' });
+      return { headers: call.headers, body: JSON.stringify(call.body).replace('"title":"x"', `"title":"x","deep":${deepArguments(levels)}`) };
+    };
+    const logBefore = server.stderr().length;
+    const refusals = [
+      { id: 21, response: await raw(server.port, 'POST', '/mcp', { ...JSON_HEADERS, ...deepCall(21, 5_000).headers, ...alice }, deepCall(21, 5_000).body) },
+      { id: null, response: await raw(server.port, 'POST', '/mcp', { ...JSON_HEADERS, ...alice }, deepArguments(5_000)) },
+      { id: null, response: await raw(server.port, 'POST', '/mcp', { ...JSON_HEADERS, ...alice }, `${'{"a":'.repeat(5_000)}1${'}'.repeat(5_000)}`) },
+      { id: 22, response: await raw(server.port, 'POST', '/mcp', { ...JSON_HEADERS, ...deepCall(22, 62).headers, ...alice }, deepCall(22, 62).body) },
+    ];
+    for (const { id, response } of refusals) {
+      expect(response.status).toBe(400);
+      expect(JSON.parse(response.body)).toEqual({
+        jsonrpc: '2.0',
+        error: { code: -32600, message: 'Bad Request: the body nests arrays and objects deeper than 64 levels' },
+        id,
+      });
+      expectPlainJsonError(response);
+    }
+    // The log is another pipe than the answers: wait until its four lines have come.
+    await loggedTimes(server, logBefore, /body nested too deep/g, 4);
+    const log = server.stderr().slice(logBefore);
+    expect(log).not.toMatch(/RangeError|Maximum call stack|"stack"|\bat \S+ \(/);
+    expect(log.match(/body nested too deep/g)).toHaveLength(4);
+    // 64 levels (61 in the arguments) reach the tool: refused there only because this server has no quota service.
+    const deepest = deepCall(23, 61);
+    const served = await raw(server.port, 'POST', '/mcp', { ...JSON_HEADERS, ...deepest.headers, ...alice }, deepest.body);
+    expect(served.status).toBe(200);
+    expect(JSON.parse(served.body)).toMatchObject({
+      id: 23,
+      result: { isError: true, _meta: { 'dev.quota-service/refusal': { reason: 'quota_unavailable' } } },
+    });
   });
 
   it('a body over 100 KB: 413 with a JSON-RPC error naming the limit', async () => {

@@ -6,9 +6,9 @@ import { Client, ClientCredentialsProvider, StreamableHTTPClientTransport } from
 import { pino, type Logger } from 'pino';
 import { createQuotaClient, type QuotaClient } from '@quota-service/client';
 import { VirtualClock } from '@quota-service/core';
-import type { AuditRecord, GuardQuota } from '@quota-service/mcp';
+import { type AuditRecord, type GuardQuota, JsonLinesAuditSink } from '@quota-service/mcp';
 import { discoverAuthorizationServer } from '../../../clients/mcp-server/authorization-server.js';
-import { loadDevClients } from '../../../clients/mcp-server/dev-issuer/dev-clients.js';
+import { type DevClient, loadDevClients } from '../../../clients/mcp-server/dev-issuer/dev-clients.js';
 import { startDevIssuer, type RunningDevIssuer } from '../../../clients/mcp-server/dev-issuer/dev-issuer.js';
 import { HelpDesk } from '../../../clients/mcp-server/help-desk.js';
 import { startHttpTransport, type HttpTransportOptions } from '../../../clients/mcp-server/http-transport.js';
@@ -50,8 +50,8 @@ export interface ReferenceHttp {
    * `elicit` answers every approval form with yes.
    */
   connect(client: DevCredentials, options?: { elicit?: boolean; onElicit?: () => void; headers?: Record<string, string> }): Promise<Client>;
-  /** A raw request, so any header (Host, Origin, Mcp-Method, ...) and any body can be sent. */
-  raw(method: string, headers: Record<string, string>, body?: unknown): Promise<RawResponse>;
+  /** A raw request, so any header (Host, Origin, Mcp-Method, ...; an array sends it several times) and any body can be sent. */
+  raw(method: string, headers: Record<string, string | string[]>, body?: unknown): Promise<RawResponse>;
   audit(): Promise<AuditRecord[]>;
   close(): Promise<void>;
 }
@@ -87,6 +87,8 @@ export async function startReferenceHttp(
     issuerNow?: () => number;
     /** What the server gets as its quota client: default the client itself. */
     wrapQuota?: (quota: QuotaClient) => GuardQuota;
+    /** Clients the development issuer knows besides those of config/mcp-dev-clients.yaml. */
+    extraClients?: DevClient[];
   } = {},
 ): Promise<ReferenceHttp> {
   const logger = options.logger ?? pino({ level: 'silent' });
@@ -97,16 +99,19 @@ export async function startReferenceHttp(
   const issuer = await startDevIssuer({
     host: '127.0.0.1',
     port: 0,
-    clients: await loadDevClients('config/mcp-dev-clients.yaml'),
+    clients: [...(await loadDevClients('config/mcp-dev-clients.yaml')), ...(options.extraClients ?? [])],
     logger,
     ...(options.issuerNow === undefined ? {} : { now: options.issuerNow }),
   });
   const desk = new HelpDesk();
+  // One audit file, as main.ts wires it: the guard's records and the endpoint's refusals.
+  const audit = new JsonLinesAuditSink(join(dir, 'audit.jsonl'));
   const http = await startHttpTransport({
     host: '127.0.0.1',
     port: 0,
     authorizationServer: await discoverAuthorizationServer(issuer.issuer),
-    createServer: () => createReferenceServer({ desk, quota: guardQuota, audit: join(dir, 'audit.jsonl'), logger, ...options.server }),
+    audit,
+    createServer: () => createReferenceServer({ desk, quota: guardQuota, audit, logger, ...options.server }),
     logger,
     ...options.transport,
   });

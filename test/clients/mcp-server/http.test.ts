@@ -156,9 +156,9 @@ describe('reference MCP server on 2026-07-28 over Streamable HTTP', () => {
     expect((await client.readResource({ uri: 'customers://c-100' })).contents).toHaveLength(1);
   });
 
-  it('Mcp-Name or Mcp-Method that disagree with the body, or are missing: 400 with -32020 (HeaderMismatch), nothing runs', async () => {
+  it('Mcp-Name or Mcp-Method that disagree with the body, or are missing: 400 with -32020 (HeaderMismatch), nothing runs, the refusals are audited', async () => {
     const token = await server.token(ALICE);
-    const before = await server.audit();
+    const before = (await server.audit()).length;
     // A gateway limiting create_ticket by its header would let this bulk update through, if the server did not check.
     const disguised = toolsCall(4, 'bulk_update_tickets', { ticketIds: ['T-1'], status: 'closed' }, { 'mcp-name': 'create_ticket' });
     const wrongMethod = toolsCall(5, 'create_ticket', { title: 'x' }, { 'mcp-method': 'tools/list' });
@@ -172,7 +172,17 @@ describe('reference MCP server on 2026-07-28 over Streamable HTTP', () => {
       expect(body.error.code).toBe(-32020);
       expect(body.error.message).toMatch(/^Bad Request: the request headers and body disagree|Mcp-Name header is absent|Mcp-Method/);
     }
-    expect(await server.audit()).toEqual(before);
+    // Refused before the guard: no step ran.
+    expect((await server.audit()).slice(before)).toEqual(
+      [disguised, wrongMethod, noName].map((call) =>
+        expect.objectContaining({
+          tool: call.body.params.name,
+          requestId: call.body.id,
+          steps: { validation: 'not_checked', authentication: 'passed', permission: 'not_checked', approval: 'not_checked', quota: { outcome: 'not_checked' } },
+          result: 'refused',
+        }),
+      ),
+    );
   });
 
   it('a call the SDK’s input validation rejects: an isError result, the tool does not run and the guard never sees it (no audit record)', async () => {
