@@ -25,7 +25,7 @@ export type SilenceProbe = ((partition: string) => number) | undefined;
  * Deadlines of `ms`, one timer per turn of the event loop rather than one per
  * call. An AllowBatch starts the store calls of all its requests in one
  * synchronous run; a timer, a timeout promise and two Promise.race per request
- * were a measurable share of the service's CPU per decision (docs/benchmarks.md).
+ * would cost more than the rest of the deadline's work.
  *
  * The budget bounds the store's silence, not the wait: when the timer fires,
  * a call fails only if its partition of the store has answered nothing for

@@ -20,7 +20,7 @@ import { isStaleOverrides, type OverrideView } from '../overrides/override.js';
 import type { DecideStep, QuotaStore } from '../store/store.js';
 import { type CallsDecision, chargeCalls, decideCalls } from './decide-calls.js';
 import { peekQuota } from './peek-quota.js';
-import { FreshDecisions, reservable } from './fresh-decisions.js';
+import { RequestDecider, reservable } from './request-decider.js';
 import type { Indexed, Prepared } from './prepared.js';
 import { type LeaseEvents, Leases, observeLeases } from './leases.js';
 import { type SettlementEvent, settleReservation, type Settled } from './settle.js';
@@ -55,8 +55,8 @@ export class QuotaEngine {
   private readonly overrides: OverrideView | undefined;
   /** Release and Renew of concurrency leases (src/engine/leases.ts). */
   readonly leases: Leases;
-  /** Requests decided with the limits as they apply to the identity now (src/engine/fresh-decisions.ts). */
-  private readonly fresh: FreshDecisions;
+  /** Requests decided with the limits as they apply to the identity now (src/engine/request-decider.ts). */
+  private readonly decider: RequestDecider;
 
   constructor(
     private policies: PolicySet,
@@ -71,7 +71,7 @@ export class QuotaEngine {
     this.overrides = options.overrides;
     this.failure.timeCallsOf(store);
     this.leases = new Leases(() => this.policies, store, this.failure, this.overrides, options.leaseEvents);
-    this.fresh = new FreshDecisions(store, this.overrides, () => this.policies, options.onReserve);
+    this.decider = new RequestDecider(store, this.overrides, () => this.policies, options.onReserve);
   }
 
   /**
@@ -82,11 +82,11 @@ export class QuotaEngine {
   allow(input: AllowInput): Promise<Decision>;
   allow<R>(input: AllowInput, map: (decision: Decision) => R): Promise<R>;
   allow<R>(input: AllowInput, map?: (decision: Decision) => R): Promise<R | Decision> {
-    // Not an async function (its suspended frame was a large share of a
-    // decision's garbage, profiled), but as one: whatever throws here,
+    // Not an async function (a suspended frame per decision is garbage), but
+    // as one: whatever throws here,
     // invalid input included, comes back as a rejection, never a throw.
     try {
-      return this.decidePrepared(this.fresh.prepare(input), map);
+      return this.decidePrepared(this.decider.prepare(input), map);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -111,7 +111,7 @@ export class QuotaEngine {
     for (let index = 0; index < inputs.length; index++) {
       let prepared: Prepared;
       try {
-        prepared = this.fresh.prepare(inputs[index]!);
+        prepared = this.decider.prepare(inputs[index]!);
       } catch (error) {
         results[index] = { status: 'rejected', reason: error };
         continue;
@@ -147,7 +147,7 @@ export class QuotaEngine {
         {
           count: entries.length,
           policy: (j) => entries[j]!.prepared.request.policy,
-          onLocalStore: (j, store, scale) => this.fresh.onLocalStore(entries[j]!.prepared, store, scale),
+          onLocalStore: (j, store, scale) => this.decider.onLocalStore(entries[j]!.prepared, store, scale),
           after: (j, decision) => {
             onDecision?.(entries[j]!.prepared.request.policy.name, decision, (performance.now() - started) / 1000);
             return map(decision);
@@ -171,7 +171,7 @@ export class QuotaEngine {
   /**
    * The answers of requests decided together (decideRun): each its decision,
    * or its error; a request the store found with a stale view of the overrides
-   * is decided again on its own once they are read again (FreshDecisions.refreshed).
+   * is decided again on its own once they are read again (RequestDecider.refreshed).
    */
   private decisionsFrom(
     entries: readonly Indexed[],
@@ -185,7 +185,7 @@ export class QuotaEngine {
       if (isStaleOverrides(answer)) {
         again ??= [];
         again.push(
-          this.fresh.refreshed(entry.prepared, answer).then(
+          this.decider.refreshed(entry.prepared, answer).then(
             (decision) => (decisions[j] = decision),
             (error: unknown) => (decisions[j] = asError(error)),
           ),
@@ -214,8 +214,8 @@ export class QuotaEngine {
     return this.failure.decide(
       request.policy,
       // The shared store applies the limits as they apply to this identity: the calls built above serve as they are.
-      () => this.fresh.decide(prepared),
-      (store, scale) => this.fresh.onLocalStore(prepared, store, scale),
+      () => this.decider.decide(prepared),
+      (store, scale) => this.decider.onLocalStore(prepared, store, scale),
       prepared.partition,
       after,
     );

@@ -74,7 +74,7 @@ export class FailureModes {
  * The decision with its source, built field by field. Not `{ ...decision, source }`:
  * on Node 20 that spread, once per decision, made copies V8 promoted to old space
  * (each then died there, to be reclaimed by a mark-compact) and made the reads of
- * the result slower downstream (metrics, reply mapping); measured with bench/service-path-run.ts.
+ * the result slower downstream (metrics, reply mapping).
  */
 export function stamped(decision: SourcelessDecision, source: DecisionSource): Decision {
   const out: Decision = {

@@ -251,17 +251,17 @@ export class StoreFailurePolicy {
     return answers.then(
       (decisions) => {
         deadline.release();
-        return this.settleTogether(breaker, (i) => decisions[i] ?? new Error(`no answer for request ${i}`), requests);
+        return this.answersTogether(breaker, (i) => decisions[i] ?? new Error(`no answer for request ${i}`), requests);
       },
       (error: unknown) => {
         deadline.release();
         const failure = asError(error);
-        return this.settleTogether(breaker, () => failure, requests);
+        return this.answersTogether(breaker, () => failure, requests);
       },
     );
   }
 
-  private settleTogether<R>(
+  private answersTogether<R>(
     breaker: CircuitBreaker,
     answerOf: (index: number) => SourcelessDecision | Error,
     requests: TogetherRequests<R>,

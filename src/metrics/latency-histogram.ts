@@ -34,8 +34,8 @@ interface Sample {
  * prom-client's Histogram would be (same lines, labels, order and values; test/
  * metrics/latency-histogram.test.ts compares the two). prom-client's observe
  * builds a closure, a label-value pair and a hash string and validates the
- * labels on every call: profiled at about 9% of the service's own CPU per
- * decision. Here an observation is a map lookup and three additions. The
+ * labels on every call, too much to pay per decision. Here an observation is
+ * a map lookup and three additions. The
  * registry reads it through the same interface as its own metrics
  * (getForPromString for the text format, get for JSON).
  */

@@ -31,7 +31,7 @@ import { slotTags } from './slot-tags.js';
 const EXPIRED_KEPT_MS = 24 * 3600 * 1000;
 
 export interface RedisOverridesOptions {
-  /** Tests only: the store's time for the records, as RedisStore's clock gives it to the scripts. */
+  /** The store's time for the records, as RedisStore's clock gives it to the scripts; default Redis's own (TIME). */
   clock?: Clock;
 }
 

@@ -43,7 +43,7 @@ export function decideInMemory(space: MemorySpace, calls: readonly LimitCall[], 
  */
 function leasesHeldNow(space: MemorySpace, calls: readonly LimitCall[], replayed: GroupDecision, now: number): GroupDecision {
   // Only when this call holds every limit of the decision (one slot group); across
-  // slots the engine does it with a call of its own (slot-groups.ts).
+  // slots the Redis store does it with a call of its own.
   if (calls.length !== replayed.outcomes.length) return replayed;
   const places = replayedLeaseCalls(calls, replayed.outcomes);
   if (places === undefined) return replayed;

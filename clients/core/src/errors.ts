@@ -63,7 +63,7 @@ export class StoreUnavailableError extends QuotaError {
 }
 
 /**
- * `value` as an Error: the one form the batch paths (allowEach, decideGroups,
+ * `value` as an Error: the one form the batch paths (allowEach, QuotaStore.decide,
  * the script batcher's runEach) use for "this request failed" next to answers.
  */
 export function asError(value: unknown): Error {

@@ -47,7 +47,7 @@ const NOT_UTF8 = 'not valid UTF-8';
 /**
  * General category Cc is exactly U+0000-U+001F and U+007F-U+009F, all in the
  * BMP, so this plain class is the same test as /\p{Cc}/u without a Unicode-mode
- * regex on every identity value of every request (profiled, docs/benchmarks.md).
+ * regex on every identity value of every request.
  */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this pattern finds.
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;

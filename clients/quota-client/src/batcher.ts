@@ -33,10 +33,8 @@ export function unarySender(client: QuotaRpcClient): Send {
 /**
  * One call waiting for its answer: plain data, a timer and module-level
  * functions (finish, giveUp, expire) instead of an AbortController, an abort
- * listener and closures per call. Those were the top of the calling process's
- * CPU profile in the batched bench (AbortController creation alone about a
- * tenth); without them bench/client-profile.ts measured the client at about
- * half the CPU per decision (53 -> 23 µs on the shared machine).
+ * listener and closures per call, which cost more CPU than the rest of the
+ * client's work per decision (CONTRIBUTING.md, "Hot-path rules").
  */
 interface Pending {
   readonly request: AllowRequest;

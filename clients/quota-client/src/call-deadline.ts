@@ -29,9 +29,8 @@ export function checkDeadlineMs(ms: number): void {
  * What `AbortSignal.any([AbortSignal.timeout(ms), callerSignal])` gives, for a
  * fraction of its cost: one AbortController, one unref'd timer and at most one
  * listener, all dropped by release(). On Node 20 AbortSignal.timeout and
- * AbortSignal.any register weak references and finalizers per call, which
- * the batched bench profiled at about a tenth of the calling process's CPU
- * plus the garbage collection they cause (docs/benchmarks.md).
+ * AbortSignal.any register weak references and finalizers per call, costly
+ * per decision in CPU and garbage collection.
  *
  * Only the unbatched path (`batch: false`) needs a signal per call, because
  * nice-grpc cancels an RPC through one; the batcher keeps its deadlines

@@ -17,8 +17,7 @@ const { allow, allowBatch, allowStream, settle, release, renew } = QuotaServiceD
  * The rpcs the client calls, as QuotaServiceDefinition has them, except
  * that requests are encoded as they are instead of through fromPartial: for a
  * definition with fromPartial, nice-grpc deep-copies every request (identity
- * map included) before encoding it, a copy per decision that the batched bench
- * profiled among the client's top costs. allowRequest() builds each request
+ * map included) before encoding it, a copy per decision. allowRequest() builds each request
  * complete, exactly as fromPartial would have made it.
  */
 export const quotaClientDefinition = {

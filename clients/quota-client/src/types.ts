@@ -98,7 +98,7 @@ export interface LocalLimitOptions {
   policies: string | PolicySet;
   /** For a policy the local set does not define. Default 'fail_closed'. */
   otherwise?: 'fail_open' | 'fail_closed';
-  /** Tests only: the clock of the local models. */
+  /** The clock of the local models; default the system clock. */
   clock?: Clock;
 }
 
@@ -151,6 +151,6 @@ export interface QuotaClientOptions {
    * leases (a local limit cannot count another process's leases).
    */
   leaseOnUnavailable?: LeaseOnUnavailable;
-  /** Tests only: the clock and timers leases renew themselves by. */
+  /** The clock and timers leases renew themselves by; default the system's. */
   leaseTimers?: LeaseTimers;
 }

@@ -46,6 +46,7 @@ function refusalHint(details: string, withToken: boolean): string | undefined {
   }
   if (/may not use the admin API/.test(details)) return "the token lacks the admin role (roles: [admin] in the service's callers file)";
   if (/may not use policy/.test(details)) return "the token's caller may not use this policy (its policies in the service's callers file)";
-  if (/may not (use|override) limit/.test(details)) return "the token's caller may not act on that limit (its policies in the service's callers file)";
+  if (/may not (use|override) limit/.test(details))
+    return "the token's caller may not act on that policy or limit (its policies in the service's callers file)";
   return undefined;
 }

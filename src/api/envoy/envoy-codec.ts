@@ -87,8 +87,6 @@ export function rateLimitServiceDefinition() {
   } satisfies ServiceDefinition;
 }
 
-export type RateLimitServiceDefinition = ReturnType<typeof rateLimitServiceDefinition>;
-
 interface DecodedDescriptor {
   entries?: { key?: string; value?: string }[];
   limit?: { requests_per_unit?: number; unit?: number } | null;

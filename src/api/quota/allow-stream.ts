@@ -3,7 +3,7 @@ import type { Caller } from '../../config/callers.js';
 import type { AllowBatchResult, AllowRequest, AllowStreamRequest, AllowStreamResponse } from '@quota-service/contract';
 import type { CallerContext } from '../../grpc/auth-middleware.js';
 import { checkBatchSize } from './decide-each.js';
-import { Slots, SlotsPerConnection } from './stream-semaphore.js';
+import { Semaphore, SemaphorePerConnection } from './stream-semaphore.js';
 
 /** Decides one batch (decide-each.ts, bound to the engine); never rejects. */
 export type DecideBatch = (requests: readonly AllowRequest[], caller: Caller | undefined, context: CallContext & CallerContext) => Promise<AllowBatchResult[]>;
@@ -31,9 +31,9 @@ export const MAX_BATCHES_IN_FLIGHT = STREAM_BOUNDS.batchesPerStream;
  *   reloaded without it), and INVALID_ARGUMENT for a batch over the bound:
  *   also only after answering the batches already being decided.
  */
-export function allowStreamHandler(decide: DecideBatch, draining: AbortSignal, connections = new SlotsPerConnection(STREAM_BOUNDS.batchesPerConnection)) {
+export function allowStreamHandler(decide: DecideBatch, draining: AbortSignal, connections = new SemaphorePerConnection(STREAM_BOUNDS.batchesPerConnection)) {
   return async function* allowStream(requests: AsyncIterable<AllowStreamRequest>, context: CallContext & CallerContext): AsyncGenerator<AllowStreamResponse> {
-    const held = new HeldBatches(new Slots(STREAM_BOUNDS.batchesPerStream), connections, context.peer);
+    const held = new HeldBatches(new Semaphore(STREAM_BOUNDS.batchesPerStream), connections, context.peer);
     const answers = new AnswerQueue();
     const reading = readBatches(requests[Symbol.asyncIterator](), context, decide, draining, answers, held);
     // Whatever ends the reading (the caller's end, a drain, a refusal, a read
@@ -48,7 +48,7 @@ export function allowStreamHandler(decide: DecideBatch, draining: AbortSignal, c
         if (ready === undefined) break;
         for (const answer of ready) {
           // Resumed once the answer is written (and the transport drained):
-          // only then is its batch's slot free for the next read.
+          // only then is its batch's permit free for the next read.
           yield answer;
           held.giveOne();
         }
@@ -60,20 +60,20 @@ export function allowStreamHandler(decide: DecideBatch, draining: AbortSignal, c
   };
 }
 
-/** The slots one stream holds, one per batch read and not yet written, on its own bound and its connection's. */
+/** The permits one stream holds, one per batch read and not yet written, on its own bound and its connection's. */
 class HeldBatches {
   private count = 0;
-  private readonly connection: Slots;
+  private readonly connection: Semaphore;
 
   constructor(
-    private readonly stream: Slots,
-    private readonly connections: SlotsPerConnection,
+    private readonly stream: Semaphore,
+    private readonly connections: SemaphorePerConnection,
     private readonly peer: string,
   ) {
     this.connection = connections.of(peer);
   }
 
-  /** A slot on both bounds, or false if `signal` aborted first (then none is held). */
+  /** A permit on both bounds, or false if `signal` aborted first (then none is held). */
   async take(signal: AbortSignal): Promise<boolean> {
     if (!(await this.stream.take(signal))) return false;
     if (!(await this.connection.take(signal))) {

@@ -22,8 +22,8 @@ const { allow, allowBatch, allowStream, getQuota, release, renew, settle } = Quo
  * The answers of Allow, AllowBatch and AllowStream are encoded as the handlers
  * build them instead of through fromPartial. For a definition with
  * fromPartial, nice-grpc deep-copies every response before encoding it: per
- * AllowStream message, a copy of every result, response and limit status, a
- * cost the batched bench profiled per decision. Without it the handlers must
+ * AllowStream message, a copy of every result, response and limit status.
+ * Without it the handlers must
  * build complete messages, which the types now demand (no DeepPartial) and a
  * test checks byte for byte (test/grpc/service-definition.test.ts). The client
  * does the same for its requests (clients/quota-client/src/service-definition.ts).

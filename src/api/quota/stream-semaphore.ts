@@ -1,9 +1,9 @@
 /**
- * A counted bound: at most `capacity` slots held at once, waiters served in
- * arrival order. AllowStream holds one slot per batch it has read and not yet
- * written back, per stream and per connection.
+ * A semaphore: at most `capacity` permits held at once, waiters served in
+ * arrival order. AllowStream holds one permit per batch it has read and not
+ * yet written back, per stream and per connection.
  */
-export class Slots {
+export class Semaphore {
   private held = 0;
   private readonly waiters: Array<() => void> = [];
 
@@ -13,13 +13,13 @@ export class Slots {
     return this.held;
   }
 
-  /** Whether nothing is held and nobody waits: the owner may forget these slots. */
+  /** Whether nothing is held and nobody waits: the owner may forget it. */
   get idle(): boolean {
     return this.held === 0 && this.waiters.length === 0;
   }
 
   /**
-   * Takes a slot: at once when one is free, else when one is given back.
+   * Takes a permit: at once when one is free, else when one is given back.
    * Resolves false, holding nothing, if `signal` aborts first.
    */
   take(signal?: AbortSignal): Promise<boolean> {
@@ -34,7 +34,7 @@ export class Slots {
         if (at !== -1) this.waiters.splice(at, 1);
         resolve(false);
       };
-      // The slot passes straight from the giver to the waiter: held stays counted.
+      // The permit passes straight from the giver to the waiter: held stays counted.
       const waiter = () => {
         signal?.removeEventListener('abort', onAbort);
         resolve(true);
@@ -53,22 +53,22 @@ export class Slots {
   }
 }
 
-/** Slots per connection (by the peer address, unique per connection), forgotten when idle. */
-export class SlotsPerConnection {
-  private readonly byPeer = new Map<string, Slots>();
+/** A semaphore per connection (by the peer address, unique per connection), forgotten when idle. */
+export class SemaphorePerConnection {
+  private readonly byPeer = new Map<string, Semaphore>();
 
   constructor(private readonly capacity: number) {}
 
-  of(peer: string): Slots {
-    let slots = this.byPeer.get(peer);
-    if (slots === undefined) {
-      slots = new Slots(this.capacity);
-      this.byPeer.set(peer, slots);
+  of(peer: string): Semaphore {
+    let semaphore = this.byPeer.get(peer);
+    if (semaphore === undefined) {
+      semaphore = new Semaphore(this.capacity);
+      this.byPeer.set(peer, semaphore);
     }
-    return slots;
+    return semaphore;
   }
 
-  /** Forgets the peer's slots once nothing is held or awaited on them. */
+  /** Forgets the peer's semaphore once nothing is held or awaited on it. */
   release(peer: string): void {
     if (this.byPeer.get(peer)?.idle) this.byPeer.delete(peer);
   }

@@ -43,9 +43,8 @@ export function singleNodeClient(url: string, options: RedisConnectionOptions = 
     ...(tls ? { tls: options.tls ?? {} } : {}),
     enableOfflineQueue: false,
     // Off: the script batcher already sends one EVALSHA per event-loop turn,
-    // and auto-pipelining would wrap each in a Pipeline object of its own, a
-    // few KB that V8 ends up allocating in old space: GC pauses of several ms
-    // at the p99 of a decision (docs/benchmarks.md, "AllowStream").
+    // and auto-pipelining would wrap each in a Pipeline object of its own,
+    // garbage that lengthens GC pauses at the p99 of a decision.
     enableAutoPipelining: false,
     maxRetriesPerRequest: 1,
     commandTimeout: COMMAND_TIMEOUT_MS,

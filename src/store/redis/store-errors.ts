@@ -4,7 +4,7 @@ import { StoreUnavailableError } from '@quota-service/core';
 const TRANSIENT_REPLY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/;
 
 /**
- * A call whose keys lie in several slots of one master (QuotaStore.decidesInOneCall)
+ * A call whose keys lie in several slots of one master (a node batch's whole decision)
  * that did not run: one of its slots is not on that master now (it moved, or
  * the map was stale). Nothing was written; decide it again slot by slot.
  */

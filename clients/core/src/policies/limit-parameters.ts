@@ -76,8 +76,6 @@ export const PARAMETER_SHAPES = {
 
 export type AlgorithmFileName = keyof typeof PARAMETER_SHAPES;
 
-export const ALGORITHM_FILE_NAMES = Object.keys(PARAMETER_SHAPES) as AlgorithmFileName[];
-
 type Check = (params: Record<string, unknown>, ctx: z.RefinementCtx) => void;
 
 const ratioCheck =

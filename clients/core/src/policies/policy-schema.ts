@@ -121,7 +121,7 @@ const policySchema = z
     limits: z
       .array(limitSchema)
       .min(1, 'a policy needs at least one limit')
-      // Several limits are decided all-or-nothing (src/engine/slot-groups.ts); a
+      // Several limits are decided all-or-nothing (one store step); a
       // request carries one key per limit, and a script call one group of them.
       .max(16, 'at most 16 limits per policy'),
   })

@@ -32,9 +32,9 @@ export const decideLua = [
   textLua,
   // define(name) runs one algorithm's file, defining A.<name>, R.<name> and C.<name>, and
   // the driver calls it once per algorithm the call uses: defining all six
-  // decisions and refunds on every call cost Redis CPU on each decision
-  // (docs/benchmarks.md). Each file sits in its own branch, so its file-level
-  // locals stay out of the others' way as they did in a do ... end block.
+  // decisions and refunds on every call would cost Redis CPU on each decision.
+  // Each file sits in its own branch, so its file-level locals stay out of
+  // the others' way.
   'local function define(name)',
   ...Object.values(algorithms).map((algorithm, i) => `${i === 0 ? 'if' : 'elseif'} name == '${algorithm.name}' then\n${algorithmLua(algorithm)}`),
   'end',
@@ -109,7 +109,7 @@ export interface ScriptCall {
   /** On a Redis Cluster, the slot of its keys when known (LimitCall.slot); else computed from its first key. */
   slot?: number;
   /**
-   * Its keys lie in several slots of one master (QuotaStore.decidesInOneCall):
+   * Its keys lie in several slots of one master (RedisStore's whole decision there):
    * it goes in a node batch even alone, and is never sent again alone.
    */
   acrossSlots?: true;

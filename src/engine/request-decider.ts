@@ -23,7 +23,7 @@ import { requestRecords } from './request-records.js';
  * stale; on the local limiter (failure mode 'local'), this instance's share
  * of those limits. A new reservation is told to `onReserve`.
  */
-export class FreshDecisions {
+export class RequestDecider {
   constructor(
     private readonly store: QuotaStore,
     private readonly overrides: OverrideView | undefined,
