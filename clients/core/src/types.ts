@@ -77,9 +77,9 @@ export interface LimitCall {
   /** A lease algorithm's limit (concurrency) with a request id: the lease's member (keys.ts leaseMember). */
   lease?: string;
   /**
-   * On a store with hash slots (Redis Cluster): identityKey's slot, computed
-   * once when the call is made, since its routing, its slot group and its
-   * override guard all follow it. Absent: computed where needed.
+   * On a store with hash slots (Redis Cluster): identityKey's slot, which the
+   * store computes once and keeps here, since the call's routing and its slot
+   * group both follow it. Absent: not computed yet.
    */
   slot?: number;
 }
