@@ -57,7 +57,7 @@ export const envSchema = z
     // A second, plaintext port with grpc.health.v1 only: Kubernetes' gRPC probes cannot speak TLS.
     QUOTA_HEALTH_ADDR: hostPort.optional(),
     QUOTA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    QUOTA_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(DEFAULT_ADMISSION.perCaller),
+    QUOTA_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
     // Store failure handling (src/engine/failure.ts, docs/operations.md).
     QUOTA_STORE_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(50),
     QUOTA_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1_000).default(5),
