@@ -10,6 +10,7 @@ import type { QuotaAdmin } from '../admin/quota-admin.js';
 import { adminAccessMiddleware } from './admin-access.js';
 import { adminAuditMiddleware } from './admin-audit.js';
 import { adminService, adminServiceDefinition } from './admin-service.js';
+import { int64RangeMiddleware } from './checked-int64.js';
 import { authMiddleware } from './auth-middleware.js';
 import { boundedHealthService } from './health-service.js';
 import { errorMiddleware } from './error-middleware.js';
@@ -89,7 +90,10 @@ export async function startQuotaServer(options: {
   server.add(HealthDefinition, boundedHealthService(health, draining.signal));
   // The admin check on the admin service alone: after the auth middleware, at no cost to the quota API.
   if (options.admin)
-    server.with(adminAccessMiddleware({ authenticated: options.callers !== undefined })).add(adminServiceDefinition, adminService(options.admin.admin));
+    server
+      .with(adminAccessMiddleware({ authenticated: options.callers !== undefined }))
+      .with(int64RangeMiddleware)
+      .add(adminServiceDefinition, adminService(options.admin.admin));
   addReflection(server, [
     QuotaServiceDefinition.fullName,
     RATE_LIMIT_SERVICE,
