@@ -34,3 +34,4 @@ export {
   WINDOW_IS_THE_LIMITS,
 } from './policies/policy-schema.js';
 export * from './reservations-and-leases.js';
+export { parseYaml, YAML_LIMITS, YamlLimitError, YamlTextError, yamlValue } from './yaml-text.js';

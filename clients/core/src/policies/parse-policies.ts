@@ -1,7 +1,7 @@
-import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { algorithms, type AlgorithmName } from '../algorithms/registry.js';
 import { PARAMETER_SOURCE, type Limit, type Policy, type PolicySet } from '../types.js';
+import { parseYaml, YamlTextError, yamlValue } from '../yaml-text.js';
 import { parameterFields, parameterSchema } from './limit-parameters.js';
 import { mergePlan, policyFileSchema, type LimitDefinition, type PolicyFile } from './policy-schema.js';
 
@@ -11,11 +11,14 @@ export class PolicyFileError extends Error {
 
 /** Parses and validates policy YAML; every error names the policy and field at fault. */
 export function parsePolicies(yamlText: string, source = 'policies'): PolicySet {
-  const document = parseDocument(yamlText, { prettyErrors: true });
-  if (document.errors.length > 0) {
-    throw new PolicyFileError(`${source}: invalid YAML: ${document.errors.map((e) => e.message).join('; ')}`);
+  let value: unknown;
+  try {
+    value = yamlValue(parseYaml(yamlText, { prettyErrors: true }));
+  } catch (error) {
+    if (error instanceof YamlTextError) throw new PolicyFileError(`${source}: invalid YAML: ${error.message}`);
+    throw error;
   }
-  const parsed = policyFileSchema.safeParse(document.toJS());
+  const parsed = policyFileSchema.safeParse(value);
   if (!parsed.success) {
     throw new PolicyFileError(`${source}: invalid policies:\n${formatIssues(parsed.error)}`);
   }
