@@ -51,6 +51,8 @@ describe('ValidatePolicies', () => {
     ['an alias bomb', aliasBomb(POLICIES), ALIAS_BOMB],
     ['100,000 nested brackets', deepNesting(POLICIES), TOO_DEEP],
     ['an alias inside its own anchor', containsItself(POLICIES), ITSELF],
+    ['more than 1 MiB', `${POLICIES('{}')}#${'x'.repeat(1_100_000)}\n`, /1100015 characters, more than the 1048576 allowed/],
+    ['a key twice in one mapping', 'policies:\n  a: 1\n  b: 2\n  a: 3\n', /Map keys must be unique at line 4/],
   ])('%s: valid false with the reason, in well under a second, and no error logged', async (_name, text, reason) => {
     const started = performance.now();
     const answer = await admin().validatePolicies({ text, source: 'hostile.yaml' });
@@ -59,6 +61,19 @@ describe('ValidatePolicies', () => {
     expect(answer.message).toMatch(new RegExp(`^hostile\\.yaml: invalid YAML: ${reason.source}$`));
     await service.process().logged(/"msg":"admin policies.validate"/);
     expect(service.process().output().stdout).not.toMatch(/"level":50/);
+  });
+
+  it('sixty thousand keys: every key compared once, the message lists the first hundred problems', async () => {
+    const text = POLICIES(`\n${Array.from({ length: 60_000 }, (_, i) => `  k${i}: 1`).join('\n')}`);
+    const started = performance.now();
+    const answer = await admin().validatePolicies({ text, source: 'many.yaml' });
+    // The yaml package's own duplicate check compares each key with all before it: minutes here.
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(answer.valid).toBe(false);
+    const lines = answer.message.split('\n');
+    expect(lines).toHaveLength(102);
+    expect(lines[1]).toBe('  policies.k0: Invalid input: expected object, received number');
+    expect(lines[101]).toBe('  ...and 59900 more');
   });
 
   it('anchors and aliases within the limits still work', async () => {

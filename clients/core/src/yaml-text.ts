@@ -1,4 +1,18 @@
-import { type Document, isAlias, isDocument, isMap, isPair, isSeq, Lexer, type LineCounter, type Node, Parser, parseDocument } from 'yaml';
+import {
+  type Document,
+  isAlias,
+  isDocument,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  Lexer,
+  type LineCounter,
+  type Node,
+  Parser,
+  parseDocument,
+  type Scalar,
+} from 'yaml';
 
 /**
  * The limits of every YAML text read: the policy file (and ValidatePolicies),
@@ -7,6 +21,8 @@ import { type Document, isAlias, isDocument, isMap, isPair, isSeq, Lexer, type L
  * refused with a message, never expanded or recursed into.
  */
 export const YAML_LIMITS = Object.freeze({
+  /** Characters of one text (1 MiB): far more than a file of a thousand policies needs. */
+  maxLength: 1_048_576,
   /** Collections inside collections, counting what aliases stand for. The files need a handful of levels. */
   maxDepth: 64,
   /**
@@ -36,15 +52,21 @@ export class YamlLimitError extends YamlTextError {
  * yamlValue, which keeps the alias limit.
  */
 export function parseYaml(text: string, options: { lineCounter?: LineCounter; prettyErrors?: boolean } = {}): Document.Parsed {
+  if (text.length > YAML_LIMITS.maxLength) {
+    throw new YamlLimitError([{ message: `${text.length} characters, more than the ${YAML_LIMITS.maxLength} allowed`, line: undefined }]);
+  }
   checkNesting(text);
   const document = parseDocument(text, {
+    // The yaml package compares each key with every other key of its mapping, which takes
+    // minutes for a mapping of a hundred thousand keys: checkStructure finds duplicates instead.
+    uniqueKeys: false,
     prettyErrors: options.prettyErrors ?? false,
     ...(options.lineCounter === undefined ? {} : { lineCounter: options.lineCounter }),
   });
   if (document.errors.length > 0) {
     throw new YamlTextError(document.errors.map((error) => ({ message: error.message, line: error.linePos?.[0]?.line ?? lineAt(text, error.pos[0]) })));
   }
-  checkAliases(document, text);
+  checkStructure(document, text);
   return document;
 }
 
@@ -87,18 +109,17 @@ function checkNesting(text: string): void {
 }
 
 /**
- * Depth counting what aliases stand for, and no alias inside the node it names
- * (which would make a value that contains itself). Nodes are visited in the
- * document's order, so an alias's anchor is done before the alias, unless the
- * alias is inside it.
+ * Depth counting what aliases stand for, no alias inside the node it names
+ * (which would make a value that contains itself), and no key twice in a
+ * mapping. Nodes are visited in the document's order, so an alias's anchor is
+ * done before the alias, unless the alias is inside it.
  */
-function checkAliases(document: Document.Parsed, text: string): void {
+function checkStructure(document: Document.Parsed, text: string): void {
   const depths = new Map<unknown, number>();
   const depthOf = (node: unknown): number => {
     if (node === null || node === undefined) return 0;
     if (isAlias(node)) {
-      const target = node.resolve(document);
-      const depth = depths.get(target);
+      const depth = depths.get(node.resolve(document));
       if (depth === undefined) {
         const line = lineAt(text, node.range?.[0] ?? 0);
         throw new YamlLimitError([{ message: `line ${line}: an alias inside the node it refers to (a value that contains itself)`, line }]);
@@ -107,9 +128,11 @@ function checkAliases(document: Document.Parsed, text: string): void {
     }
     let depth = 0;
     if (isMap(node) || isSeq(node)) {
+      const keys = isMap(node) ? new Set<string>() : undefined;
       for (const item of node.items) {
         const inner = isPair(item) ? Math.max(depthOf(item.key), depthOf(item.value)) : depthOf(item);
         depth = Math.max(depth, inner + 1);
+        if (keys !== undefined && isPair(item) && isScalar(item.key)) checkUnique(keys, item.key, text);
       }
       if (depth > YAML_LIMITS.maxDepth) throw tooDeep(text, node.range?.[0] ?? 0);
     }
@@ -117,4 +140,16 @@ function checkAliases(document: Document.Parsed, text: string): void {
     return depth;
   };
   depthOf(isDocument(document) ? document.contents : null);
+}
+
+/** As the yaml package's own check (uniqueKeys): scalar keys with equal values (1 and "1" differ). */
+function checkUnique(keys: Set<string>, key: Scalar, text: string): void {
+  const value = key.value;
+  const id = `${value === null ? 'null' : typeof value}:${String(value)}`;
+  if (!keys.has(id)) {
+    keys.add(id);
+    return;
+  }
+  const line = lineAt(text, key.range?.[0] ?? 0);
+  throw new YamlTextError([{ message: `Map keys must be unique at line ${line}`, line }]);
 }

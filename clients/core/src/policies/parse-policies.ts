@@ -82,12 +82,15 @@ export function toParams(algorithm: AlgorithmName, p: Record<string, unknown>): 
   }
 }
 
+/** At most this many issues are listed: a file with thousands of wrong entries gets a message of readable size. */
+const MAX_ISSUES = 100;
+
 /** `policies.orders.limits[0].capacity: Too small: expected number to be >0`, one line per issue. */
 function formatIssues(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => {
-      const path = issue.path.map((segment, i) => (typeof segment === 'number' ? `[${segment}]` : `${i === 0 ? '' : '.'}${String(segment)}`)).join('');
-      return `  ${path || '(file)'}: ${issue.message}`;
-    })
-    .join('\n');
+  const lines = error.issues.slice(0, MAX_ISSUES).map((issue) => {
+    const path = issue.path.map((segment, i) => (typeof segment === 'number' ? `[${segment}]` : `${i === 0 ? '' : '.'}${String(segment)}`)).join('');
+    return `  ${path || '(file)'}: ${issue.message}`;
+  });
+  if (error.issues.length > MAX_ISSUES) lines.push(`  ...and ${error.issues.length - MAX_ISSUES} more`);
+  return lines.join('\n');
 }
