@@ -85,7 +85,7 @@ export function toParams(algorithm: AlgorithmName, p: Record<string, unknown>): 
 /** At most this many issues are listed: a file with thousands of wrong entries gets a message of readable size. */
 const MAX_ISSUES = 100;
 
-/** `policies.orders.limits[0].capacity: Too small: expected number to be >0`, one line per issue. */
+/** `policies.orders.limits[0].refill_per_second: Too small: expected number to be >0`, one line per issue. */
 function formatIssues(error: z.ZodError): string {
   const lines = error.issues.slice(0, MAX_ISSUES).map((issue) => {
     const path = issue.path.map((segment, i) => (typeof segment === 'number' ? `[${segment}]` : `${i === 0 ? '' : '.'}${String(segment)}`)).join('');
