@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { OverrideMatch, QuotaAdminServiceDefinition, QuotaServiceDefinition } from '@quota-service/contract';
 import { ADMIN_TOKEN, writeAdminFixture } from '../clients/quotactl/admin-fixture.js';
 import { useServiceProcess } from '../clients/quotactl/service.js';
-import { startServiceProcess } from '../support/service-process.js';
+import { type ServiceProcess, startServiceProcess } from '../support/service-process.js';
 
 /**
  * A bucket too small to grant a request of cost 1 (capacity 5e-324, or 0.5)
@@ -34,6 +34,14 @@ const failure = (call: Promise<unknown>) =>
     () => ({ code: Status.OK, details: '' }),
     (error: unknown) => ({ code: (error as ClientError).code, details: (error as ClientError).details }),
   );
+
+/** Its exit code, once it exited; killed if it still runs after 10 s (the start should have been refused), so no process outlives the test. */
+async function exitOf(started: ServiceProcess): Promise<number | null> {
+  const timer = setTimeout(() => started.signal('SIGKILL'), 10_000);
+  const code = await started.exit;
+  clearTimeout(timer);
+  return code;
+}
 
 describe('SetOverride', () => {
   const override = (customer: string, capacity: number) =>
@@ -82,7 +90,7 @@ describe('policy files', () => {
     const path = join(scratch, 'policies.yaml');
     writeFileSync(path, limit('algorithm: token_bucket, capacity: 5e-324, refill_per_second: 1'));
     const started = startServiceProcess({ QUOTA_POLICIES: path });
-    expect(await started.exit).toBe(1);
+    expect(await exitOf(started)).toBe(1);
     expect(started.output().stderr).toBe(`quota-service: ${path}: invalid policies:\n  policies.p.limits[0].capacity: ${MINIMUM}\n`);
   });
 
@@ -94,7 +102,7 @@ describe('policy files', () => {
       const path = join(scratch, 'edge.yaml');
       writeFileSync(path, `domain: edge\ndescriptors:\n  - key: user\n    limit: { algorithm: token_bucket, ${parameters} }\n`);
       const started = startServiceProcess({ QUOTA_RLS_CONFIG: path });
-      expect(await started.exit).toBe(1);
+      expect(await exitOf(started)).toBe(1);
       expect(started.output().stderr).toContain(`edge.yaml: domain "edge": descriptor "user" (descriptors[0]) limit.${field}: ${reason}`);
     }
   });

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { QuotaAdminServiceDefinition } from '@quota-service/contract';
 import { ADMIN_TOKEN, writeAdminFixture } from '../clients/quotactl/admin-fixture.js';
 import { useServiceProcess } from '../clients/quotactl/service.js';
-import { startServiceProcess } from '../support/service-process.js';
+import { type ServiceProcess, startServiceProcess } from '../support/service-process.js';
 
 /**
  * Hostile YAML wherever the service reads YAML: ValidatePolicies, the policy
@@ -41,6 +41,14 @@ afterAll(() => {
   fixture.remove();
   rmSync(scratch, { recursive: true, force: true });
 });
+
+/** Its exit code, once it exited; killed if it still runs after 10 s (the start should have been refused), so no process outlives the test. */
+async function exitOf(started: ServiceProcess): Promise<number | null> {
+  const timer = setTimeout(() => started.signal('SIGKILL'), 10_000);
+  const code = await started.exit;
+  clearTimeout(timer);
+  return code;
+}
 
 describe('ValidatePolicies', () => {
   const service = useServiceProcess(() => fixture.env);
@@ -100,7 +108,7 @@ describe('the files the service reads at the start', () => {
       [deepNesting(place), TOO_DEEP],
     ] as const) {
       const service = startServiceProcess(env(text));
-      expect(await service.exit).toBe(1);
+      expect(await exitOf(service)).toBe(1);
       const { stderr } = service.output();
       expect(stderr).toMatch(reason);
       expect(stderr).toMatch(/^quota-service: \S*(policies|callers|edge)\.yaml: invalid YAML: /);
