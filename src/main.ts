@@ -11,6 +11,7 @@ import { serverTls } from './grpc/tls.js';
 import { routeGrpcLogs } from './grpc/grpc-js-logs.js';
 import { ListenError, listenNamed } from './listen-error.js';
 import { createLogger } from './logger.js';
+import { armShutdownDeadline } from './shutdown-deadline.js';
 import { QuotaMetrics } from './metrics/metrics.js';
 import { startMetricsServer, type MetricsServer } from './metrics/metrics-server.js';
 import { MemoryStore } from './store/memory.js';
@@ -178,6 +179,8 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    // Whatever hangs below, the process ends in time and says so on stderr.
+    armShutdownDeadline(config.QUOTA_SHUTDOWN_GRACE_MS);
     logger.info({ signal, graceMs: config.QUOTA_SHUTDOWN_GRACE_MS }, 'shutting down: draining calls');
     watcher.close();
     rlsWatcher?.close();

@@ -5,6 +5,7 @@ import type { Logger } from './logger.js';
 import type { CallerRegistry } from './config/callers.js';
 import { DEFAULT_ADMISSION, type AdmissionLimits } from './config/admission-limits.js';
 import { Admission } from './grpc/admission.js';
+import { int64RangeMiddleware } from './grpc/checked-int64.js';
 import { type QuotaServer, startGrpcServer } from './grpc/server.js';
 import { quotaService } from './api/quota/quota-service.js';
 import { quotaServiceDefinition } from './api/quota/service-definition.js';
@@ -70,7 +71,12 @@ export function startQuotaServer(options: {
         const rls = options.rls ?? NO_RLS;
         server.add(rateLimitServiceDefinition(), rateLimitService(engine, rls.config, admission, logger.child({ component: 'rls' }), rls));
         // The admin check on the admin service alone: after the auth middleware, at no cost to the quota API.
-        if (admin) server.with(adminAccessMiddleware({ authenticated: options.callers !== undefined })).add(adminServiceDefinition, adminService(admin.admin));
+        if (admin) {
+          server
+            .with(adminAccessMiddleware({ authenticated: options.callers !== undefined }))
+            .with(int64RangeMiddleware)
+            .add(adminServiceDefinition, adminService(admin.admin));
+        }
         return {
           reflected: [QuotaServiceDefinition.fullName, RATE_LIMIT_SERVICE, ...(admin ? [QuotaAdminServiceDefinition.fullName] : [])],
           health: [QuotaServiceDefinition.fullName, RATE_LIMIT_SERVICE],

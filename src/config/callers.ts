@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { type Document, isMap, isNode, isScalar, LineCounter, type Pair, parseDocument } from 'yaml';
+import { type Document, isMap, isNode, isScalar, LineCounter, type Pair } from 'yaml';
 import { z } from 'zod';
-import { KEY_SEGMENT_PATTERN } from '@quota-service/core';
+import { KEY_SEGMENT_PATTERN, parseYaml, YamlLimitError, YamlTextError, yamlValue } from '@quota-service/core';
 import { type CallerPlace, describeCaller, describeCallerIssues, shortSha256 } from './callers-file-problems.js';
 
 /**
@@ -115,12 +115,9 @@ export async function readCallersFile(path: string): Promise<{ text: string; cal
  * caller's name: a token may sit where a name belongs (src/config/callers-file-problems.ts).
  */
 export function parseCallers(text: string, source = 'callers'): CallerRegistry {
-  const lineCounter = new LineCounter();
-  const document = parseDocument(text, { lineCounter });
-  if (document.errors.length > 0) throw new CallersFileError(`${source}: invalid YAML (line ${document.errors[0]!.linePos?.[0]?.line ?? '?'})`);
   const problems: string[] = [];
   const byHash = new Map<string, { caller: Caller; place: CallerPlace }>();
-  for (const { place, entry } of callerEntries(document, lineCounter, problems)) {
+  for (const { place, entry } of readCallerEntries(text, source, problems)) {
     const label = describeCaller(place);
     if (!CALLER_NAME.test(place.name)) problems.push(`${label}: the name must be 1-64 letters, digits, "_", "." or "-"`);
     const parsed = callerSchema.safeParse(entry);
@@ -154,6 +151,21 @@ export function parseCallers(text: string, source = 'callers'): CallerRegistry {
     size: byHash.size,
     list: [...byHash.values()].map(({ caller }) => caller),
   };
+}
+
+/**
+ * The file's entries (callerEntries) read from its YAML. The yaml package's messages
+ * quote the file, so its error names only the line; a limit's message quotes nothing.
+ */
+function readCallerEntries(text: string, source: string, problems: string[]): { place: CallerPlace; entry: unknown }[] {
+  const lineCounter = new LineCounter();
+  try {
+    return callerEntries(parseYaml(text, { lineCounter }), lineCounter, problems);
+  } catch (error) {
+    if (error instanceof YamlLimitError) throw new CallersFileError(`${source}: invalid YAML: ${error.message}`);
+    if (error instanceof YamlTextError) throw new CallersFileError(`${source}: invalid YAML (line ${error.problems[0]?.line ?? '?'})`);
+    throw error;
+  }
 }
 
 /**
@@ -192,7 +204,7 @@ function callerEntries(document: Document.Parsed, lineCounter: LineCounter, prob
   }
   return callers.items.map((pair, index) => ({
     place: { position: index + 1, line: lineOf(pair), name: keyText(pair.key) },
-    entry: isNode(pair.value) ? pair.value.toJS(document) : pair.value,
+    entry: isNode(pair.value) ? yamlValue(document, pair.value) : pair.value,
   }));
 }
 

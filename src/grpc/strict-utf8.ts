@@ -1,7 +1,7 @@
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 
 /** A generated message codec (ts-proto): decode reads from a BinaryReader it is given. */
-interface MessageDecoder<T> {
+export interface MessageDecoder<T> {
   decode(input: BinaryReader | Uint8Array, length?: number): T;
 }
 
@@ -47,14 +47,15 @@ export function utf8OrMarked(bytes: Uint8Array): string {
  * invalid bytes in some string is decoded a second time, with those strings
  * marked; the handler then answers INVALID_ARGUMENT naming the field. The
  * deserializer itself never throws for it: grpc-js would answer INTERNAL.
+ * A `Reader` subclass may read other fields its own way (src/grpc/checked-int64.ts).
  */
-export function strictUtf8Decode<T>(type: MessageDecoder<T>): (bytes: Uint8Array) => T {
+export function strictUtf8Decode<T>(type: MessageDecoder<T>, Reader: typeof BinaryReader = BinaryReader): (bytes: Uint8Array) => T {
   return (bytes) => {
     try {
-      return type.decode(new BinaryReader(bytes, utf8OrThrow));
+      return type.decode(new Reader(bytes, utf8OrThrow));
     } catch (error) {
       if (error !== NOT_UTF8) throw error;
-      return type.decode(new BinaryReader(bytes, utf8OrMarked));
+      return type.decode(new Reader(bytes, utf8OrMarked));
     }
   };
 }

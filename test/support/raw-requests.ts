@@ -62,10 +62,11 @@ export class RawQuotaClient {
     this.client = new Client(address, ChannelCredentials.createInsecure());
   }
 
+  /** `method`: a QuotaService method's name, or a whole path (`/quota.v1.QuotaAdminService/SetOverride`). */
   unary<T>(method: string, request: Uint8Array, decode: (bytes: Uint8Array) => T): Promise<RawOutcome<T>> {
     return new Promise((resolve) => {
       this.client.makeUnaryRequest(
-        `/quota.v1.QuotaService/${method}`,
+        method.startsWith('/') ? method : `/quota.v1.QuotaService/${method}`,
         (bytes: Uint8Array) => Buffer.from(bytes),
         decode,
         request,

@@ -17,6 +17,8 @@ export interface ServiceProcess {
   /** Resolves at the `occurrence`th (default first) stdout line matching `pattern`, already written or to come. */
   logged(pattern: RegExp, occurrence?: number): Promise<string>;
   signal(signal: NodeJS.Signals): void;
+  /** Closes this end of its stdout pipe, as a log reader that went away does: its next write fails with EPIPE. */
+  closeStdout(): void;
 }
 
 export interface ServiceProcessOptions {
@@ -67,6 +69,7 @@ export function startServiceProcess(env: Record<string, string>, options: Servic
     output: () => ({ stdout, stderr }),
     logged,
     signal: (signal) => child.kill(signal),
+    closeStdout: () => child.stdout.destroy(),
   };
 }
 

@@ -18,10 +18,10 @@ export { MemorySpace } from './algorithms/memory-space.js';
 export { outcomeOf, outcomeOfFields } from './algorithms/outcome.js';
 export { algorithms, type AlgorithmName } from './algorithms/registry.js';
 export type { LeaseOp, LeaseOps } from './algorithms/algorithm.js';
-export { CONCURRENCY_MAX_LIMIT, LEASE_TTL_MAX_MS, LEASE_TTL_MIN_MS } from './policies/limit-parameters.js';
+export { bucketCapacity, CONCURRENCY_MAX_LIMIT, LEASE_TTL_MAX_MS, LEASE_TTL_MIN_MS, MIN_CAPACITY } from './policies/limit-parameters.js';
 export type { ConcurrencyParams } from './algorithms/concurrency/model.js';
 export { parsePolicies, PolicyFileError, toParams } from './policies/parse-policies.js';
-export { parameterFields, parameterSchema, type AlgorithmFileName } from './policies/limit-parameters.js';
+export { PARAMETER_CHECKS, parameterFields, parameterSchema, type AlgorithmFileName } from './policies/limit-parameters.js';
 export {
   FAILURE_MODES,
   limitSchema,
@@ -34,3 +34,4 @@ export {
   WINDOW_IS_THE_LIMITS,
 } from './policies/policy-schema.js';
 export * from './reservations-and-leases.js';
+export { parseYaml, YAML_LIMITS, YamlLimitError, YamlTextError, yamlValue } from './yaml-text.js';

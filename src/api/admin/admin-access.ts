@@ -36,7 +36,7 @@ function admitAdmin(context: CallContext & CallerContext, authenticated: boolean
         `caller "${caller?.name ?? 'unknown'}" may not use the admin API: give it roles: [admin] in the callers file`,
       );
     }
-    // Its policies bound what it may touch (src/admin/admin-scope.ts); none listed means none.
+    // Its policies bound what it may touch (src/api/admin/admin-scope.ts); none listed means none.
     return caller.policies === undefined ? { name: caller.name, peer } : { name: caller.name, peer, policies: caller.policies };
   }
   if (!isLoopback(peer)) {

@@ -17,17 +17,22 @@ import { OverrideNotFoundError, type QuotaAdmin, type TargetInput } from './quot
 import type { OverrideRecord } from '../../overrides/override.js';
 import type { AdminContext as AccessContext } from './admin-access.js';
 import type { AdminAuditContext } from './admin-audit.js';
+import { checkedInt64Decode } from '../../grpc/checked-int64.js';
 import { fromProtoParameters, toProtoParameters } from '../limit-parameters.js';
 import { strictUtf8Decode } from '../../grpc/strict-utf8.js';
 
 const { resetQuota, setOverride, getOverride, listOverrides, deleteOverride, validatePolicies } = QuotaAdminServiceDefinition.methods;
 
-/** QuotaAdminServiceDefinition as served: requests decoded as strict UTF-8, like the quota API's (src/grpc/strict-utf8.ts). */
+/**
+ * QuotaAdminServiceDefinition as served: requests decoded as strict UTF-8, like the quota API's (src/grpc/strict-utf8.ts),
+ * and 64-bit integers out of range kept for a refusal (src/grpc/checked-int64.ts).
+ */
 export const adminServiceDefinition = {
   ...QuotaAdminServiceDefinition,
   methods: {
     resetQuota: { ...resetQuota, requestType: { ...resetQuota.requestType, decode: strictUtf8Decode(ResetQuotaRequest) } },
-    setOverride: { ...setOverride, requestType: { ...setOverride.requestType, decode: strictUtf8Decode(SetOverrideRequest) } },
+    // Its 64-bit integers (ttl_ms, limits) may be out of a number's range: refused by int64RangeMiddleware.
+    setOverride: { ...setOverride, requestType: { ...setOverride.requestType, decode: checkedInt64Decode(SetOverrideRequest, 'quota.v1.SetOverrideRequest') } },
     getOverride: { ...getOverride, requestType: { ...getOverride.requestType, decode: strictUtf8Decode(GetOverrideRequest) } },
     listOverrides: { ...listOverrides, requestType: { ...listOverrides.requestType, decode: strictUtf8Decode(ListOverridesRequest) } },
     deleteOverride: { ...deleteOverride, requestType: { ...deleteOverride.requestType, decode: strictUtf8Decode(DeleteOverrideRequest) } },

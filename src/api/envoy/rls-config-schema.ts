@@ -1,4 +1,4 @@
-import { SLIDING_COUNTER_MAX_LIMIT, SLIDING_LOG_MAX_LIMIT } from '@quota-service/core';
+import { bucketCapacity, PARAMETER_CHECKS, SLIDING_COUNTER_MAX_LIMIT, SLIDING_LOG_MAX_LIMIT } from '@quota-service/core';
 import { z } from 'zod';
 
 /**
@@ -64,15 +64,25 @@ export const windowLength = z.unknown().transform((value, ctx) => {
 });
 
 const named = { name: z.string().min(1).optional(), replaces };
+
+const acrossFields = (algorithm: 'token_bucket' | 'gcra' | 'leaky_bucket') => (value: object, ctx: z.RefinementCtx) =>
+  PARAMETER_CHECKS[algorithm]?.(value as Record<string, unknown>, ctx);
 const positive = z.number().positive().max(1e12);
 
 /** Ours, in place of rate_limit: an algorithm with its parameters (docs/policies.md names the same fields). */
 const algorithmLimit = z.discriminatedUnion(
   'algorithm',
   [
-    z.strictObject({ ...named, algorithm: z.literal('token_bucket'), capacity: positive, refill_per_second: positive }),
-    z.strictObject({ ...named, algorithm: z.literal('gcra'), capacity: positive, refill_per_second: z.number().positive().max(10_000) }),
-    z.strictObject({ ...named, algorithm: z.literal('leaky_bucket'), capacity: positive, leak_per_second: positive }),
+    // The policy files' checks across the fields: capacity / rate bounded, as the state's expiry is.
+    z
+      .strictObject({ ...named, algorithm: z.literal('token_bucket'), capacity: bucketCapacity, refill_per_second: positive })
+      .superRefine(acrossFields('token_bucket')),
+    z
+      .strictObject({ ...named, algorithm: z.literal('gcra'), capacity: bucketCapacity, refill_per_second: z.number().positive().max(10_000) })
+      .superRefine(acrossFields('gcra')),
+    z
+      .strictObject({ ...named, algorithm: z.literal('leaky_bucket'), capacity: bucketCapacity, leak_per_second: positive })
+      .superRefine(acrossFields('leaky_bucket')),
     z.strictObject({ ...named, algorithm: z.literal('fixed_window'), limit: z.number().int().positive().max(Number.MAX_SAFE_INTEGER), window: windowLength }),
     z.strictObject({
       ...named,

@@ -1,6 +1,6 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { parseDocument } from 'yaml';
+import { parseYaml, YamlTextError, yamlValue } from '@quota-service/core';
 import type { z } from 'zod';
 import { type DescriptorDefinition, type RlsFile, rlsFileSchema } from './rls-config-schema.js';
 import { domainPolicy, pathSegment, type RlsConfig, type RlsDomain, type RlsEntry, type RlsNode, type RlsRule, ruleOf } from './rls-rules.js';
@@ -70,9 +70,13 @@ export function parseRlsConfig(texts: RlsTexts): RlsConfig {
 
 /** One file's domain; a problem is an RlsConfigError naming the file, the domain and the descriptor path. */
 export function parseRlsFile(text: string, file: string): RlsDomain {
-  const document = parseDocument(text, { prettyErrors: false });
-  if (document.errors.length > 0) throw new RlsConfigError(`${file}: invalid YAML: ${document.errors.map((e) => e.message).join('; ')}`);
-  const raw = document.toJS() as unknown;
+  let raw: unknown;
+  try {
+    raw = yamlValue(parseYaml(text));
+  } catch (error) {
+    if (error instanceof YamlTextError) throw new RlsConfigError(`${file}: invalid YAML: ${error.message}`);
+    throw error;
+  }
   const parsed = rlsFileSchema.safeParse(raw);
   if (!parsed.success) throw new RlsConfigError(describeIssues(file, raw, parsed.error));
   const config = parsed.data;

@@ -31,12 +31,25 @@ export const LEASE_TTL_MIN_MS = 100;
 /** And at most a day: a crashed holder's lease is held that long. */
 export const LEASE_TTL_MAX_MS = 24 * 3600 * 1000;
 
+/**
+ * A bucket's capacity: at least 1, so it can grant a request of cost 1, the cost of a
+ * request that gives none. A smaller one (5e-324, say) would make every such request
+ * fail as a cost that could never be granted, instead of being counted. Whole-number
+ * limits are at least 1 already.
+ */
+export const MIN_CAPACITY = 1;
+
+export const bucketCapacity = z
+  .number()
+  .min(MIN_CAPACITY, `at least ${MIN_CAPACITY}: a smaller bucket could never grant a request of cost 1 (the cost of a request that gives none)`)
+  .max(1e12);
+
 const windowName = z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]);
 
 /** Per algorithm: its parameter fields (no refinements, so they can be made partial for plans). */
 export const PARAMETER_SHAPES = {
   token_bucket: {
-    capacity: z.number().positive().max(1e12),
+    capacity: bucketCapacity,
     refill_per_second: z.number().positive().max(1e12),
   },
   fixed_window: {
@@ -56,12 +69,12 @@ export const PARAMETER_SHAPES = {
     window: windowName,
   },
   leaky_bucket: {
-    capacity: z.number().positive().max(1e12),
+    capacity: bucketCapacity,
     leak_per_second: z.number().positive().max(1e12),
     mode: z.enum(LEAKY_MODES).default('policing'),
   },
   gcra: {
-    capacity: z.number().positive().max(1e12),
+    capacity: bucketCapacity,
     refill_per_second: z.number().positive().max(GCRA_MAX_RATE),
   },
   concurrency: {

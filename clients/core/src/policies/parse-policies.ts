@@ -1,7 +1,7 @@
-import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { algorithms, type AlgorithmName } from '../algorithms/registry.js';
 import { PARAMETER_SOURCE, type Limit, type Policy, type PolicySet } from '../types.js';
+import { parseYaml, YamlTextError, yamlValue } from '../yaml-text.js';
 import { parameterFields, parameterSchema } from './limit-parameters.js';
 import { mergePlan, policyFileSchema, type LimitDefinition, type PolicyFile } from './policy-schema.js';
 
@@ -11,11 +11,14 @@ export class PolicyFileError extends Error {
 
 /** Parses and validates policy YAML; every error names the policy and field at fault. */
 export function parsePolicies(yamlText: string, source = 'policies'): PolicySet {
-  const document = parseDocument(yamlText, { prettyErrors: true });
-  if (document.errors.length > 0) {
-    throw new PolicyFileError(`${source}: invalid YAML: ${document.errors.map((e) => e.message).join('; ')}`);
+  let value: unknown;
+  try {
+    value = yamlValue(parseYaml(yamlText, { prettyErrors: true }));
+  } catch (error) {
+    if (error instanceof YamlTextError) throw new PolicyFileError(`${source}: invalid YAML: ${error.message}`);
+    throw error;
   }
-  const parsed = policyFileSchema.safeParse(document.toJS());
+  const parsed = policyFileSchema.safeParse(value);
   if (!parsed.success) {
     throw new PolicyFileError(`${source}: invalid policies:\n${formatIssues(parsed.error)}`);
   }
@@ -79,12 +82,15 @@ export function toParams(algorithm: AlgorithmName, p: Record<string, unknown>): 
   }
 }
 
-/** `policies.orders.limits[0].capacity: Too small: expected number to be >0`, one line per issue. */
+/** At most this many issues are listed: a file with thousands of wrong entries gets a message of readable size. */
+const MAX_ISSUES = 100;
+
+/** `policies.orders.limits[0].refill_per_second: Too small: expected number to be >0`, one line per issue. */
 function formatIssues(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => {
-      const path = issue.path.map((segment, i) => (typeof segment === 'number' ? `[${segment}]` : `${i === 0 ? '' : '.'}${String(segment)}`)).join('');
-      return `  ${path || '(file)'}: ${issue.message}`;
-    })
-    .join('\n');
+  const lines = error.issues.slice(0, MAX_ISSUES).map((issue) => {
+    const path = issue.path.map((segment, i) => (typeof segment === 'number' ? `[${segment}]` : `${i === 0 ? '' : '.'}${String(segment)}`)).join('');
+    return `  ${path || '(file)'}: ${issue.message}`;
+  });
+  if (error.issues.length > MAX_ISSUES) lines.push(`  ...and ${error.issues.length - MAX_ISSUES} more`);
+  return lines.join('\n');
 }
