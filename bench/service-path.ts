@@ -68,7 +68,7 @@ function servicePath(store: QuotaStore, size: number) {
   );
   return async (calls: number) => {
     for (let i = 0; i < calls; i++) {
-      const response = await service.allowBatch(AllowBatchRequest.decode(encoded[i % encoded.length]!), {} as never);
+      const response = await service.allowBatch(AllowBatchRequest.decode(encoded[i % encoded.length]!), { peer: 'ipv4:127.0.0.1:1' } as never);
       // As the server encodes it: without fromPartial (src/api/quota/service-definition.ts).
       AllowBatchResponse.encode(response).finish();
     }
