@@ -58,6 +58,21 @@ describe('quotactl health', () => {
     ).toEqual(['quota.v1.QuotaService', 'SERVING']);
   });
 
+  it('a service that takes longer than --timeout (its Redis frozen): DEADLINE_EXCEEDED saying it did not answer', async () => {
+    // The service waits QUOTA_STORE_TIMEOUT_MS (2 s in tests) for a silent store: longer than quotactl's 300 ms.
+    expect((await run(['allow', 'daily', 'user=slow-1'])).code).toBe(0);
+    redis!.signal('SIGSTOP');
+    try {
+      const slow = await run(['--timeout', '300', 'allow', 'daily', 'user=slow-1']);
+      expect(slow).toMatchObject({
+        code: 3,
+        stderr: `quotactl: DEADLINE_EXCEEDED: the service at ${service.address()} did not answer within 300 ms (--timeout 300)\n`,
+      });
+    } finally {
+      redis!.signal('SIGCONT');
+    }
+  });
+
   it('a name the service does not serve: SERVICE_UNKNOWN, exit 5', async () => {
     const unknown = await run(['health', '--service', 'no.such.Service']);
     expect(unknown.code).toBe(5);
