@@ -106,6 +106,25 @@ describe('denials in the log', () => {
     expect(stdout).not.toContain('203.0.113.9');
   });
 
+  it('a denial through AllowStream says so (door AllowStream)', async () => {
+    const channel = createChannel(service.address());
+    const client = createClient(QuotaServiceDefinition, channel);
+    try {
+      const request = { policy: 'orders', identity: { user: 'stream-9' }, cost: 1, requestId: '' };
+      async function* batches() {
+        yield { id: 1, requests: [request, request, request, request] };
+      }
+      for await (const answer of client.allowStream(batches())) {
+        expect(answer.results.map((r) => r.response?.allowed)).toEqual([true, true, true, false]);
+      }
+      const digest = JSON.parse((await run(['--json', 'hash', 'user=stream-9'])).stdout).identity.user as string;
+      const line = JSON.parse(await service.process().logged(new RegExp(`"user":"${digest}"`)));
+      expect(line).toMatchObject({ policy: 'orders', deniedBy: 'orders', door: 'AllowStream' });
+    } finally {
+      channel.close();
+    }
+  });
+
   it('a flood of denials writes at most 10 lines per policy per second; the next line counts the ones left out', async () => {
     const channel = createChannel(service.address());
     const client = createClient(QuotaServiceDefinition, channel);
