@@ -4,7 +4,7 @@
 // into this repository. The service decodes and encodes ShouldRateLimit with it
 // (src/api/envoy/envoy-codec.ts) and serves it by reflection. Not committed.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -103,3 +103,22 @@ writeFileSync(
     `// ${RLS} and its imports, for the rate limit service's codec and server reflection.\n` +
     `export const envoyDescriptorSet: Buffer = Buffer.from('${Buffer.from(toBinary(FileDescriptorSetSchema, set)).toString('base64')}', 'base64');\n`,
 );
+
+// The .proto files themselves, for any gRPC client: @quota-service/contract ships them under proto/
+// (clients/contract/README.md): Envoy's rls.proto with every file it imports, and this service's own
+// contract and the health service beside them; not the well-known types (google/protobuf/), which every
+// protobuf toolchain has. Copied, not committed.
+const shipped = 'clients/contract/proto';
+rmSync(shipped, { recursive: true, force: true });
+const ship = (from, name) => {
+  mkdirSync(dirname(join(shipped, name)), { recursive: true });
+  copyFileSync(from, join(shipped, name));
+};
+for (const { name } of set.file) {
+  // The well-known types come with every protobuf toolchain (protoc, buf, protobufjs).
+  if (name.startsWith('google/protobuf/')) continue;
+  const module = MODULES.find((m) => existsSync(join(deps, m, name)));
+  if (module === undefined) throw new Error(`gen-envoy-proto: ${name} not found in ${deps}`);
+  ship(join(deps, module, name), name);
+}
+for (const name of ['quota/v1/quota.proto', 'quota/v1/admin.proto', 'grpc/health/v1/health.proto']) ship(join('proto', name), name);

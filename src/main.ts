@@ -12,6 +12,7 @@ import { routeGrpcLogs } from './grpc/grpc-js-logs.js';
 import { ListenError, listenNamed } from './listen-error.js';
 import { createLogger } from './logger.js';
 import { armShutdownDeadline } from './shutdown-deadline.js';
+import { DenialLog } from './engine/denial-log.js';
 import { QuotaMetrics } from './metrics/metrics.js';
 import { startMetricsServer, type MetricsServer } from './metrics/metrics-server.js';
 import { MemoryStore } from './store/memory.js';
@@ -107,6 +108,7 @@ async function main(): Promise<void> {
     leaseEvents: new LeaseMetrics(metrics.registry),
     onReserve: (policy, ttlMs) => metrics.reserved(policy, ttlMs),
     onSettle: (policy, event, reservation) => metrics.settled(policy, event, reservation),
+    denials: new DenialLog(logger.child({ component: 'denials' })),
   });
   const audit = new AuditLog(logger.child({ component: 'audit' }));
   const admin = new QuotaAdmin(engine, overrides, stateReset);

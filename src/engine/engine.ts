@@ -15,6 +15,7 @@ import {
   type SourcelessDecision,
 } from '@quota-service/core';
 import { createLogger } from '../logger.js';
+import type { DenialLog, Door } from './denial-log.js';
 import { StoreFailurePolicy } from './failure.js';
 import { isStaleOverrides, type OverrideView } from '../overrides/override.js';
 import type { DecideStep, QuotaStore } from '../store/store.js';
@@ -45,6 +46,8 @@ export interface QuotaEngineOptions {
    * as it answers; `reservation`: the policy is reservable (onReserve).
    */
   onSettle?: (policy: string, event: SettlementEvent, reservation: boolean) => void;
+  /** Told of every denial, with the door it came through (a log line, bounded per policy: src/engine/denial-log.ts). */
+  denials?: DenialLog;
 }
 
 /** The decision: policy -> limits -> keys -> store call -> result. Transport-free. */
@@ -52,6 +55,8 @@ export class QuotaEngine {
   readonly failure: StoreFailurePolicy;
   private readonly onDecision: QuotaEngineOptions['onDecision'];
   private readonly onSettle: QuotaEngineOptions['onSettle'];
+  /** The denial log; Envoy's door writes its own denials to it too. */
+  readonly denials: DenialLog | undefined;
   private readonly overrides: OverrideView | undefined;
   /** Release and Renew of concurrency leases (src/engine/leases.ts). */
   readonly leases: Leases;
@@ -68,6 +73,7 @@ export class QuotaEngine {
     this.failure = options.failure ?? new StoreFailurePolicy({ timeoutMs: 1_000, breakerFailures: 5, halfOpenAfterMs: 1_000, logger: createLogger('silent') });
     this.onDecision = options.onDecision;
     this.onSettle = options.onSettle;
+    this.denials = options.denials;
     this.overrides = options.overrides;
     this.failure.timeCallsOf(store);
     this.leases = new Leases(() => this.policies, store, this.failure, this.overrides, options.leaseEvents);
@@ -80,13 +86,13 @@ export class QuotaEngine {
    * per decision over a `then` of the caller's own.
    */
   allow(input: AllowInput): Promise<Decision>;
-  allow<R>(input: AllowInput, map: (decision: Decision) => R): Promise<R>;
-  allow<R>(input: AllowInput, map?: (decision: Decision) => R): Promise<R | Decision> {
+  allow<R>(input: AllowInput, map: (decision: Decision) => R, door?: Door): Promise<R>;
+  allow<R>(input: AllowInput, map?: (decision: Decision) => R, door: Door = 'Allow'): Promise<R | Decision> {
     // Not an async function (a suspended frame per decision is garbage), but
     // as one: whatever throws here,
     // invalid input included, comes back as a rejection, never a throw.
     try {
-      return this.decidePrepared(this.decider.prepare(input), map);
+      return this.decidePrepared(this.decider.prepare(input), map, door);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -104,7 +110,7 @@ export class QuotaEngine {
    * after the network (docs/benchmarks.md). Any other request, or all of them
    * while the breaker is not closed, is decided as allow() decides it.
    */
-  allowEach<R>(inputs: readonly AllowInput[], map: (decision: Decision) => R): Promise<Array<PromiseSettledResult<R>>> {
+  allowEach<R>(inputs: readonly AllowInput[], map: (decision: Decision) => R, door: Door = 'AllowBatch'): Promise<Array<PromiseSettledResult<R>>> {
     const results = new Array<PromiseSettledResult<R>>(inputs.length);
     const waits: Array<Promise<unknown>> = [];
     let run: Map<string | undefined, Indexed[]> | undefined;
@@ -124,11 +130,11 @@ export class QuotaEngine {
         continue;
       }
       // A request id: decided on its own (it remembers its decision), after the ones before it.
-      if (run !== undefined) this.decideRun(run, map, results, waits);
+      if (run !== undefined) this.decideRun(run, map, results, waits, door);
       run = undefined;
-      waits.push(settledInto(results, index, this.decidePrepared(prepared, map)));
+      waits.push(settledInto(results, index, this.decidePrepared(prepared, map, door)));
     }
-    if (run !== undefined) this.decideRun(run, map, results, waits);
+    if (run !== undefined) this.decideRun(run, map, results, waits, door);
     return Promise.all(waits).then(() => results);
   }
 
@@ -138,8 +144,10 @@ export class QuotaEngine {
     map: (decision: Decision) => R,
     results: Array<PromiseSettledResult<R>>,
     waits: Array<Promise<unknown>>,
+    door: Door,
   ): void {
     const onDecision = this.onDecision;
+    const denials = this.denials;
     const started = onDecision === undefined ? 0 : performance.now();
     for (const [partition, entries] of run) {
       const together = this.failure.decideTogether(
@@ -149,7 +157,9 @@ export class QuotaEngine {
           policy: (j) => entries[j]!.prepared.request.policy,
           onLocalStore: (j, store, scale) => this.decider.onLocalStore(entries[j]!.prepared, store, scale),
           after: (j, decision) => {
-            onDecision?.(entries[j]!.prepared.request.policy.name, decision, (performance.now() - started) / 1000);
+            const { request, input } = entries[j]!.prepared;
+            onDecision?.(request.policy.name, decision, (performance.now() - started) / 1000);
+            if (!decision.allowed) denials?.denied(door, request.policy.name, decision.deniedBy, decision.source, input.identity);
             return map(decision);
           },
         },
@@ -157,7 +167,7 @@ export class QuotaEngine {
       );
       if (together === undefined) {
         // The breaker is not closed: each request waits for the probe (or its failure mode) as allow() does.
-        for (const { index, prepared } of entries) waits.push(settledInto(results, index, this.decidePrepared(prepared, map)));
+        for (const { index, prepared } of entries) waits.push(settledInto(results, index, this.decidePrepared(prepared, map, door)));
         continue;
       }
       waits.push(
@@ -196,15 +206,17 @@ export class QuotaEngine {
     return again === undefined ? decisions : Promise.all(again).then(() => decisions);
   }
 
-  private decidePrepared<R>(prepared: Prepared, map?: (decision: Decision) => R): Promise<R | Decision> {
+  private decidePrepared<R>(prepared: Prepared, map: ((decision: Decision) => R) | undefined, door: Door): Promise<R | Decision> {
     const { request } = prepared;
     const onDecision = this.onDecision;
+    const denials = this.denials;
     const started = onDecision === undefined ? 0 : performance.now();
     const after =
-      onDecision === undefined && request.requestId === ''
+      onDecision === undefined && denials === undefined && request.requestId === ''
         ? map
         : (decision: Decision) => {
             onDecision?.(request.policy.name, decision, (performance.now() - started) / 1000);
+            if (!decision.allowed) denials?.denied(door, request.policy.name, decision.deniedBy, decision.source, prepared.input.identity);
             if (decision.source === 'store')
               observeLeases(this.leases.events, request.policy.name, prepared.limits, prepared.calls, decision.limits, decision.leasesExpired);
             return map === undefined ? decision : map(decision);

@@ -128,7 +128,7 @@ export function validateOverride(
   const parsed = parameterSchema(algorithm).safeParse(merged);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new InvalidArgumentError(`parameters.${algorithm}.${issue.path.join('.') || '(all)'}`, issue.message);
+    throw new InvalidArgumentError(`parameters.${algorithm}.${blamedField(issue.path, input.parameters.fields) || '(all)'}`, issue.message);
   }
   if (!Number.isSafeInteger(input.ttlMs) || input.ttlMs < 0 || input.ttlMs > MAX_OVERRIDE_TTL_MS) {
     throw new InvalidArgumentError('ttl_ms', `must be a whole number of milliseconds from 0 (never expires) to ${MAX_OVERRIDE_TTL_MS}, got ${input.ttlMs}`);
@@ -137,6 +137,22 @@ export function validateOverride(
     throw new InvalidArgumentError('reason', `must be at most ${MAX_REASON_CHARS} characters, got ${input.reason.length}`);
   if (!input.reason.isWellFormed() || CONTROL.test(input.reason)) throw new InvalidArgumentError('reason', 'must be printable text (no control characters)');
   return { target, keyBy: limit.keyBy, algorithm, parameters: parsed.data, ttlMs: input.ttlMs, reason: input.reason, setBy: input.setBy };
+}
+
+/**
+ * The field an issue blames, among those the override gave: a check across
+ * fields (capacity over refill rate) names one of them, which may be the
+ * limit's own value the override left alone; then the field the override did
+ * give is the one to change (an override of capacity 1e12 is refused for its
+ * capacity, not for the limit's refill rate).
+ */
+function blamedField(path: readonly PropertyKey[], given: Record<string, unknown>): string {
+  const named = path.map(String).join('.');
+  if (path.length !== 1 || Object.hasOwn(given, named)) return named;
+  const ratioFields = ['capacity', 'refill_per_second', 'leak_per_second'];
+  if (!ratioFields.includes(named)) return named;
+  const instead = ratioFields.find((field) => field !== named && Object.hasOwn(given, field));
+  return instead ?? named;
 }
 
 /** The record a set writes, at the store's time `nowMs`. */

@@ -71,7 +71,14 @@ describe('the packed client packages', () => {
       expect(p.files, p.name).toContain('dist/index.d.ts');
       // quotactl's bin/ holds its launcher (a file that exists before a build, so a workspace links it).
       const launcher = (f: string) => p.name === '@quota-service/quotactl' && f === 'bin/quotactl.js';
-      const stray = p.files.filter((f) => !['package.json', 'README.md', 'LICENSE'].includes(f) && !f.startsWith('dist/') && !launcher(f));
+      // The contract's proto/ holds the .proto files any gRPC client can load (Envoy's rate limit API, health, quota.v1).
+      const proto = (f: string) => p.name === '@quota-service/contract' && f.startsWith('proto/') && f.endsWith('.proto');
+      if (p.name === '@quota-service/contract') {
+        for (const file of ['proto/envoy/service/ratelimit/v3/rls.proto', 'proto/grpc/health/v1/health.proto', 'proto/quota/v1/quota.proto']) {
+          expect(p.files, p.name).toContain(file);
+        }
+      }
+      const stray = p.files.filter((f) => !['package.json', 'README.md', 'LICENSE'].includes(f) && !f.startsWith('dist/') && !launcher(f) && !proto(f));
       expect(stray, `${p.name}: files outside dist`).toEqual([]);
       expect(
         p.files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')),
@@ -191,6 +198,7 @@ describe('the packed client packages', () => {
     expect(await packagesReached(join(client, 'dist', 'index.js'))).toEqual(['@quota-service/contract', '@quota-service/core', 'nice-grpc']);
     const quotactl = join(consumerDir, 'node_modules', '@quota-service', 'quotactl', 'dist');
     expect(await packagesReached(join(quotactl, 'quotactl.js'))).toEqual([
+      '@grpc/proto-loader',
       '@quota-service/client',
       '@quota-service/contract',
       '@quota-service/core',
@@ -248,6 +256,10 @@ describe('the packed client packages', () => {
       const policies = await npx(['--addr', address, 'policies']);
       expect(policies.code, policies.stderr).toBe(0);
       expect(policies.stdout).toMatch(/^orders\s+orders\s+user\s+token_bucket/m);
+      // health loads grpc/health/v1/health.proto from the installed @quota-service/contract's proto/.
+      const health = await npx(['--addr', address, '--json', 'health', '--service', '']);
+      expect(health.code, health.stderr).toBe(0);
+      expect(JSON.parse(health.stdout)).toEqual({ services: [{ service: '', status: 'SERVING' }] });
     },
     TEST_TIMEOUT_MS,
   );

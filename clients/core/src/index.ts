@@ -14,6 +14,7 @@ export * from './decide-in-memory.js';
 export * from './replayed-leases.js';
 export * from './rate-limit-headers.js';
 export * from './local-limiter.js';
+export { cappedName, identityDigests, valueDigest } from './value-digest.js';
 export { MemorySpace } from './algorithms/memory-space.js';
 export { outcomeOf, outcomeOfFields } from './algorithms/outcome.js';
 export { algorithms, type AlgorithmName } from './algorithms/registry.js';

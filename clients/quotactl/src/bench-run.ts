@@ -3,8 +3,8 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClientError, Status } from 'nice-grpc';
 import type { Connection } from './connection.js';
-import { exitCodeOf } from './call-failure.js';
-import { CliError } from './exit-codes.js';
+import { callFailure, exitCodeOf } from './call-failure.js';
+import type { CliError } from './exit-codes.js';
 import { LatencyRecorder, type LatencySummary } from './latency-stats.js';
 
 export interface BenchPlan {
@@ -104,7 +104,8 @@ export async function runBench(
         if (inFlight.signal.aborted) return;
         if (!(error instanceof ClientError)) throw error;
         if (exitCodeOf(error.code) !== exitCodeOf(Status.UNAVAILABLE)) {
-          fatal ??= new CliError(`${Status[error.code]}: ${error.details}`, exitCodeOf(error.code));
+          // The same words as any command's refusal (the field as the option that sets it).
+          fatal ??= callFailure(error, '', 0);
           stop();
           return;
         }

@@ -27,6 +27,8 @@ export function connect(settings: Settings, interrupt: AbortSignal): Connection 
   const metadata = Metadata();
   if (settings.token !== undefined) metadata.set('authorization', `Bearer ${settings.token}`);
   const client = createClient(QuotaServiceDefinition, channel);
+  // grpc-js's connectivity state READY (2): a call that timed out had a connection, or never got one.
+  const connected = () => channel.getConnectivityState(false) === 2;
   return {
     client,
     service: (definition) => createClient(definition, channel),
@@ -42,7 +44,7 @@ export function connect(settings: Settings, interrupt: AbortSignal): Connection 
         return await run({ metadata, signal: controller.signal });
       } catch (error) {
         if (interrupt.aborted) throw new CliError('interrupted', EXIT.interrupted);
-        throw callFailure(error, settings.address, settings.timeoutMs);
+        throw callFailure(error, settings.address, settings.timeoutMs, connected);
       } finally {
         clearTimeout(timer);
         interrupt.removeEventListener('abort', cancel);

@@ -2,10 +2,13 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { allowCommand } from './commands/allow.js';
 import { benchCommand } from './commands/bench.js';
+import { hashCommand } from './commands/hash.js';
+import { healthCommand } from './commands/health.js';
 import { peekCommand } from './commands/peek.js';
 import { overridesCommand } from './commands/overrides.js';
 import { policiesCommand } from './commands/policies.js';
 import { resetCommand } from './commands/reset.js';
+import { rlsCommand } from './commands/rls.js';
 import { validateCommand } from './commands/validate.js';
 import { watchCommand } from './commands/watch.js';
 import { commandContext } from './context.js';
@@ -31,11 +34,11 @@ Environment (an option given on the command line wins):
 
 Exit status:
   0  allowed, or the command succeeded
-  1  denied (allow), the policy file is invalid (validate), no such override (overrides get, delete)
+  1  denied (allow), OVER_LIMIT (rls), NOT_SERVING (health), the policy file is invalid (validate), no such override (overrides get, delete)
   2  bad usage: unknown command or option, malformed argument, unreadable file
   3  the service could not be reached or did not answer in time
   4  the service refused the credentials (missing or unknown token, policy not allowed for it, no admin role)
-  5  the service refused the request (unknown policy or limit, bad identity, cost or parameters)
+  5  the service refused the request (unknown policy or limit, bad identity, cost or parameters; health: no service of that name)
   6  quotactl failed unexpectedly
   130  Ctrl-C stopped a call (watch and bench stop with their usual status)`;
 
@@ -78,7 +81,19 @@ export async function runQuotactl(argv: readonly string[], io: CliIo): Promise<n
     for (const sub of command.commands) configure(sub);
     return command;
   };
-  for (const make of [policiesCommand, allowCommand, peekCommand, resetCommand, overridesCommand, validateCommand, watchCommand, benchCommand]) {
+  for (const make of [
+    policiesCommand,
+    allowCommand,
+    peekCommand,
+    resetCommand,
+    overridesCommand,
+    validateCommand,
+    watchCommand,
+    benchCommand,
+    healthCommand,
+    rlsCommand,
+    hashCommand,
+  ]) {
     program.addCommand(configure(make(ctx)));
   }
   try {

@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import type { LimitStatus } from '@quota-service/core';
+import { cappedName, identityDigests, type LimitStatus, valueDigest } from '@quota-service/core';
 import type { Logger } from '../../logger.js';
 import type { OverrideRecord } from '../../overrides/override.js';
 
@@ -11,32 +10,8 @@ export interface AdminCaller {
   readonly policies?: ReadonlySet<string>;
 }
 
-/** At most this many identity parts, and this many characters of a name, go on an audit line: a refused request may be anything. */
-const MAX_PARTS = 16;
-const MAX_CHARS = 64;
-
-/**
- * An identity value in the audit log: the first 16 hex digits of its SHA-256
- * (`printf %s acme | sha256sum`). Identity values may be API keys or personal
- * data, and no log line carries one; the digest still lets an auditor find
- * every action on a value they know.
- */
-export const valueDigest = (value: string): string => createHash('sha256').update(value, 'utf8').digest('hex').slice(0, 16);
-
-/** A name as the request gave it (a policy, a limit, an identity part), at most MAX_CHARS characters of it. */
-export const cappedName = (name: string): string => (name.length <= MAX_CHARS ? name : `${name.slice(0, MAX_CHARS)}…`);
-
-/** Identity parts by name, each value as its digest; at most MAX_PARTS of them. */
-export function identityDigests(identity: Readonly<Record<string, string>>): Record<string, string> {
-  const names: string[] = [];
-  for (const name in identity) {
-    if (names.length === MAX_PARTS) break;
-    if (Object.hasOwn(identity, name)) names.push(name);
-  }
-  const out: Record<string, string> = {};
-  for (const name of names.sort()) out[cappedName(name)] = valueDigest(identity[name]!);
-  return out;
-}
+// The audit writes identity values as every log line does: digests (@quota-service/core's valueDigest).
+export { cappedName, identityDigests, valueDigest };
 
 /** A limit's status on an audit line (a reset's before and after). */
 export const auditStatus = (status: LimitStatus) => ({ limit: status.name, remaining: status.remaining, of: status.limit });

@@ -1,6 +1,7 @@
 import { ServerError, Status, type CallContext } from 'nice-grpc';
 import type { QuotaEngine } from '../../engine/engine.js';
 import type { Logger } from '../../logger.js';
+import type { DenialLog } from '../../engine/denial-log.js';
 import type { RateLimitRequest, RateLimitResponse } from './envoy-codec.js';
 import { decideRls, type RlsDecision } from './rls-decide.js';
 import { rateLimitResponse } from './rls-response.js';
@@ -53,6 +54,7 @@ export function rateLimitService(engine: QuotaEngine, config: () => RlsConfig, a
         }
         const decision = await decideRls(engine, config(), request, options.timeoutMs, descriptorLimits);
         options.onDecision?.(decision, (performance.now() - started) / 1000);
+        if (decision.over && !options.shadowMode && engine.denials !== undefined) logDenial(engine.denials, request, decision);
         if (decision.over && logger.isLevelEnabled('debug')) {
           const rules = decision.verdicts.flatMap((v, index) => (v.kind === 'limited' && v.over ? [{ index, rule: v.rule.path, shadow: v.shadow }] : []));
           logger.debug({ domain: request.domain, rules, source: decision.source, shadowMode: options.shadowMode }, 'rate limit over');
@@ -63,6 +65,20 @@ export function rateLimitService(engine: QuotaEngine, config: () => RlsConfig, a
       }
     },
   };
+}
+
+/**
+ * The denial on the denial log: the domain's policy (`rls:<domain>`), the first
+ * enforced descriptor over its limit (its rule's path as `deniedBy`, its
+ * entries as the identity, digested there).
+ */
+function logDenial(denials: DenialLog, request: RateLimitRequest, decision: RlsDecision): void {
+  const index = decision.verdicts.findIndex((v) => v.kind === 'limited' && v.over && !v.shadow);
+  const verdict = decision.verdicts[index];
+  const identity: Record<string, string> = {};
+  for (const entry of request.descriptors[index]?.entries ?? []) identity[entry.key] = entry.value;
+  const policy = decision.domain?.policy.name ?? `rls:${request.domain}`;
+  denials.denied('ShouldRateLimit', policy, verdict?.kind === 'limited' ? verdict.rule.path : '', decision.source, identity);
 }
 
 /** Whether any descriptor carries its own limit (a plain loop: it runs on calls of callers that are not gateways). */

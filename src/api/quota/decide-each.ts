@@ -37,7 +37,7 @@ export function decideEach(
   const refused = allowed === undefined ? undefined : requests.map((request) => !allowed.has(request.policy) && request.policy.isWellFormed());
   // Usually none is refused: the batch goes to the engine as it is.
   const asked = refused?.includes(true) ? requests.filter((_, index) => !refused[index]) : requests;
-  return engine.allowEach(asked, toBatchResult).then((settled) => {
+  return engine.allowEach(asked, toBatchResult, method.endsWith('/AllowStream') ? 'AllowStream' : 'AllowBatch').then((settled) => {
     const results: AllowBatchResult[] = new Array(requests.length);
     let next = 0;
     for (let index = 0; index < requests.length; index++) {

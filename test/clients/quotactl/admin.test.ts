@@ -256,13 +256,13 @@ describe('quotactl overrides', () => {
     expect(unknown.stderr).toMatch(/^quotactl: LIMIT: no policy the service lists to this token has a limit named "nope"/);
     const huge = await admin(['overrides', 'set', 'api', 'o-5', '--capacity', '1e13']);
     expect(huge.code).toBe(5);
-    expect(huge.stderr).toMatch(/^quotactl: INVALID_ARGUMENT: parameters\.token_bucket\.capacity: /);
+    expect(huge.stderr).toMatch(/^quotactl: INVALID_ARGUMENT: --capacity \(parameters\.token_bucket\.capacity\): /);
     const wrong = await admin(['overrides', 'set', 'api', 'o-5', '--algorithm', 'gcra', '--capacity', '3']);
     expect(wrong.code).toBe(5);
     expect(wrong.stderr).toMatch(/^quotactl: INVALID_ARGUMENT: parameters: limit "api" is a token_bucket/);
     const ttl = await admin(['overrides', 'set', 'api', 'o-5', '--capacity', '3', '--ttl', '400d']);
     expect(ttl.code).toBe(5);
-    expect(ttl.stderr).toMatch(/^quotactl: INVALID_ARGUMENT: ttl_ms: /);
+    expect(ttl.stderr).toMatch(/^quotactl: INVALID_ARGUMENT: --ttl \(ttl_ms\): must be a duration from 0 \(never expires\) to 366d, got 400d/);
     expect((await admin(['overrides', 'get', 'api', 'o-5'])).code).toBe(1);
     expect((await peek('api', 'customer=o-5'))[0]).toMatchObject({ limit: 5, applied: 'default' });
   });

@@ -106,7 +106,7 @@ describe('quotactl allow', () => {
     expect(missing.stderr).toMatch(/^quotactl: INVALID_ARGUMENT: identity\.tenant: required by limit "team-tenant"/);
     const negative = await run(['allow', 'daily', 'user=1', '--cost', '-1']);
     expect(negative.code).toBe(5);
-    expect(negative.stderr).toMatch(/^quotactl: INVALID_ARGUMENT: cost: must not be negative, got -1/);
+    expect(negative.stderr).toMatch(/^quotactl: INVALID_ARGUMENT: --cost \(cost\): must not be negative, got -1/);
 
     const nobody = await quotactl(['allow', 'daily', 'user=1'], { env: { QUOTACTL_ADDR: `127.0.0.1:${await closedPort()}` } });
     expect(nobody.code).toBe(3);
