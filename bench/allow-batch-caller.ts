@@ -29,7 +29,14 @@ export function allowBatchCaller(port: number, policy: string, size: number): Al
     const requests: AllowRequest[] = [];
     for (let i = first; i < first + size; i++) {
       const user = i % USERS;
-      requests.push({ policy, identity: { user: `bench-user-${user}`, tenant: `bench-tenant-${user % TENANTS}` }, cost: 1, requestId: '' });
+      requests.push({
+        policy,
+        identity: { user: `bench-user-${user}`, tenant: `bench-tenant-${user % TENANTS}` },
+        cost: 1,
+        requestId: '',
+        deadlineMs: 0,
+        sentAtUnixMs: 0,
+      });
     }
     batches.push({ requests });
   }

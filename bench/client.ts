@@ -26,6 +26,8 @@ export function allowCaller(port: number, policy: 'bench' | 'bench-multi' = 'ben
     identity: policy === 'bench' ? { user: `bench-user-${i}` } : ({ user: `bench-user-${i}`, tenant: `bench-tenant-${i % TENANTS}` } as Record<string, string>),
     cost: 1,
     requestId: '',
+    deadlineMs: 0,
+    sentAtUnixMs: 0,
   }));
   let next = 0;
   return {

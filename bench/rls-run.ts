@@ -29,7 +29,7 @@ const USERS = 10_000;
  */
 const PATHS = { Allow: '/quota.v1.QuotaService/Allow', ShouldRateLimit: '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit' } as const;
 const requestOf = {
-  Allow: (user: string) => AllowRequest.encode({ policy: 'bench', identity: { user }, cost: 1, requestId: '' }).finish(),
+  Allow: (user: string) => AllowRequest.encode({ policy: 'bench', identity: { user }, cost: 1, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 }).finish(),
   ShouldRateLimit: (user: string) => rlsRequestBytes({ domain: 'bench', descriptors: [{ entries: [{ key: 'user', value: user }] }] }),
 };
 

@@ -63,7 +63,14 @@ function servicePath(store: QuotaStore, size: number) {
   let user = 0;
   const encoded = Array.from({ length: Math.ceil(USERS / size) }, () =>
     AllowBatchRequest.encode({
-      requests: Array.from({ length: size }, () => ({ policy: 'bench', identity: { user: `bench-user-${user++ % USERS}` }, cost: 1, requestId: '' })),
+      requests: Array.from({ length: size }, () => ({
+        policy: 'bench',
+        identity: { user: `bench-user-${user++ % USERS}` },
+        cost: 1,
+        requestId: '',
+        deadlineMs: 0,
+        sentAtUnixMs: 0,
+      })),
     }).finish(),
   );
   return async (calls: number) => {

@@ -30,6 +30,7 @@ import { PolicyFileError, systemClock } from '@quota-service/core';
 import { AuditLog } from './api/admin/audit.js';
 import { QuotaAdmin } from './api/admin/quota-admin.js';
 import { MemoryStateReset, RedisStateReset } from './api/admin/state-reset.js';
+import { StaleRequests } from './api/quota/stale-requests.js';
 import { MemoryOverrides } from './overrides/memory-overrides.js';
 import { RedisOverrides } from './overrides/redis-overrides.js';
 
@@ -144,8 +145,11 @@ async function main(): Promise<void> {
           logger: logger.child({ component: 'callers' }),
           onReload: (next) => callerPolicies.check(next, new Map(engine.listPolicies().map((policy) => [policy.name, policy])), 'callers reloaded'),
         });
+  const stale = new StaleRequests({ allowanceMs: config.QUOTA_CLOCK_SKEW_ALLOWANCE_MS });
+  metrics.watchStaleRequests(stale.refused);
   const server = await startQuotaServer({
     engine,
+    stale,
     address: config.QUOTA_GRPC_ADDR,
     logger,
     credentials: tls.credentials,

@@ -8,6 +8,7 @@ import { Admission } from './grpc/admission.js';
 import { int64RangeMiddleware } from './grpc/checked-int64.js';
 import { type QuotaServer, startGrpcServer } from './grpc/server.js';
 import { quotaService } from './api/quota/quota-service.js';
+import type { StaleRequests } from './api/quota/stale-requests.js';
 import { quotaServiceDefinition } from './api/quota/service-definition.js';
 import { RATE_LIMIT_SERVICE, rateLimitServiceDefinition } from './api/envoy/envoy-codec.js';
 import { EMPTY_RLS_CONFIG } from './api/envoy/rls-config.js';
@@ -47,6 +48,8 @@ export function startQuotaServer(options: {
   healthAddress?: string;
   /** Bounds on pending decisions, past which calls are shed (src/grpc/admission.ts). */
   admission?: AdmissionLimits;
+  /** Refuses requests that arrive after their caller gave up (src/api/quota/stale-requests.ts); default: the default allowance. */
+  stale?: StaleRequests;
   /** What a bind error calls the two addresses (the environment variables that gave them); default: the option names. */
   settingNames?: { address: string; healthAddress: string };
   /** Envoy's rate limit service (always served; without this, with no domain configured). */
@@ -67,7 +70,7 @@ export function startQuotaServer(options: {
       add(server, draining) {
         // One admission for both doors: their decisions share the bounds on pending decisions.
         const admission = new Admission(options.admission ?? DEFAULT_ADMISSION);
-        server.add(quotaServiceDefinition, quotaService(engine, logger, draining, admission));
+        server.add(quotaServiceDefinition, quotaService(engine, logger, draining, admission, options.stale));
         const rls = options.rls ?? NO_RLS;
         server.add(rateLimitServiceDefinition(), rateLimitService(engine, rls.config, admission, logger.child({ component: 'rls' }), rls));
         // The admin check on the admin service alone: after the auth middleware, at no cost to the quota API.

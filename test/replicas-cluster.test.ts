@@ -81,8 +81,8 @@ async function race(request: AllowRequest): Promise<AllowResponse[]> {
 describe('three service replicas on a Redis Cluster', () => {
   it(`one token left, ${SIMULTANEOUS} simultaneous requests for one user (Allow and AllowBatch): exactly one granted`, async () => {
     const identity = { user: 'race-one' };
-    expect((await clients[0]!.allow({ policy: 'one', identity, cost: 9, requestId: '' })).allowed).toBe(true);
-    const answers = await race({ policy: 'one', identity, cost: 1, requestId: '' });
+    expect((await clients[0]!.allow({ policy: 'one', identity, cost: 9, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 })).allowed).toBe(true);
+    const answers = await race({ policy: 'one', identity, cost: 1, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 });
     expect(answers.filter((a) => a.allowed)).toHaveLength(1);
     expect(answers.filter((a) => !a.allowed).every((a) => a.deniedBy === 'one')).toBe(true);
   });
@@ -92,8 +92,8 @@ describe('three service replicas on a Redis Cluster', () => {
     expect(await cluster.ownerOf('{race-pair}')).not.toBe(await cluster.ownerOf('{race-tenant}'));
     // The tenant's slot comes first: every request reserves on the tenant's window, then meets the user's bucket.
     expect(keySlot('{race-tenant}')).toBeLessThan(keySlot('{race-pair}'));
-    expect((await clients[1]!.allow({ policy: 'pair', identity, cost: 9, requestId: '' })).allowed).toBe(true);
-    const answers = await race({ policy: 'pair', identity, cost: 1, requestId: '' });
+    expect((await clients[1]!.allow({ policy: 'pair', identity, cost: 9, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 })).allowed).toBe(true);
+    const answers = await race({ policy: 'pair', identity, cost: 1, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 });
     expect(answers.filter((a) => a.allowed)).toHaveLength(1);
     expect(answers.filter((a) => !a.allowed).every((a) => a.deniedBy === 'pair-user')).toBe(true);
     // 9 + 1 spent on the tenant's window: every reservation of a denied request was refunded.

@@ -1,4 +1,5 @@
 import { DEFAULT_ADMISSION } from './admission-limits.js';
+import { DEFAULT_CLOCK_SKEW_ALLOWANCE_MS } from './stale-requests.js';
 import { z } from 'zod';
 
 const hostPort = z
@@ -65,6 +66,8 @@ export const envSchema = z
     // Load shedding (src/grpc/admission.ts, docs/operations.md): decisions pending at once, in all and per caller.
     QUOTA_MAX_PENDING_DECISIONS: z.coerce.number().int().min(1).max(10_000_000).default(DEFAULT_ADMISSION.total),
     QUOTA_MAX_PENDING_DECISIONS_PER_CALLER: z.coerce.number().int().min(1).max(10_000_000).default(DEFAULT_ADMISSION.perCaller),
+    // Requests whose caller gave up (src/api/quota/stale-requests.ts, docs/operations.md): refused when later than their deadline by more than this.
+    QUOTA_CLOCK_SKEW_ALLOWANCE_MS: z.coerce.number().int().min(0).max(3_600_000).default(DEFAULT_CLOCK_SKEW_ALLOWANCE_MS),
     // Authenticated callers (docs/operations.md): TLS/mTLS on the gRPC port, bearer tokens per caller.
     QUOTA_TLS_CERT: z.string().min(1).optional(),
     QUOTA_TLS_KEY: z.string().min(1).optional(),

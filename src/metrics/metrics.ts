@@ -115,6 +115,29 @@ export class QuotaMetrics implements StoreFailureEvents {
     });
   }
 
+  /**
+   * quota_stale_requests_total from the door's own tally of requests refused
+   * because their caller had given up (plain numbers per rpc, counted where
+   * they are refused), handed to prom-client at scrape time.
+   */
+  watchStaleRequests(refused: Readonly<Record<string, number>>): void {
+    const reported: Record<string, number> = {};
+    const counter: Counter<'rpc'> = new Counter({
+      name: 'quota_stale_requests_total',
+      help: 'Requests refused with DEADLINE_EXCEEDED, nothing spent, because they arrived after their caller stopped waiting (deadline_ms, sent_at_unix_ms), by rpc (Allow, AllowBatch, AllowStream; a batch counts each request).',
+      labelNames: ['rpc'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const rpc of Object.keys(refused)) {
+          const delta = refused[rpc]! - (reported[rpc] ?? 0);
+          if (delta > 0) counter.inc({ rpc }, delta);
+          reported[rpc] = refused[rpc]!;
+        }
+      },
+    });
+    for (const rpc of Object.keys(refused)) counter.inc({ rpc }, 0);
+  }
+
   decided(policy: string, decision: Decision, seconds: number): void {
     const limit = decision.deniedBy || decision.limits[0]?.name || '';
     this.tally.add(policy, limit, decision.allowed, decision.source);

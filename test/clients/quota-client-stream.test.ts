@@ -91,7 +91,7 @@ describe('quota client on AllowStream', () => {
     const channel = createChannel(`127.0.0.1:${port}`);
     const batcher = new Batcher(createClientFactory().create(quotaClientDefinition, channel), { maxDelayMs: 0, maxSize: 100, stream: true });
     try {
-      const request = { policy: 'orders', identity: { user: 'hung' }, cost: 0, requestId: '' };
+      const request = { policy: 'orders', identity: { user: 'hung' }, cost: 0, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 };
       const outcomes = await Promise.allSettled([batcher.send(request, 50, undefined), batcher.send(request, 50, undefined)]);
       expect(outcomes.map((o) => (o.status === 'rejected' ? (o.reason as Error).name : 'answered'))).toEqual(['TimeoutError', 'TimeoutError']);
       expect(await batcher.send(request, 50, undefined).catch((e: Error) => e.name)).toBe('TimeoutError');
@@ -103,7 +103,7 @@ describe('quota client on AllowStream', () => {
   });
 
   describe('a stream that looks hung is retired (the Batcher against services that do not answer in time)', () => {
-    const request = (user: string) => ({ policy: 'orders', identity: { user }, cost: 0, requestId: '' });
+    const request = (user: string) => ({ policy: 'orders', identity: { user }, cost: 0, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 });
     const connect = async (allowStream: QuotaServiceImplementation['allowStream']) => {
       const { port } = await serve(QuotaServiceDefinition, () => ({ allowStream }));
       const counter = rpcCounter();
@@ -199,7 +199,8 @@ describe('quota client on AllowStream', () => {
       const channel = createChannel(`127.0.0.1:${port}`);
       const rpc = createClientFactory().use(counter.middleware).create(quotaClientDefinition, channel);
       const batcher = new Batcher(rpc, { maxDelayMs: 0, maxSize: 100, stream: true, streamTiming: timing });
-      const allow = (user: string) => batcher.send({ policy: 'orders', identity: { user }, cost: 0, requestId: '' }, 5_000, undefined);
+      const allow = (user: string) =>
+        batcher.send({ policy: 'orders', identity: { user }, cost: 0, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 }, 5_000, undefined);
       return { fixture, counter, allow, close: () => (batcher.close(), channel.close()) };
     };
 

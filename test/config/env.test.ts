@@ -13,6 +13,7 @@ describe('environment configuration', () => {
       QUOTA_BREAKER_HALF_OPEN_MS: 1_000,
       QUOTA_MAX_PENDING_DECISIONS: 50_000,
       QUOTA_MAX_PENDING_DECISIONS_PER_CALLER: 10_000,
+      QUOTA_CLOCK_SKEW_ALLOWANCE_MS: 0,
       QUOTA_RLS_STORE_TIMEOUT_MS: 10,
       QUOTA_RLS_SHADOW_MODE: false,
       QUOTA_RLS_RATELIMIT_HEADERS: true,
@@ -32,10 +33,12 @@ describe('environment configuration', () => {
       QUOTA_SHUTDOWN_GRACE_MS: '2500',
       QUOTA_MAX_PENDING_DECISIONS: '20000',
       QUOTA_MAX_PENDING_DECISIONS_PER_CALLER: '500',
+      QUOTA_CLOCK_SKEW_ALLOWANCE_MS: '20',
     });
     expect(config).toMatchObject({
       QUOTA_MAX_PENDING_DECISIONS: 20_000,
       QUOTA_MAX_PENDING_DECISIONS_PER_CALLER: 500,
+      QUOTA_CLOCK_SKEW_ALLOWANCE_MS: 20,
       QUOTA_GRPC_ADDR: '[::1]:7000',
       QUOTA_REDIS_URL: 'rediss://cache.internal:6380/0',
       QUOTA_METRICS_ADDR: '0.0.0.0:9464',
@@ -87,6 +90,7 @@ describe('environment configuration', () => {
     ['QUOTA_SHUTDOWN_GRACE_MS', 'soon'],
     ['QUOTA_MAX_PENDING_DECISIONS', '0'],
     ['QUOTA_MAX_PENDING_DECISIONS_PER_CALLER', 'many'],
+    ['QUOTA_CLOCK_SKEW_ALLOWANCE_MS', '-1'],
     ['QUOTA_REDIS_CLUSTER', ','],
     ['QUOTA_REDIS_CLUSTER', '127.0.0.1'],
     ['QUOTA_REDIS_CLUSTER', '127.0.0.1:7000;127.0.0.1:7001'],

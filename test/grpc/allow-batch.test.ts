@@ -14,6 +14,8 @@ const order = (user: string, extra: Partial<AllowRequest> = {}): AllowRequest =>
   identity: { user },
   cost: 0,
   requestId: '',
+  deadlineMs: 0,
+  sentAtUnixMs: 0,
   ...extra,
 });
 

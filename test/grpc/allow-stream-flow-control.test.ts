@@ -13,7 +13,7 @@ import { memoryFixture } from '../support/store-fixtures.js';
  */
 const PER_BATCH = 100;
 const ALLOW_STREAM = '/quota.v1.QuotaService/AllowStream';
-const order = (user: string): AllowRequest => ({ policy: 'orders', identity: { user }, cost: 0, requestId: '' });
+const order = (user: string): AllowRequest => ({ policy: 'orders', identity: { user }, cost: 0, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 });
 const batch = (stream: number, id: number): Uint8Array =>
   AllowStreamRequest.encode({ id, requests: Array.from({ length: PER_BATCH }, (_, i) => order(`s${stream}-b${id}-${i}`)) }).finish();
 
@@ -37,7 +37,7 @@ async function start(): Promise<{ decidedBatches: () => number; connection: RawG
 /** Lets the service run: round trips of another caller's Allow on its own connection. */
 async function bystanderCalls(count: number): Promise<void> {
   for (let i = 0; i < count; i++) {
-    const answer = await service!.client.allow({ policy: 'user', identity: { user: 'bystander' }, cost: 0, requestId: '' });
+    const answer = await service!.client.allow({ policy: 'user', identity: { user: 'bystander' }, cost: 0, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 });
     expect(answer.limits).toHaveLength(1);
   }
 }

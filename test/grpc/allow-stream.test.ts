@@ -14,7 +14,15 @@ import { memoryFixture, redisFixture, type StoreFixture } from '../support/store
 import { bothStores, useRedisServer } from '../support/use-redis.js';
 
 const redis = useRedisServer();
-const order = (user: string, extra: Partial<AllowRequest> = {}): AllowRequest => ({ policy: 'orders', identity: { user }, cost: 0, requestId: '', ...extra });
+const order = (user: string, extra: Partial<AllowRequest> = {}): AllowRequest => ({
+  policy: 'orders',
+  identity: { user },
+  cost: 0,
+  requestId: '',
+  deadlineMs: 0,
+  sentAtUnixMs: 0,
+  ...extra,
+});
 
 describe.each(bothStores(redis))('AllowStream on the %s store', (_name, makeFixture) => {
   let fixture: StoreFixture;
@@ -206,7 +214,7 @@ callers:
 
   it('a policy the caller may not use fails only its own items with PERMISSION_DENIED, undecided', async () => {
     const stream = openAllowStream(client, asOrderApi);
-    stream.send(1, [order('p1'), { policy: 'user', identity: { user: 'p1' }, cost: 0, requestId: '' }, order('p1')]);
+    stream.send(1, [order('p1'), { policy: 'user', identity: { user: 'p1' }, cost: 0, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 }, order('p1')]);
     const { results } = await stream.answer(1);
     stream.end();
     expect(await stream.ended).toBe('OK');

@@ -99,7 +99,7 @@ describe('bearer tokens per calling service', () => {
 
   it('an AllowStream is logged once, with the caller and no token', async () => {
     const stream = openAllowStream(createClient(QuotaServiceDefinition, channel), bearer(ORDER_API_TOKEN));
-    stream.send(1, [{ policy: 'orders', identity: { user: 'streamer' }, cost: 0, requestId: '' }]);
+    stream.send(1, [{ policy: 'orders', identity: { user: 'streamer' }, cost: 0, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 }]);
     expect((await stream.answer(1)).results[0]!.response?.allowed).toBe(true);
     stream.end();
     expect(await stream.ended).toBe('OK');

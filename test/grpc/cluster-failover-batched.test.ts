@@ -95,7 +95,14 @@ describe('kill -9 of a master under batched load', () => {
       for (let round = 0; !stopped && deniedAfterRecovery.size < IDENTITIES.length; round++) {
         // 12 of the 72 identities, a different selection each time: every master gets a node batch.
         const batch = Array.from({ length: BATCH }, (_, i) => IDENTITIES[(w * 7 + round * 5 + i * 2) % IDENTITIES.length]!);
-        const requests: AllowRequest[] = batch.map(({ mode, user }) => ({ policy: mode, identity: { user }, cost: 1, requestId: '' }));
+        const requests: AllowRequest[] = batch.map(({ mode, user }) => ({
+          policy: mode,
+          identity: { user },
+          cost: 1,
+          requestId: '',
+          deadlineMs: 0,
+          sentAtUnixMs: 0,
+        }));
         const sentIn = phase;
         let shardDown = false;
         try {

@@ -50,6 +50,8 @@ const request = (policy: string, extra: Partial<AllowRequest> = {}): AllowReques
   identity: { user: '42', tenant: 'acme' },
   cost: 0,
   requestId: '',
+  deadlineMs: 0,
+  sentAtUnixMs: 0,
   ...extra,
 });
 

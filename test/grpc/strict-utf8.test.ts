@@ -68,7 +68,7 @@ describe('strictUtf8Decode', () => {
         { policy: bytes(0x6f, 0xff), identity: [[bytes(0xc0, 0x80), 'v']] },
       ]),
     );
-    expect(decoded.requests[0]).toEqual({ policy: 'orders', identity: { user: 'ok' }, cost: 0, requestId: '' });
+    expect(decoded.requests[0]).toEqual({ policy: 'orders', identity: { user: 'ok' }, cost: 0, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 });
     expect(decoded.requests[1]!.policy.isWellFormed()).toBe(false);
     expect(Object.keys(decoded.requests[1]!.identity).map((name) => name.isWellFormed())).toEqual([false]);
   });

@@ -31,7 +31,7 @@ afterAll(async () => {
   await service?.stop();
 });
 
-const user = (id: string): AllowRequest => ({ policy: 'user', identity: { user: id }, cost: 0, requestId: '' });
+const user = (id: string): AllowRequest => ({ policy: 'user', identity: { user: id }, cost: 0, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 });
 
 describe('a busy service on a healthy Redis', () => {
   it('eight concurrent AllowBatch calls of 1000 requests for one user of a 120/min fail_open policy allow exactly 120; a bystander stays on the store', async () => {
@@ -39,7 +39,14 @@ describe('a busy service on a healthy Redis', () => {
     const bystander = (async () => {
       const sources: DecisionSource[] = [];
       for (let i = 0; i < 20; i++) {
-        const answer = await service.client.allow({ policy: 'orders', identity: { user: `bystander-${i}` }, cost: 0, requestId: '' });
+        const answer = await service.client.allow({
+          policy: 'orders',
+          identity: { user: `bystander-${i}` },
+          cost: 0,
+          requestId: '',
+          deadlineMs: 0,
+          sentAtUnixMs: 0,
+        });
         sources.push(answer.source);
       }
       return sources;

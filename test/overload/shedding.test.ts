@@ -29,7 +29,7 @@ callers:
 `),
 );
 const as = (token: string) => ({ metadata: Metadata({ authorization: `Bearer ${token}` }) });
-const order = (user: string): AllowRequest => ({ policy: 'orders', identity: { user }, cost: 0, requestId: '' });
+const order = (user: string): AllowRequest => ({ policy: 'orders', identity: { user }, cost: 0, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 });
 
 let server: QuotaServer | undefined;
 let channel: Channel | undefined;

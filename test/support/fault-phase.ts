@@ -42,7 +42,8 @@ export async function runFaultPhase(options: FaultPhaseOptions): Promise<FaultPh
   let sent = 0;
   const streamPolicy = options.policies[0]!;
   const streamTimer = setInterval(
-    () => stream.send(++sent, [{ policy: streamPolicy, identity: { user: `${options.users[0]}-stream` }, cost: 1, requestId: '' }]),
+    () =>
+      stream.send(++sent, [{ policy: streamPolicy, identity: { user: `${options.users[0]}-stream` }, cost: 1, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 }]),
     options.streamEveryMs ?? 100,
   );
   const load = startPacedLoad<AllowResponse>({

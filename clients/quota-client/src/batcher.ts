@@ -18,6 +18,7 @@ const ALLOW_PATH = '/quota.v1.QuotaService/Allow';
 export function unarySender(client: QuotaRpcClient): Send {
   return async (request, deadlineMs, signal) => {
     const deadline = callDeadline(deadlineMs, signal);
+    stamp(request, deadlineMs, performance.timeOrigin + performance.now());
     try {
       return await client.allow(request, { signal: deadline.signal });
     } catch (error) {
@@ -44,6 +45,8 @@ interface Pending {
   readonly signal: AbortSignal | undefined;
   /** The call's deadline. */
   timer: NodeJS.Timeout | undefined;
+  /** When the deadline passes (performance.now()): what is left of it goes with the request (stamped). */
+  readonly deadlineAt: number;
   /** Settled: answered, or given up early (deadline, caller's signal); a later answer is ignored. */
   done: boolean;
   /** The RPC or stream batch it rides in, once sent: giving up counts its callers down. */
@@ -95,7 +98,7 @@ export class Batcher {
         reject(signal.reason);
         return;
       }
-      const item: Pending = { request, resolve, reject, signal, timer: undefined, done: false, rpc: undefined };
+      const item: Pending = { request, resolve, reject, signal, timer: undefined, deadlineAt: performance.now() + deadlineMs, done: false, rpc: undefined };
       // Node keeps timers of one duration in one list behind one native timer,
       // so a deadline per call is a list insert, not a kernel timer.
       item.timer = setTimeout(expire, deadlineMs, item);
@@ -158,9 +161,8 @@ export class Batcher {
       stream?.end();
       stream = this.stream = new AllowStream(this.client, this.options.streamTiming);
     }
-    const requests = new Array<AllowRequest>(items.length);
-    for (let i = 0; i < items.length; i++) requests[i] = (items[i] as Pending).request;
     const sentAt = performance.now();
+    const requests = stamped(items, sentAt);
     const id = stream.send({
       requests,
       resolve: (results) => this.deliver(items, results, 'AllowStream'),
@@ -197,6 +199,8 @@ export class Batcher {
   private sendUnary(item: Pending): void {
     const controller = new AbortController();
     rideIn([item], () => controller.abort());
+    const now = performance.now();
+    stamp(item.request, item.deadlineAt - now, performance.timeOrigin + now);
     this.client.allow(item.request, { signal: controller.signal }).then(
       (response) => this.answer(item, response),
       (error: unknown) => this.fail(item, error),
@@ -206,8 +210,7 @@ export class Batcher {
   private async sendBatch(items: Pending[]): Promise<void> {
     const controller = new AbortController();
     rideIn(items, () => controller.abort());
-    const requests = new Array<AllowRequest>(items.length);
-    for (let i = 0; i < items.length; i++) requests[i] = (items[i] as Pending).request;
+    const requests = stamped(items, performance.now());
     let results: AllowBatchResult[];
     try {
       ({ results } = await this.client.allowBatch({ requests }, { signal: controller.signal }));
@@ -252,6 +255,35 @@ export class Batcher {
   private fail(item: Pending, error: unknown): void {
     if (finish(item)) item.reject(error);
   }
+}
+
+/**
+ * The requests of `items` as they leave at `now` (performance.now()), each
+ * saying how long its caller still waits and when it was sent
+ * (AllowRequest.deadline_ms, sent_at_unix_ms): what a connection cut off by a
+ * partition delivers when it heals comes after its callers gave up, and the
+ * service refuses it instead of spending for them. Stamped again if sent again.
+ */
+function stamped(items: Pending[], now: number): AllowRequest[] {
+  const sentAt = performance.timeOrigin + now;
+  const requests = new Array<AllowRequest>(items.length);
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as Pending;
+    stamp(item.request, item.deadlineAt - now, sentAt);
+    requests[i] = item.request;
+  }
+  return requests;
+}
+
+/**
+ * `sentAt`: Unix time read once at start and advanced by the monotonic clock
+ * (performance.timeOrigin + performance.now()), so it never jumps when the
+ * system clock is set; the service only needs it not to jump.
+ */
+function stamp(request: AllowRequest, remainingMs: number, sentAt: number): void {
+  // Whole ms, rounded up (never less than the caller waits); at least 1, as 0 means no deadline.
+  request.deadlineMs = Math.max(1, Math.ceil(remainingMs));
+  request.sentAtUnixMs = sentAt;
 }
 
 function isWaiting(item: Pending): boolean {

@@ -48,6 +48,9 @@ export function allowRequest(params: AllowParams): AllowRequest {
     identity: plainIdentity(params.identity ?? {}),
     cost: params.cost ?? 0,
     requestId: params.requestId ?? '',
+    // Set as the request leaves (batcher.ts, stamp): how long its caller still waits, and when.
+    deadlineMs: 0,
+    sentAtUnixMs: 0,
   };
   if (!request.policy.isWellFormed()) throw notUtf8('policy: not valid UTF-8');
   if (!request.requestId.isWellFormed()) throw notUtf8('request_id: not valid UTF-8');
