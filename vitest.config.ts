@@ -9,7 +9,13 @@ const SOURCE_CONDITION = '@quota-service/source';
  * a stall, a starved CPU, a hung store): they run after the others, one file
  * at a time, so that the rest of the suite does not take their CPU.
  */
-const TIMING = ['test/faults/**/*.test.ts', 'test/grpc/get-quota-outage.test.ts', 'test/api/envoy/rls-store-failure.test.ts'];
+const TIMING = [
+  'test/faults/**/*.test.ts',
+  'test/grpc/get-quota-outage.test.ts',
+  'test/api/envoy/rls-store-failure.test.ts',
+  'test/api/envoy/rls-cold-start.test.ts',
+  'test/api/envoy/rls-deadline.test.ts',
+];
 
 export default defineConfig({
   ssr: { resolve: { conditions: [SOURCE_CONDITION, ...defaultServerConditions] } },

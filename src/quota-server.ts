@@ -10,7 +10,7 @@ import { type QuotaServer, startGrpcServer } from './grpc/server.js';
 import { quotaService } from './api/quota/quota-service.js';
 import type { StaleRequests } from './api/quota/stale-requests.js';
 import { quotaServiceDefinition } from './api/quota/service-definition.js';
-import { RATE_LIMIT_SERVICE, rateLimitServiceDefinition } from './api/envoy/envoy-codec.js';
+import { RATE_LIMIT_SERVICE, rateLimitServiceDefinition, SHOULD_RATE_LIMIT_PATH } from './api/envoy/envoy-codec.js';
 import { EMPTY_RLS_CONFIG } from './api/envoy/rls-config.js';
 import type { RlsConfig } from './api/envoy/rls-rules.js';
 import { rateLimitService, type RateLimitServiceOptions } from './api/envoy/rate-limit-service.js';
@@ -66,6 +66,8 @@ export function startQuotaServer(options: {
     healthAddress: options.healthAddress,
     settingNames: options.settingNames,
     audit: admin ? adminAuditMiddleware(admin.audit) : undefined,
+    // Envoy sends its timeout with every call: the rate limit service sizes its store budget from it.
+    deadlinePaths: [SHOULD_RATE_LIMIT_PATH],
     services: {
       add(server, draining) {
         // One admission for both doors: their decisions share the bounds on pending decisions.

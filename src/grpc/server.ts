@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js';
 import type { CallerRegistry } from '../config/callers.js';
 import { listenNamed } from '../listen-error.js';
 import { authMiddleware } from './auth-middleware.js';
+import { callDeadlineInterceptor } from './call-deadline.js';
 import { boundedHealthService } from './health-service.js';
 import { errorMiddleware } from './error-middleware.js';
 import { loggingMiddleware } from './logging-middleware.js';
@@ -54,9 +55,14 @@ export async function startGrpcServer(options: {
   settingNames?: { address: string; healthAddress: string };
   /** Right inside the logging, so it sees the status the error middleware chose and every refusal, the auth middleware's included. */
   audit?: ServerMiddleware;
+  /** Methods (by path) whose handlers read the caller's deadline (call-deadline.ts). */
+  deadlinePaths?: readonly string[];
   services: ServedServices;
 }): Promise<QuotaServer> {
-  let chain = createServer().use(loggingMiddleware(options.logger));
+  const deadlinePaths = options.deadlinePaths ?? [];
+  // grpc-js's own server options: nice-grpc hands them to the grpc-js Server as they are.
+  const serverOptions = deadlinePaths.length === 0 ? {} : ({ interceptors: [callDeadlineInterceptor(deadlinePaths)] } as object);
+  let chain = createServer(serverOptions).use(loggingMiddleware(options.logger));
   if (options.audit) chain = chain.use(options.audit);
   chain = chain.use(errorMiddleware(options.logger));
   if (options.callers) chain = chain.use(authMiddleware(options.callers, options.logger));

@@ -39,8 +39,17 @@ export interface RateLimitResponse {
    * A google.protobuf.Struct. Its map reads as the repeated map-entry messages
    * it is on the wire (a codec built from a descriptor set has no map fields).
    */
-  dynamic_metadata?: { fields: { key: string; value: { string_value: string } | { number_value: number } }[] };
+  dynamic_metadata?: { fields: { key: string; value: StructValue }[] };
 }
+
+/** A google.protobuf.Value, its Struct maps as their repeated entries. */
+export type StructValue =
+  | { null_value: 0 }
+  | { bool_value: boolean }
+  | { number_value: number }
+  | { string_value: string }
+  | { list_value: { values: StructValue[] } }
+  | { struct_value: { fields: { key: string; value: StructValue }[] } };
 
 export interface DescriptorStatus {
   code: number;

@@ -8,9 +8,13 @@ import { rateLimitResponse } from './rls-response.js';
 import type { RlsConfig } from './rls-rules.js';
 import type { Admission } from '../../grpc/admission.js';
 import type { CallerContext } from '../../grpc/auth-middleware.js';
+import { callDeadlineOf } from '../../grpc/call-deadline.js';
 
 export interface RateLimitServiceOptions {
-  /** The store budget of this API (QUOTA_RLS_STORE_TIMEOUT_MS): below Envoy's 20 ms default timeout. */
+  /**
+   * The store budget of this API for a caller that sends no deadline
+   * (QUOTA_RLS_STORE_TIMEOUT_MS); a caller's deadline sets its own (storeBudgetMs).
+   */
   timeoutMs: number;
   /** The global shadow switch (QUOTA_RLS_SHADOW_MODE): every answer OK, what was over still counted. */
   shadowMode: boolean;
@@ -52,7 +56,9 @@ export function rateLimitService(engine: QuotaEngine, config: () => RlsConfig, a
             `caller ${caller.name} sent descriptors with their own limit, which only a gateway may set: they are ignored and the configured rules apply (give a proxy roles: [gateway] in the callers file)`,
           );
         }
-        const decision = await decideRls(engine, config(), request, options.timeoutMs, descriptorLimits);
+        const deadline = callDeadlineOf(context.metadata);
+        const timeoutMs = deadline === undefined ? options.timeoutMs : storeBudgetMs(deadline - Date.now());
+        const decision = await decideRls(engine, config(), request, timeoutMs, descriptorLimits);
         options.onDecision?.(decision, (performance.now() - started) / 1000);
         if (decision.over && !options.shadowMode && engine.denials !== undefined) logDenial(engine.denials, request, decision);
         if (decision.over && logger.isLevelEnabled('debug')) {
@@ -79,6 +85,20 @@ function logDenial(denials: DenialLog, request: RateLimitRequest, decision: RlsD
   for (const entry of request.descriptors[index]?.entries ?? []) identity[entry.key] = entry.value;
   const policy = decision.domain?.policy.name ?? `rls:${request.domain}`;
   denials.denied('ShouldRateLimit', policy, verdict?.kind === 'limited' ? verdict.rule.path : '', decision.source, identity);
+}
+
+/** The longest store budget a caller's deadline gives (ms): past it, a silent store is not worth waiting for. */
+export const MAX_CALLER_BUDGET_MS = 1000;
+
+/**
+ * The store budget of a call whose caller waits `remainingMs` more: that
+ * time less a margin for the answer to reach it (15%, at least 2 ms), in
+ * whole ms from 1 to MAX_CALLER_BUDGET_MS. Envoy's default 20 ms timeout
+ * gives 17 ms, less what the call already spent.
+ */
+export function storeBudgetMs(remainingMs: number): number {
+  const margin = Math.max(2, Math.ceil(remainingMs * 0.15));
+  return Math.min(MAX_CALLER_BUDGET_MS, Math.max(1, Math.floor(remainingMs - margin)));
 }
 
 /** Whether any descriptor carries its own limit (a plain loop: it runs on calls of callers that are not gateways). */

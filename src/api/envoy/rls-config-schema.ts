@@ -3,8 +3,9 @@ import { z } from 'zod';
 
 /**
  * One file of QUOTA_RLS_CONFIG: envoyproxy/ratelimit's format (domain,
- * nested descriptors with key, value, rate_limit, shadow_mode,
- * detailed_metric), so existing files load as they are, plus this service's
+ * nested descriptors with key, value, rate_limit, shadow_mode, quota_mode,
+ * detailed_metric, value_to_metric, share_threshold, metadata), so existing
+ * files load as they are, plus this service's
  * additions under names envoyproxy/ratelimit does not use: `limit` (any of
  * our algorithms in place of rate_limit), `spend_when_over` (a rule whose
  * hits are spent even over its limit: charges after the response) and, per
@@ -108,13 +109,35 @@ const algorithmLimit = z.discriminatedUnion(
   },
 );
 
+/** A JSON value, as google.protobuf.Struct holds it (a descriptor's metadata). */
+export type MetadataValue = null | boolean | number | string | MetadataValue[] | { [key: string]: MetadataValue };
+
+/** Anything YAML can hold that a Struct can carry; a date or binary is refused. */
+const metadataValue: z.ZodType<MetadataValue> = z.lazy(() =>
+  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(metadataValue), z.record(z.string(), metadataValue)], {
+    error: 'must be text, a number, true/false, null, a list or a map',
+  }),
+);
+
+/** envoyproxy/ratelimit reads an empty list (`descriptors:` with nothing after it) as none. */
+const descriptorList = (item: z.ZodType<DescriptorDefinition>) =>
+  z
+    .array(item)
+    .nullable()
+    .default([])
+    .transform((list) => list ?? []);
+
 export interface DescriptorDefinition {
   key: string;
   value?: string | undefined;
   rate_limit?: z.infer<typeof rateLimit> | undefined;
   limit?: z.infer<typeof algorithmLimit> | undefined;
   shadow_mode: boolean;
+  quota_mode: boolean;
   detailed_metric: boolean;
+  value_to_metric: boolean;
+  share_threshold: boolean;
+  metadata?: Record<string, MetadataValue> | undefined;
   spend_when_over: boolean;
   descriptors: DescriptorDefinition[];
 }
@@ -128,18 +151,34 @@ const descriptor: z.ZodType<DescriptorDefinition> = z.lazy(() =>
       rate_limit: rateLimit.optional(),
       limit: algorithmLimit.optional(),
       shadow_mode: z.boolean().default(false),
+      // Over its limit, the request is OVER_LIMIT only when every quota-mode descriptor of it is over.
+      quota_mode: z.boolean().default(false),
       detailed_metric: z.boolean().default(false),
+      // The metrics' rule label carries the request's value where the file has a wildcard or no value.
+      value_to_metric: z.boolean().default(false),
+      // All values a wildcard value matches share one counter.
+      share_threshold: z.boolean().default(false),
+      // Returned in the response's dynamic metadata when the descriptor passes.
+      metadata: z
+        .record(z.string(), metadataValue)
+        .nullable()
+        .optional()
+        .transform((m) => (m === null || m === undefined || Object.keys(m).length === 0 ? undefined : m)),
       // Ours: hits spent even when they go over the limit (a charge after the response).
       spend_when_over: z.boolean().default(false),
-      descriptors: z.array(descriptor).default([]),
+      descriptors: descriptorList(descriptor),
     })
     .refine((d) => d.rate_limit === undefined || d.limit === undefined, { message: 'give rate_limit or limit, not both', path: ['limit'] })
     .refine((d) => !d.spend_when_over || d.rate_limit !== undefined || d.limit !== undefined, {
       message: 'only meaningful on a descriptor with rate_limit or limit',
       path: ['spend_when_over'],
     })
-    .refine((d) => !d.spend_when_over || !d.shadow_mode, { message: 'a shadow rule never spends over its limit', path: ['spend_when_over'] }),
-);
+    .refine((d) => !d.spend_when_over || !d.shadow_mode, { message: 'a shadow rule never spends over its limit', path: ['spend_when_over'] })
+    .refine((d) => !d.share_threshold || d.value?.includes('*') === true, {
+      message: 'only meaningful on a descriptor whose value has a * wildcard (value: files/*)',
+      path: ['share_threshold'],
+    }),
+) as z.ZodType<DescriptorDefinition>;
 
 export const FAILURE_MODES = ['error', 'fail_open', 'fail_closed', 'local'] as const;
 
@@ -149,7 +188,7 @@ export const rlsFileSchema = z
     // When the store cannot answer in time: error = gRPC UNAVAILABLE, and Envoy's failure_mode_deny decides.
     failure_mode: z.enum(FAILURE_MODES, { error: `must be one of ${FAILURE_MODES.join(', ')}` }).default('error'),
     local_share: z.number().gt(0, 'must be above 0').lte(1, 'must be at most 1').optional(),
-    descriptors: z.array(descriptor).default([]),
+    descriptors: descriptorList(descriptor),
   })
   .superRefine((file, ctx) => {
     if (file.failure_mode === 'local' && file.local_share === undefined) {

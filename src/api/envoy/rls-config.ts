@@ -1,9 +1,10 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { parseYaml, YamlTextError, yamlValue } from '@quota-service/core';
+import { type Document, isMap, isNode, isScalar, LineCounter } from 'yaml';
 import type { z } from 'zod';
 import { type DescriptorDefinition, type RlsFile, rlsFileSchema } from './rls-config-schema.js';
-import { domainPolicy, pathSegment, type RlsConfig, type RlsDomain, type RlsEntry, type RlsNode, type RlsRule, ruleOf } from './rls-rules.js';
+import { domainPolicy, pathSegment, type RlsConfig, type RlsDomain, type RlsEntry, type RlsLevel, type RlsNode, type RlsRule, ruleOf } from './rls-rules.js';
 
 /** A configuration that cannot be loaded; the message names the file, the domain and the descriptor. */
 export class RlsConfigError extends Error {
@@ -70,18 +71,21 @@ export function parseRlsConfig(texts: RlsTexts): RlsConfig {
 
 /** One file's domain; a problem is an RlsConfigError naming the file, the domain and the descriptor path. */
 export function parseRlsFile(text: string, file: string): RlsDomain {
+  const lines = new LineCounter();
+  let document: Document.Parsed;
   let raw: unknown;
   try {
-    raw = yamlValue(parseYaml(text));
+    document = parseYaml(text, { lineCounter: lines });
+    raw = yamlValue(document);
   } catch (error) {
     if (error instanceof YamlTextError) throw new RlsConfigError(`${file}: invalid YAML: ${error.message}`);
     throw error;
   }
   const parsed = rlsFileSchema.safeParse(raw);
-  if (!parsed.success) throw new RlsConfigError(describeIssues(file, raw, parsed.error));
+  if (!parsed.success) throw new RlsConfigError(describeIssues(file, raw, parsed.error, (path, key) => lineOf(document, lines, path, key)));
   const config = parsed.data;
   const problems: string[] = [];
-  const root = buildNode(config.domain, config.descriptors, [], [], [], file, problems);
+  const root = buildNode(config.domain, config.descriptors, [], [], [], [], file, problems);
   if (problems.length > 0) throw new RlsConfigError(problems.join('\n'));
   const failure = Object.freeze({ mode: config.failure_mode, localShare: config.local_share ?? 1 });
   return Object.freeze({ name: config.domain, file, root, policy: domainPolicy(config.domain, failure) });
@@ -98,6 +102,7 @@ function buildNode(
   names: readonly string[],
   segments: readonly string[],
   at: readonly string[],
+  levels: readonly RlsLevel[],
   file: string,
   problems: string[],
 ): RlsNode {
@@ -114,12 +119,20 @@ function buildNode(
     if (seen.has(composite)) problems.push(`${where}: the same key and value twice at one level`);
     seen.add(composite);
     const segment = pathSegment(definition.key, definition.value);
-    const rule = ruleOf(domain, definition, path, [...segments, segment].join('/'));
+    const level: RlsLevel = Object.freeze({
+      key: definition.key,
+      value: definition.value,
+      wildcard: definition.value?.includes('*') === true,
+      valueToMetric: definition.value_to_metric,
+      share: definition.share_threshold,
+    });
+    const down = [...levels, level];
+    const rule = ruleOf(domain, definition, path, [...segments, segment].join('/'), down);
     if (rule !== undefined) checkRule(rule, where, problems);
     const children =
       definition.descriptors.length === 0
         ? undefined
-        : buildNode(domain, definition.descriptors, [...names, name], [...segments, segment], place, file, problems);
+        : buildNode(domain, definition.descriptors, [...names, name], [...segments, segment], place, down, file, problems);
     const entry: RlsEntry = Object.freeze({ rule, children });
     if (definition.value === undefined) byKey.set(definition.key, entry);
     else if (definition.value.includes('*')) wildcards.push({ key: definition.key, pattern: globPattern(definition.value), entry });
@@ -141,8 +154,29 @@ export function globPattern(value: string): RegExp {
   return new RegExp(`^${escaped}$`);
 }
 
-/** zod's issues, one line each, with the descriptor they are in named as envoyproxy/ratelimit names it. */
-function describeIssues(file: string, raw: unknown, error: z.ZodError): string {
+/**
+ * The line (from 1) of the node at `path` in the file, or of its entry `key`
+ * when given (an unknown key); the nearest enclosing node that has one.
+ */
+function lineOf(document: Document, lines: LineCounter, path: readonly PropertyKey[], key: string | undefined): number | undefined {
+  for (let depth = path.length; depth >= 0; depth--) {
+    const node = depth === 0 ? document.contents : document.getIn(path.slice(0, depth) as unknown[], true);
+    if (depth === path.length && key !== undefined && isMap(node)) {
+      const pair = node.items.find((item) => isScalar(item.key) && item.key.value === key);
+      if (pair !== undefined && isNode(pair.key) && pair.key.range) return lines.linePos(pair.key.range[0]).line;
+    }
+    if (isNode(node) && node.range) return lines.linePos(node.range[0]).line;
+  }
+  return undefined;
+}
+
+/** zod's issues, one line each, with the descriptor they are in named as envoyproxy/ratelimit names it, and the line. */
+function describeIssues(
+  file: string,
+  raw: unknown,
+  error: z.ZodError,
+  lineAt: (path: readonly PropertyKey[], key: string | undefined) => number | undefined,
+): string {
   const domain = typeof raw === 'object' && raw !== null && typeof (raw as RlsFile).domain === 'string' ? `domain "${(raw as RlsFile).domain}"` : 'no domain';
   return error.issues
     .map((issue) => {
@@ -166,7 +200,9 @@ function describeIssues(file: string, raw: unknown, error: z.ZodError): string {
         .join('')
         .replace(/^\./, '');
       const where = names.length === 0 ? '' : ` descriptor ${JSON.stringify(names.join('.'))} (${place.join('.')})`;
-      return `${file}: ${domain}:${where} ${field || '(file)'}: ${issue.message}`;
+      const unknownKey = issue.code === 'unrecognized_keys' ? issue.keys[0] : undefined;
+      const line = lineAt(path, unknownKey);
+      return `${file}: ${domain}:${where} ${field || (names.length === 0 ? '(file)' : '(descriptor)')}: ${issue.message}${line === undefined ? '' : ` (line ${line})`}`;
     })
     .join('\n');
 }

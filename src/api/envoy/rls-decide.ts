@@ -48,7 +48,9 @@ const MAX_TAG_CHARS = 200;
  * shadow ones beside it (never holding the others back). Nothing is spent
  * when any enforced descriptor is over, except on rules that spend when over
  * (`spend_when_over`): their hits are charged then, into debt if need be.
- * `timeoutMs` is the store budget. `descriptorLimits` false: the descriptors'
+ * Quota-mode rules (`quota_mode`) are decided each on its own beside them:
+ * one that fits spends, and they make the request OVER_LIMIT only when all
+ * of them are over. `timeoutMs` is the store budget. `descriptorLimits` false: the descriptors'
  * own `limit` is ignored and the configured rules apply (a caller that is not
  * a gateway, src/grpc/rate-limit-service.ts).
  */
@@ -75,29 +77,37 @@ export async function decideRls(
 
   const enforced = new Planned();
   const shadowed = new Planned();
+  // quota_mode rules: each decided on its own (a quota over its limit must not hold the others back).
+  const quotas: Planned[] = [];
   rules.forEach((rule, i) => {
     if (rule === undefined || (rule.ownName !== undefined && replaced.has(rule.ownName))) return;
     if (rule.limit === undefined) {
       verdicts[i] = { kind: 'unlimited', rule, label: labelOf(rule, request.descriptors[i]!.entries) };
       return;
     }
-    (rule.shadow ? shadowed : enforced).add(i, rule, stateKey(rule, request.descriptors[i]!.entries), hitsOf(request, i));
+    const plan = rule.shadow ? shadowed : rule.quota ? new Planned() : enforced;
+    if (plan !== shadowed && plan !== enforced) quotas.push(plan);
+    plan.add(i, rule, stateKey(rule, request.descriptors[i]!.entries), hitsOf(request, i));
   });
 
-  const [main, shadow] = await Promise.all([
+  const [main, shadow, quota] = await Promise.all([
     enforced.decide(engine, domain, timeoutMs),
     // The shadow rules' store trouble never turns into an error: they answer OK anyway.
     shadowed.decide(engine, domain, timeoutMs).catch(() => undefined),
+    quotas.length === 0 ? undefined : Promise.all(quotas.map((plan) => plan.decide(engine, domain, timeoutMs))),
   ]);
   // The store decided and spent nothing (a descriptor was over, or could never pass): rules that spend when over are charged now.
   const spentNothing = main !== undefined && main.decision.source === 'store' && (!main.decision.allowed || enforced.items.some((item) => item.never));
   const charged = spentNothing ? await enforced.chargeOver(engine, timeoutMs) : undefined;
   let over = false;
+  let quotasOver = 0;
   const retryAfterMs = 0;
-  for (const [plan, result, shadowPlan] of [
+  const groups: [Planned, Awaited<ReturnType<Planned['decide']>>, boolean][] = [
     [enforced, main, false],
     [shadowed, shadow, true],
-  ] as const) {
+  ];
+  for (let q = 0; q < quotas.length; q++) groups.push([quotas[q]!, quota?.[q], false]);
+  for (const [plan, result, shadowPlan] of groups) {
     for (const item of plan.items) {
       const outcome = plan.outcomeOf(item, result?.outcomes?.[item.call]);
       const source = result?.decision.source ?? 'store';
@@ -105,7 +115,7 @@ export async function decideRls(
       const retry = item.never ? neverRetryMs(item.rule) : (outcome?.retryAfterMs ?? result?.decision.retryAfterMs ?? 0);
       const label = labelOf(item.rule, request.descriptors[item.index]!.entries);
       // Over or not as decided; a charged rule's status is the one after its charge.
-      const status = (shadowPlan ? undefined : plan.outcomeOf(item, charged?.get(item.call))) ?? outcome;
+      const status = (plan === enforced ? plan.outcomeOf(item, charged?.get(item.call)) : undefined) ?? outcome;
       verdicts[item.index] = {
         kind: 'limited',
         rule: item.rule,
@@ -115,11 +125,15 @@ export async function decideRls(
         outcome: status,
         retryAfterMs: itemOver ? retry : 0,
       };
-      if (itemOver && !shadowPlan) over = true;
+      if (itemOver && item.rule.quota && !shadowPlan) quotasOver++;
+      else if (itemOver && !shadowPlan) over = true;
     }
   }
-  const source = main?.decision.source ?? 'store';
-  return { domain, verdicts, over, source, retryAfterMs: source === 'fail_closed' ? (main?.decision.retryAfterMs ?? 0) : retryAfterMs };
+  // As envoyproxy/ratelimit: quota-mode descriptors make the request OVER_LIMIT only when all of them are over.
+  if (quotas.length > 0 && quotasOver === quotas.length) over = true;
+  const source = main?.decision.source ?? quota?.[0]?.decision.source ?? 'store';
+  const closed = main?.decision.source === 'fail_closed' ? main : quota?.find((q) => q?.decision.source === 'fail_closed');
+  return { domain, verdicts, over, source, retryAfterMs: closed === undefined ? retryAfterMs : (closed.decision.retryAfterMs ?? 0) };
 }
 
 interface PlannedItem {
@@ -217,15 +231,44 @@ function capacityOf(limit: Limit): number {
   return limit.algorithm.capacity(limit.params);
 }
 
-/** The rule's metrics label (envoyproxy/ratelimit's stats key): with detailed_metric, the last entry's value appended. */
+/**
+ * The rule's metrics label (envoyproxy/ratelimit's stats key): with
+ * detailed_metric, the last entry's value appended (unless that level shares
+ * one counter: its wildcard value stays); with value_to_metric on a level
+ * matched by a wildcard or by its key alone, that level carries the
+ * request's value (`key_value`) in place of the file's.
+ */
 function labelOf(rule: RlsRule, entries: readonly Entry[]): string {
-  return rule.detailedMetric ? `${rule.path}_${entries[entries.length - 1]?.value ?? ''}` : rule.path;
+  if (rule.detailedMetric) {
+    const last = entries.length - 1;
+    return rule.shared?.[last] !== undefined ? rule.path : `${rule.path}_${entries[last]?.value ?? ''}`;
+  }
+  const levels = rule.metricLevels;
+  if (levels === undefined) return rule.path;
+  let label = '';
+  for (let i = 0; i < levels.length; i++) {
+    const level = levels[i]!;
+    const value = level.value !== undefined && !level.wildcard ? level.value : level.valueToMetric && !level.share ? entries[i]?.value : level.value;
+    label += `${i === 0 ? '' : '.'}${level.key}${value === undefined ? '' : `_${value}`}`;
+  }
+  return label;
 }
 
 /** A rule of 0 requests per unit: retry at the next window, though it will deny then too. */
 function neverRetryMs(rule: RlsRule): number {
-  const windowMs = (rule.limit?.params as { window?: string | number } | undefined)?.window;
-  const ms = typeof windowMs === 'number' ? windowMs : UNIT_MS[(windowMs as keyof typeof UNIT_MS | undefined) ?? 'second'];
+  return untilWindowEndMs(rule) ?? 1000 - (Date.now() % 1000);
+}
+
+/**
+ * For a fixed window rule: the time to the end of the current window
+ * (aligned to the Unix epoch, as the store aligns it); undefined for the
+ * other algorithms.
+ */
+export function untilWindowEndMs(rule: RlsRule): number | undefined {
+  const limit = rule.limit;
+  if (limit === undefined || limit.algorithm.name !== 'fixed_window') return undefined;
+  const window = (limit.params as { window?: string | number }).window;
+  const ms = typeof window === 'number' ? window : UNIT_MS[(window as keyof typeof UNIT_MS | undefined) ?? 'second'];
   return ms - (Date.now() % ms);
 }
 
@@ -244,7 +287,11 @@ function overrideRule(domain: string, requests: number, unit: keyof typeof UNIT_
     blocks: requests === 0,
     replaces: [],
     shadow: false,
+    quota: false,
     detailedMetric: false,
+    metadata: undefined,
+    shared: undefined,
+    metricLevels: undefined,
     spendsWhenOver,
     report: { requestsPerUnit: requests, unit: UNIT_NUMBER[unit] },
     keyPrefix: rlsKeyPrefix(domain, 'override:fixed_window'),
@@ -259,7 +306,10 @@ const UNIT_NUMBER = { second: 1, minute: 2, hour: 3, day: 4, month: 5, year: 6, 
  * MAX_TAG_CHARS, their SHA-256.
  */
 export function stateKey(rule: RlsRule, entries: readonly Entry[]): string {
-  let tag = rlsDescriptorTag(entries);
+  const shared = rule.shared;
+  // share_threshold: the wildcard value stands for every value it matches, so they count together.
+  const counted = shared === undefined ? entries : entries.map((entry, i) => (shared[i] === undefined ? entry : { key: entry.key, value: shared[i] }));
+  let tag = rlsDescriptorTag(counted);
   // `sha256:` cannot start an encoded tag: `:` is always percent-encoded there.
   if (tag.length > MAX_TAG_CHARS) tag = `sha256:${createHash('sha256').update(tag).digest('base64url')}`;
   return rlsStateKey(rule.keyPrefix, tag);

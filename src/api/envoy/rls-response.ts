@@ -1,6 +1,7 @@
 import { type LimitStatus, PARAMETER_SOURCE, rateLimitHeaders, retryAfterSeconds } from '@quota-service/core';
-import { Code, type DescriptorStatus, type RateLimitResponse } from './envoy-codec.js';
-import type { DescriptorVerdict, RlsDecision } from './rls-decide.js';
+import { Code, type DescriptorStatus, type RateLimitResponse, type StructValue } from './envoy-codec.js';
+import type { MetadataValue } from './rls-config-schema.js';
+import { type DescriptorVerdict, type RlsDecision, untilWindowEndMs } from './rls-decide.js';
 
 const UINT32_MAX = 4_294_967_295;
 
@@ -25,6 +26,8 @@ export function rateLimitResponse(decision: RlsDecision, options: ResponseOption
   const limited = decision.verdicts.filter((v): v is Extract<DescriptorVerdict, { kind: 'limited' }> => v.kind === 'limited' && !v.shadow);
   const denying = limited.find((v) => v.over);
   const retryAfterMs = Math.max(decision.retryAfterMs, ...limited.filter((v) => v.over).map((v) => v.retryAfterMs));
+  const metadata = passedMetadata(decision.verdicts);
+  if (metadata !== undefined) response.dynamic_metadata = { fields: [{ key: 'metadata', value: metadata }] };
   if (options.rateLimitHeaders) {
     const limits: LimitStatus[] = limited
       .filter((v) => v.outcome !== undefined || v.rule.blocks)
@@ -67,6 +70,7 @@ export function rateLimitResponse(decision: RlsDecision, options: ResponseOption
   response.raw_body = Buffer.from(JSON.stringify(body));
   response.dynamic_metadata = {
     fields: [
+      ...(metadata === undefined ? [] : [{ key: 'metadata', value: metadata }]),
       { key: 'domain', value: { string_value: domain } },
       { key: 'limit', value: { string_value: limit } },
       { key: 'descriptor_index', value: { number_value: denying === undefined ? -1 : decision.verdicts.indexOf(denying) } },
@@ -89,12 +93,50 @@ function statusOf(verdict: DescriptorVerdict): DescriptorStatus {
       const status: DescriptorStatus = {
         // A shadow rule answers OK whatever it would have said.
         code: verdict.over && !verdict.shadow ? Code.OVER_LIMIT : Code.OK,
-        current_limit: { name: rule.name, requests_per_unit: rule.report.requestsPerUnit, unit: rule.report.unit },
+        // As envoyproxy/ratelimit answers: the name the file gave the rule, else empty.
+        current_limit: { name: rule.ownName ?? '', requests_per_unit: rule.report.requestsPerUnit, unit: rule.report.unit },
         limit_remaining: rule.blocks || outcome === undefined ? 0 : Math.min(UINT32_MAX, Math.max(0, Math.floor(outcome.remaining))),
       };
-      const resetMs = rule.blocks ? verdict.retryAfterMs : outcome?.resetAfterMs;
+      // A fixed window nothing has counted in yet still ends when its window does, as envoyproxy/ratelimit answers.
+      const resetMs = rule.blocks ? verdict.retryAfterMs : outcome?.resetAfterMs === 0 ? (untilWindowEndMs(rule) ?? 0) : outcome?.resetAfterMs;
       if (resetMs !== undefined) status.duration_until_reset = { seconds: Math.floor(resetMs / 1000), nanos: (resetMs % 1000) * 1_000_000 };
       return status;
     }
   }
+}
+
+/**
+ * The `metadata` of the rules of the descriptors that passed (OK), merged as
+ * envoyproxy/ratelimit merges them: maps merge key by key, and otherwise the
+ * first descriptor's value stays. Undefined when none has any.
+ */
+function passedMetadata(verdicts: readonly DescriptorVerdict[]): StructValue | undefined {
+  let merged: Record<string, MetadataValue> | undefined;
+  for (const verdict of verdicts) {
+    if (verdict.kind !== 'limited' || verdict.rule.metadata === undefined || (verdict.over && !verdict.shadow)) continue;
+    merged ??= {};
+    mergeInto(merged, verdict.rule.metadata);
+  }
+  return merged === undefined ? undefined : structValue(merged);
+}
+
+function mergeInto(into: Record<string, MetadataValue>, from: Readonly<Record<string, MetadataValue>>): void {
+  for (const [key, value] of Object.entries(from)) {
+    const known = into[key];
+    if (known === undefined) into[key] = isMap(value) ? structuredClone(value) : value;
+    else if (isMap(known) && isMap(value)) mergeInto(known, value);
+  }
+}
+
+function isMap(value: MetadataValue | undefined): value is Record<string, MetadataValue> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function structValue(value: MetadataValue): StructValue {
+  if (value === null) return { null_value: 0 };
+  if (typeof value === 'boolean') return { bool_value: value };
+  if (typeof value === 'number') return { number_value: value };
+  if (typeof value === 'string') return { string_value: value };
+  if (Array.isArray(value)) return { list_value: { values: value.map(structValue) } };
+  return { struct_value: { fields: Object.entries(value).map(([key, inner]) => ({ key, value: structValue(inner) })) } };
 }

@@ -1,6 +1,6 @@
 import { algorithms, encodeIdentityValue, type FailureMode, type Limit, type LimitDefinition, type Policy, rlsKeyPrefix } from '@quota-service/core';
 import { Unit, type UnitNumber } from './envoy-codec.js';
-import { type AlgorithmLimitDefinition, type DescriptorDefinition, UNIT_MS, UNITS, type UnitName } from './rls-config-schema.js';
+import { type AlgorithmLimitDefinition, type DescriptorDefinition, type MetadataValue, UNIT_MS, UNITS, type UnitName } from './rls-config-schema.js';
 
 /**
  * The loaded configuration of Envoy's rate limit service: per domain a tree
@@ -48,7 +48,23 @@ export interface RlsRule {
   readonly blocks: boolean;
   readonly replaces: readonly string[];
   readonly shadow: boolean;
+  /**
+   * quota_mode: over its limit, this descriptor says OVER_LIMIT, but the
+   * request is OVER_LIMIT for it only when every quota-mode descriptor of the
+   * request is over. Decided on its own, not all or nothing with the others.
+   */
+  readonly quota: boolean;
   readonly detailedMetric: boolean;
+  /** metadata: returned under `metadata` in the response's dynamic metadata when the descriptor passes. */
+  readonly metadata: Readonly<Record<string, MetadataValue>> | undefined;
+  /**
+   * share_threshold on the way to this rule: per entry index, the wildcard
+   * value whose matches share one counter (it stands in the state key for
+   * the request's value); undefined when no level shares.
+   */
+  readonly shared: readonly (string | undefined)[] | undefined;
+  /** value_to_metric on the way to this rule: the levels, to build the metrics label per request; undefined when no level asks. */
+  readonly metricLevels: readonly RlsLevel[] | undefined;
   /**
    * Hits on this rule are spent even when they go over its limit (the balance
    * goes into debt, at most one limit deep), whatever the other descriptors
@@ -60,6 +76,16 @@ export interface RlsRule {
   readonly report: { readonly requestsPerUnit: number; readonly unit: UnitNumber };
   /** The rule's state keys start with this (docs/keys.md); a hash tag of the descriptor's entries follows. */
   readonly keyPrefix: string;
+}
+
+/** One configured level on the way from the domain to a rule, as far as metrics labels and shared counters need it. */
+export interface RlsLevel {
+  readonly key: string;
+  /** The file's value (exact or with wildcards); undefined for a key alone. */
+  readonly value: string | undefined;
+  readonly wildcard: boolean;
+  readonly valueToMetric: boolean;
+  readonly share: boolean;
 }
 
 const UNIT_NUMBERS: Readonly<Record<UnitName, UnitNumber>> = {
@@ -83,10 +109,24 @@ export function pathSegment(key: string, value: string | undefined): string {
   return value === undefined ? encodeIdentityValue(key) : `${encodeIdentityValue(key)}=${encodeIdentityValue(value)}`;
 }
 
-/** The rule of one configured descriptor, or undefined when it has neither rate_limit nor limit. */
-export function ruleOf(domain: string, definition: DescriptorDefinition, path: string, keyPath: string): RlsRule | undefined {
+/**
+ * The rule of one configured descriptor, or undefined when it has neither
+ * rate_limit nor limit. `levels`: the configured levels from the domain down
+ * to this descriptor, itself included.
+ */
+export function ruleOf(domain: string, definition: DescriptorDefinition, path: string, keyPath: string, levels: readonly RlsLevel[]): RlsRule | undefined {
   const ownName = definition.rate_limit?.name ?? definition.limit?.name;
-  const common = { path, ownName, shadow: definition.shadow_mode, detailedMetric: definition.detailed_metric, spendsWhenOver: definition.spend_when_over };
+  const common = {
+    path,
+    ownName,
+    shadow: definition.shadow_mode,
+    quota: definition.quota_mode,
+    detailedMetric: definition.detailed_metric,
+    metadata: definition.metadata === undefined ? undefined : deepFreeze(definition.metadata),
+    shared: levels.some((level) => level.share) ? Object.freeze(levels.map((level) => (level.share ? level.value : undefined))) : undefined,
+    metricLevels: levels.some((level) => level.valueToMetric) ? Object.freeze([...levels]) : undefined,
+    spendsWhenOver: definition.spend_when_over,
+  };
   if (definition.rate_limit !== undefined) {
     const rate = definition.rate_limit;
     const name = rate.name ?? path;
@@ -125,6 +165,14 @@ export function ruleOf(domain: string, definition: DescriptorDefinition, path: s
     report: projected(own),
     keyPrefix: rlsKeyPrefix(domain, `rule:${keyPath}:${own.algorithm}`),
   });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 /**

@@ -1,6 +1,17 @@
 import type { Socket } from 'node:net';
 import { Cluster, type Redis } from 'ioredis';
-import { asError, type Clock, type GroupDecision, type LimitCall, type Memo } from '@quota-service/core';
+import {
+  algorithms,
+  asError,
+  type Clock,
+  type GroupDecision,
+  type Limit,
+  type LimitCall,
+  type LimitDefinition,
+  type Memo,
+  rlsKeyPrefix,
+  rlsStateKey,
+} from '@quota-service/core';
 import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from './script/decide-script.js';
 import { parseDecideReply, parseSettleReply } from './script/decide-reply.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
@@ -39,6 +50,16 @@ export type RedisClient = Redis | Cluster;
  * few milliseconds, so what it was sent never keeps it silent for long.
  */
 const MAX_OUTSTANDING_DECISIONS = 1000;
+
+/** A check of one hit on a key no rule uses: it reads, writes nothing, and takes the decision path end to end. */
+const WARM_UP_LIMIT: Limit = Object.freeze({
+  name: 'warm-up',
+  keyBy: 'warm-up',
+  algorithm: algorithms.fixed_window,
+  params: { limit: 1, window: 'second' },
+  definition: { name: 'warm-up', algorithm: 'fixed_window' } as unknown as LimitDefinition,
+}) as Limit;
+const WARM_UP_CHECK: LimitCall = { limit: WARM_UP_LIMIT, identityKey: rlsStateKey(rlsKeyPrefix('', 'warm-up'), 'warm-up'), cost: 1, checkOnly: true };
 
 /** The one partition of a single node. */
 const SINGLE_NODE = 'redis';
@@ -262,14 +283,19 @@ export class RedisStore implements QuotaStore {
 
   /**
    * Waits until Redis answers a PING (every master, on a cluster), then checks once
-   * whether Redis could evict quota state (see evictionRisk); ioredis keeps
-   * reconnecting meanwhile.
+   * whether Redis could evict quota state (see evictionRisk) and warms the
+   * decision path: the decide script loaded on every master (SCRIPT LOAD),
+   * and one check (nothing written) through the batcher and the script, so
+   * that the first decision after health says SERVING pays no script
+   * compilation, no NOSCRIPT round trip and no first-call code loading.
+   * ioredis keeps reconnecting meanwhile.
    */
   async ready(): Promise<void> {
     for (;;) {
       try {
         if (await this.answers()) {
           this.eviction = await checkEviction(this.nodes());
+          await this.warmUp();
           return;
         }
       } catch {
@@ -277,6 +303,12 @@ export class RedisStore implements QuotaStore {
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+  }
+
+  private async warmUp(): Promise<void> {
+    await Promise.all([...this.nodes().values()].map((node) => node.script('LOAD', decideLua)));
+    const [answer] = await this.decide([{ mode: 'spend', calls: [WARM_UP_CHECK] }]);
+    if (answer instanceof Error) throw answer;
   }
 
   private async answers(): Promise<boolean> {

@@ -62,7 +62,8 @@ describe.each(stores)('ShouldRateLimit on the %s', (_name, env, storeKeys) => {
     expect(users.overall_code).toBe('OK');
     expect(users.statuses[0]).toMatchObject({
       code: 'OK',
-      current_limit: { requests_per_unit: 500, unit: 'SECOND', name: 'database_users' },
+      // Unnamed in the file: an empty name, as envoyproxy/ratelimit answers.
+      current_limit: { requests_per_unit: 500, unit: 'SECOND', name: '' },
       limit_remaining: 499,
     });
     // A value with no rule of its own and no key-only rule: no limit.
