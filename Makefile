@@ -7,7 +7,7 @@ NPM_INSTALL_STAMP := node_modules/.install-stamp
 # TypeScript run without a build: the workspace packages resolve to their sources.
 TS_NODE := node --conditions=@quota-service/source --import tsx
 
-.PHONY: help deps redis h2load gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-quick bench-report bench-cluster soak soak-faults helm-check helm-bin node22 clean
+.PHONY: FORCE help deps redis h2load gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-quick bench-report bench-cluster soak soak-faults helm-check helm-bin node22 clean
 
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER is set)"
@@ -35,12 +35,37 @@ deps: $(NPM_INSTALL_STAMP)
 redis:
 	@scripts/ensure-tool.sh redis-server redis-server redis required 'Install Redis 7 yourself, or point REDIS_SERVER_BIN at a redis-server binary.'
 
-gen: deps
-	npm run --silent gen
+# Generated code, each part remade only when its sources are newer than its stamp (a missing
+# output is always made): the contract from proto/, Envoy's descriptors from the installed
+# @grpc/grpc-js-xds, the embedded Lua from the .lua files. The generators leave a file whose
+# text did not change untouched, so tsc -b has nothing to redo after them either.
+PROTO_SOURCES := $(shell find proto -name '*.proto') buf.yaml buf.gen.yaml
+LUA_SOURCES := $(shell find src/store/redis/script -name '*.lua')
+GEN_SCRIPTS := scripts/write-if-changed.mjs
+# Remade when a file it writes is gone (`make clean`, or removed by hand).
+missing = $(if $(strip $(foreach file,$(1),$(if $(wildcard $(file)),,x))),FORCE)
 
-# The same build as `npm run build`: generated code, the packages in clients/, then the service.
-build: deps
-	npm run --silent build
+src/gen/.stamp-proto: $(PROTO_SOURCES) scripts/gen-proto.mjs $(GEN_SCRIPTS) $(NPM_INSTALL_STAMP) $(call missing,clients/contract/src/gen/quota/v1/quota.ts src/gen/descriptor-set.ts)
+	node scripts/gen-proto.mjs
+	@touch $@
+
+src/gen/.stamp-envoy: scripts/gen-envoy-proto.mjs $(GEN_SCRIPTS) $(NPM_INSTALL_STAMP) $(call missing,src/gen/envoy-codec-schema.ts src/gen/envoy-descriptor-set.ts)
+	node scripts/gen-envoy-proto.mjs
+	@touch $@
+
+src/gen/.stamp-lua: $(LUA_SOURCES) scripts/gen-lua.mjs $(GEN_SCRIPTS) $(call missing,src/gen/lua-scripts.ts)
+	node scripts/gen-lua.mjs
+	@touch $@
+
+FORCE:
+
+gen: deps src/gen/.stamp-proto src/gen/.stamp-envoy src/gen/.stamp-lua
+
+# The same build as `npm run build`: generated code (when its sources changed), the packages
+# in clients/, then the service. tsc builds incrementally (dist/.tsbuildinfo of each), so an
+# unchanged package or service is checked, not emitted again.
+build: gen
+	npm run --silent build:compile
 
 run: build
 	npm start
@@ -120,4 +145,4 @@ helm-check: gen helm-bin
 	npx vitest run test/helm
 
 clean:
-	rm -rf dist src/gen node_modules
+	rm -rf dist src/gen node_modules clients/*/dist

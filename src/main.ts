@@ -2,7 +2,7 @@
 import { CallerPolicyCheck } from './config/caller-policies.js';
 import { CallersFileError, readCallersFile } from './config/callers.js';
 import { ReloadableCallerRegistry, watchCallersFile } from './config/callers-watcher.js';
-import { ConfigError, loadConfig } from './config/env.js';
+import { ConfigError, loadConfig, unknownVariableMessage } from './config/env.js';
 import { readPolicyFile } from './config/policies.js';
 import { watchPolicyFile } from './config/policy-watcher.js';
 import { QuotaEngine } from './engine/engine.js';
@@ -39,7 +39,11 @@ async function main(): Promise<void> {
   const logger = createLogger(config.QUOTA_LOG_LEVEL);
   routeGrpcLogs(logger.child({ component: 'grpc-js' }));
   if (config.unknownVariables.length > 0) {
-    logger.warn({ variables: config.unknownVariables }, 'ignoring unknown QUOTA_* variables (typo?)');
+    const named = config.unknownVariables.map((name) => `${name}: ${unknownVariableMessage(name)}`);
+    logger.warn(
+      { variables: config.unknownVariables },
+      `ignoring unknown QUOTA_* variables (typo?): ${named.join('; ')} (QUOTA_STRICT_ENV=1 refuses to start instead)`,
+    );
   }
   // Watched from here on: a renewed certificate is served without a restart.
   const tls = serverTls(

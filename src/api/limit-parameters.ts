@@ -1,4 +1,4 @@
-import type { AlgorithmName, Limit } from '@quota-service/core';
+import { type AlgorithmName, formatWindow, type Limit, type Window, windowMs, windowOfLength } from '@quota-service/core';
 import type { LimitDefinition, LimitParameters } from '@quota-service/contract';
 
 /**
@@ -30,7 +30,11 @@ const FILE_FIELD: Record<string, string> = {
 
 export function toProtoParameters(algorithm: string, params: unknown): LimitParameters {
   const branch = BRANCH[algorithm as AlgorithmName];
-  return branch === undefined ? {} : { [branch]: { ...(params as object) } };
+  if (branch === undefined) return {};
+  const window = (params as { window?: Window }).window;
+  // A window travels as people write it (`minute`, `15m`) and as its length in ms.
+  if (window !== undefined) return { [branch]: { ...(params as object), window: formatWindow(window), windowMs: windowMs(window) } };
+  return { [branch]: { ...(params as object) } };
 }
 
 /** A limit as ListPolicies describes it: its default parameters, and its plans'. */
@@ -53,9 +57,13 @@ export function fromProtoParameters(parameters: LimitParameters | undefined): { 
     if (message === undefined) continue;
     const fields: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(message)) {
-      if (value === 0 || value === '' || value === undefined) continue;
+      if (value === 0 || value === '' || value === undefined || name === 'windowMs') continue;
       fields[FILE_FIELD[name] ?? name] = value;
     }
+    // window_ms stands in for an empty window: the same length, written as the policy file would.
+    const ms = message.windowMs;
+    if (fields.window === undefined && typeof ms === 'number' && ms > 0)
+      fields.window = Number.isSafeInteger(ms) ? formatWindow(windowOfLength(ms)) : String(ms);
     return { algorithm, fields };
   }
   return undefined;

@@ -47,6 +47,9 @@ const flag = (byDefault: boolean) =>
     .optional()
     .transform((value) => (value === undefined ? byDefault : value === 'true' || value === '1' || value === 'yes'));
 
+/** A number (`fast` is refused as "expected a number", not zod's "received NaN"). */
+const number = () => z.coerce.number({ error: 'expected a number' });
+
 /** Every environment variable the service reads; the README lists the same with defaults. */
 export const envSchema = z
   .object({
@@ -58,16 +61,16 @@ export const envSchema = z
     // A second, plaintext port with grpc.health.v1 only: Kubernetes' gRPC probes cannot speak TLS.
     QUOTA_HEALTH_ADDR: hostPort.optional(),
     QUOTA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    QUOTA_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+    QUOTA_SHUTDOWN_GRACE_MS: number().int().min(0).max(600_000).default(10_000),
     // Store failure handling (src/engine/failure.ts, docs/operations.md).
-    QUOTA_STORE_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(50),
-    QUOTA_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1_000).default(5),
-    QUOTA_BREAKER_HALF_OPEN_MS: z.coerce.number().int().min(10).max(600_000).default(1_000),
+    QUOTA_STORE_TIMEOUT_MS: number().int().min(1).max(60_000).default(50),
+    QUOTA_BREAKER_FAILURES: number().int().min(1).max(1_000).default(5),
+    QUOTA_BREAKER_HALF_OPEN_MS: number().int().min(10).max(600_000).default(1_000),
     // Load shedding (src/grpc/admission.ts, docs/operations.md): decisions pending at once, in all and per caller.
-    QUOTA_MAX_PENDING_DECISIONS: z.coerce.number().int().min(1).max(10_000_000).default(DEFAULT_ADMISSION.total),
-    QUOTA_MAX_PENDING_DECISIONS_PER_CALLER: z.coerce.number().int().min(1).max(10_000_000).default(DEFAULT_ADMISSION.perCaller),
+    QUOTA_MAX_PENDING_DECISIONS: number().int().min(1).max(10_000_000).default(DEFAULT_ADMISSION.total),
+    QUOTA_MAX_PENDING_DECISIONS_PER_CALLER: number().int().min(1).max(10_000_000).default(DEFAULT_ADMISSION.perCaller),
     // Requests whose caller gave up (src/api/quota/stale-requests.ts, docs/operations.md): refused when later than their deadline by more than this.
-    QUOTA_CLOCK_SKEW_ALLOWANCE_MS: z.coerce.number().int().min(0).max(3_600_000).default(DEFAULT_CLOCK_SKEW_ALLOWANCE_MS),
+    QUOTA_CLOCK_SKEW_ALLOWANCE_MS: number().int().min(0).max(3_600_000).default(DEFAULT_CLOCK_SKEW_ALLOWANCE_MS),
     // Authenticated callers (docs/operations.md): TLS/mTLS on the gRPC port, bearer tokens per caller.
     QUOTA_TLS_CERT: z.string().min(1).optional(),
     QUOTA_TLS_KEY: z.string().min(1).optional(),
@@ -80,10 +83,13 @@ export const envSchema = z
     // Envoy's rate limit service (docs/envoy.md): its configuration (a file or a directory of YAML files), its
     // store budget (below Envoy's own 20 ms default timeout), the global shadow switch, the RateLimit headers.
     QUOTA_RLS_CONFIG: z.string().min(1).optional(),
-    QUOTA_RLS_STORE_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(10),
+    QUOTA_RLS_STORE_TIMEOUT_MS: number().int().min(1).max(60_000).default(10),
     QUOTA_RLS_SHADOW_MODE: flag(false),
     QUOTA_RLS_RATELIMIT_HEADERS: flag(true),
-    QUOTA_RLS_NEAR_LIMIT_RATIO: z.coerce.number().gt(0).lte(1).default(0.8),
+    QUOTA_RLS_NEAR_LIMIT_RATIO: number().gt(0).lte(1).default(0.8),
+    // Refuse to start when a QUOTA_* variable is unknown (a typo would otherwise be ignored, e.g. a
+    // misspelt QUOTA_REDIS_URL would leave the service on the embedded store).
+    QUOTA_STRICT_ENV: flag(false),
   })
   .refine((config) => config.QUOTA_REDIS_URL === undefined || config.QUOTA_REDIS_CLUSTER === undefined, {
     path: ['QUOTA_REDIS_CLUSTER'],
@@ -129,14 +135,70 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** Reads the QUOTA_* variables once; a bad one fails fast with its name in the message. */
+/**
+ * Reads the QUOTA_* variables once; a bad one fails fast with its name and its value in the
+ * message. With QUOTA_STRICT_ENV an unknown QUOTA_* variable fails too, naming the closest known one.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
-  const own = Object.fromEntries(Object.entries(env).filter(([name, value]) => name.startsWith('QUOTA_') && value !== undefined && value !== ''));
-  const parsed = envSchema.safeParse(own);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
-    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
-  }
+  const own = Object.fromEntries(Object.entries(env).filter(([name, value]) => name.startsWith('QUOTA_') && value !== undefined && value !== '')) as Record<
+    string,
+    string
+  >;
   const unknownVariables = Object.keys(own).filter((name) => !Object.hasOwn(envSchema.shape, name));
+  const parsed = envSchema.safeParse(own);
+  const lines = parsed.success
+    ? []
+    : parsed.error.issues.map((issue) => {
+        const name = String(issue.path[0] ?? '');
+        const value = own[name];
+        return `  ${issue.path.join('.')}: ${issue.message}${value === undefined ? '' : ` (got ${quoteValue(value)})`}`;
+      });
+  const strict = parsed.success ? parsed.data.QUOTA_STRICT_ENV : envSchema.shape.QUOTA_STRICT_ENV.safeParse(own.QUOTA_STRICT_ENV).data === true;
+  if (strict)
+    for (const name of unknownVariables) lines.push(`  ${name}: ${unknownVariableMessage(name)} (QUOTA_STRICT_ENV refuses unknown QUOTA_* variables)`);
+  if (!parsed.success || lines.length > 0) throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   return Object.freeze({ ...parsed.data, unknownVariables });
+}
+
+/** A value as an error quotes it: JSON-quoted, a password in a URL replaced by `***`, at most 200 characters. */
+function quoteValue(value: string): string {
+  const redacted = value.replace(/(:\/\/[^:@/]*:)[^@]*@/g, '$1***@');
+  return JSON.stringify(redacted.length > 200 ? `${redacted.slice(0, 200)}...` : redacted);
+}
+
+/** `unknown variable; did you mean QUOTA_REDIS_URL?`, or just `unknown variable` when no known name is close. */
+export function unknownVariableMessage(name: string): string {
+  const closest = closestVariable(name);
+  return closest === undefined ? 'unknown variable' : `unknown variable; did you mean ${closest}?`;
+}
+
+/**
+ * The known variable closest to `name` by edit distance (insertions, deletions,
+ * substitutions and swaps of two neighbours, as typos go), if it is close
+ * enough to be a typo: at most a third of the part after QUOTA_, at least 2.
+ */
+export function closestVariable(name: string): string | undefined {
+  const upper = name.toUpperCase();
+  const limit = Math.max(2, Math.floor((upper.length - 'QUOTA_'.length) / 3));
+  let best: string | undefined;
+  let bestDistance = limit + 1;
+  for (const known of Object.keys(envSchema.shape)) {
+    const distance = editDistance(upper, known);
+    if (distance < bestDistance) [best, bestDistance] = [known, distance];
+  }
+  return best;
+}
+
+/** Optimal string alignment distance: Levenshtein plus the swap of two adjacent characters (ULR for URL is 1). */
+function editDistance(a: string, b: string): number {
+  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const row = rows[i]!;
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      row[j] = Math.min(rows[i - 1]![j]! + 1, row[j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j]!, rows[i - 2]![j - 2]! + 1);
+    }
+  }
+  return rows[a.length]![b.length]!;
 }

@@ -8,6 +8,7 @@ import {
   parameterFields,
   parameterSchema,
   type PolicySet,
+  sameWindow,
   toParams,
   WINDOW_IS_THE_LIMITS,
 } from '@quota-service/core';
@@ -121,7 +122,7 @@ export function validateOverride(
   }
   const own = limit.definition as unknown as Record<string, unknown>;
   const window = input.parameters.fields.window;
-  if (window !== undefined && window !== own.window) throw new InvalidArgumentError(`parameters.${algorithm}.window`, WINDOW_IS_THE_LIMITS);
+  if (window !== undefined && !sameWindow(window, own.window)) throw new InvalidArgumentError(`parameters.${algorithm}.window`, WINDOW_IS_THE_LIMITS);
   const merged: Record<string, unknown> = {};
   for (const field of parameterFields(algorithm)) if (own[field] !== undefined) merged[field] = own[field];
   Object.assign(merged, input.parameters.fields);

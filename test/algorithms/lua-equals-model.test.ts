@@ -79,6 +79,74 @@ describe('Lua equals model', () => {
     );
   });
 
+  it('windows written as lengths (15m, 90s, 1h30m, 45s): every windowed algorithm, same decisions, retry, remaining and reset; retry_after_ms holds', async () => {
+    const algorithm = fc.constantFrom('fixed_window', 'sliding_window_log', 'sliding_window_counter');
+    const window = fc.constantFrom('15m', '90s', '1h30m', '45s', '2m30s');
+    await fc.assert(
+      fc.asyncProperty(
+        algorithm,
+        window,
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 0, max: 4_102_444_800_000 }),
+        // Time steps up to two windows of the longest (1h30m), so windows roll over.
+        fc.array(fc.tuple(fc.oneof(timeStep, fc.integer({ min: 0, max: 10_800_000 })), fc.integer({ min: 1, max: 20 }), identity), {
+          minLength: 1,
+          maxLength: 40,
+        }),
+        async (algorithm, window, max, start, raw) => {
+          const limit = limitFrom({ name: 'lw', key_by: 'user', algorithm, limit: max, window });
+          expect(typeof (limit.params as { window: unknown }).window).toBe('number');
+          await runBoth(
+            limit,
+            start,
+            raw.map(([step, cost, who]) => ({ step, cost: Math.min(cost, max), who })),
+            { retryHolds: true },
+          );
+        },
+      ),
+      {
+        numRuns: 150,
+        // Full just before a quarter hour (UTC), denied, then a new window on the quarter hour.
+        examples: [
+          [
+            'fixed_window',
+            '15m',
+            3,
+            Date.UTC(2026, 10, 21, 8, 14, 59),
+            [
+              [0, 3, '42'],
+              [500, 1, '42'],
+              [1_000, 3, '42'],
+            ],
+          ],
+        ],
+      },
+    );
+  });
+
+  it('a 15m or 90s fixed window: the script counts in the same window as the model, aligned to multiples of its length since the epoch, in its one declared key', async () => {
+    const client = server.client();
+    const lengths = { '15m': 900_000, '90s': 90_000, '1h30m': 5_400_000 } as const;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...(Object.keys(lengths) as (keyof typeof lengths)[])),
+        fc.integer({ min: 0, max: 7_258_118_400_000 }),
+        async (window, time) => {
+          await lua.reset();
+          const now = clearOfRealExpiry(time);
+          lua.clock.set(now);
+          const limit = limitFrom({ name: 'fw', key_by: 'user', algorithm: 'fixed_window', limit: 1, window });
+          await decideLimit(lua.store, limit, identityKey('fw', 'user', '1'), 1);
+          const ms = lengths[window];
+          const key = `rl:v1:fw:user:{1}:${ms}ms`;
+          expect(await client.keys('*')).toEqual([key]);
+          expect(await client.hgetall(key)).toEqual({ w: String(now - (now % ms)), c: '1' });
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
   it('fixed window: the script counts in the same UTC-aligned window as the model (1970-2200), in its one declared key', async () => {
     const client = server.client();
     await fc.assert(

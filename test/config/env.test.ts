@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/env.js';
+import { closestVariable, ConfigError, loadConfig, unknownVariableMessage } from '../../src/config/env.js';
 
 describe('environment configuration', () => {
   it('has the documented defaults and no Redis (embedded store)', () => {
@@ -18,6 +18,7 @@ describe('environment configuration', () => {
       QUOTA_RLS_SHADOW_MODE: false,
       QUOTA_RLS_RATELIMIT_HEADERS: true,
       QUOTA_RLS_NEAR_LIMIT_RATIO: 0.8,
+      QUOTA_STRICT_ENV: false,
       unknownVariables: [],
     });
   });
@@ -200,7 +201,10 @@ describe('environment configuration', () => {
         // A password with an unescaped '/' and '#' breaks the URL.
         const load = () => loadConfig({ QUOTA_REDIS_URL: 'rediss://:pa/ss#word@127.0.0.1:6380', ...extra });
         expect(load).toThrow(ConfigError);
-        expect(load).toThrow(/^invalid configuration:\n {2}QUOTA_REDIS_URL: expected redis:\/\/host:port or rediss:\/\/host:port$/);
+        // The value is quoted with its password replaced.
+        expect(load).toThrow(
+          /^invalid configuration:\n {2}QUOTA_REDIS_URL: expected redis:\/\/host:port or rediss:\/\/host:port \(got "rediss:\/\/:\*\*\*@127\.0\.0\.1:6380"\)$/,
+        );
       }
     });
 
@@ -213,5 +217,64 @@ describe('environment configuration', () => {
 
   it('reports unknown QUOTA_* variables instead of failing (Kubernetes service links set some)', () => {
     expect(loadConfig({ QUOTA_PORT: 'tcp://10.0.0.1:50051', OTHER: 'x' }).unknownVariables).toEqual(['QUOTA_PORT']);
+  });
+
+  describe('errors quote the value', () => {
+    const messageOf = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigError);
+        return (error as Error).message;
+      }
+      throw new Error('expected the configuration to be refused');
+    };
+
+    it('QUOTA_STORE_TIMEOUT_MS=fast: "expected a number", and the value', () => {
+      expect(messageOf({ QUOTA_STORE_TIMEOUT_MS: 'fast' })).toBe('invalid configuration:\n  QUOTA_STORE_TIMEOUT_MS: expected a number (got "fast")');
+    });
+
+    it.each([
+      ['QUOTA_GRPC_ADDR', 'localhost'],
+      ['QUOTA_LOG_LEVEL', 'loud'],
+      ['QUOTA_SHUTDOWN_GRACE_MS', '2.5'],
+      ['QUOTA_MAX_PENDING_DECISIONS', '0'],
+      ['QUOTA_RLS_SHADOW_MODE', 'maybe'],
+      ['QUOTA_RLS_NEAR_LIMIT_RATIO', '1.5'],
+      ['QUOTA_REDIS_CLUSTER', '127.0.0.1'],
+      ['QUOTA_STRICT_ENV', 'on'],
+    ])('%s=%s', (name, value) => {
+      expect(messageOf({ [name]: value })).toMatch(
+        new RegExp(`^invalid configuration:\\n  ${name}: .+ \\(got ${JSON.stringify(value).replace(/[.*]/g, '\\$&')}\\)$`),
+      );
+    });
+
+    it('never a password: a URL or seed has it replaced by ***', () => {
+      const message = messageOf({ QUOTA_REDIS_CLUSTER: 'redis://:s3cret@10.0.0.1:6379,redis://:other@10.0.0.2:6379' });
+      expect(message).toContain('(got "redis://:***@10.0.0.1:6379,redis://:***@10.0.0.2:6379")');
+      expect(message).not.toMatch(/s3cret|other/);
+    });
+  });
+
+  describe('unknown variables', () => {
+    it('name the closest known variable: a swap, a missing or an extra character', () => {
+      expect(closestVariable('QUOTA_REDIS_ULR')).toBe('QUOTA_REDIS_URL');
+      expect(closestVariable('QUOTA_LOGLEVEL')).toBe('QUOTA_LOG_LEVEL');
+      expect(closestVariable('QUOTA_REDIS_CLUSTERS')).toBe('QUOTA_REDIS_CLUSTER');
+      expect(closestVariable('quota_grpc_addr')).toBe('QUOTA_GRPC_ADDR');
+      // Nothing close: no guess (a Kubernetes service link).
+      expect(closestVariable('QUOTA_QUOTA_SERVICE_PORT')).toBeUndefined();
+      expect(unknownVariableMessage('QUOTA_REDIS_ULR')).toBe('unknown variable; did you mean QUOTA_REDIS_URL?');
+      expect(unknownVariableMessage('QUOTA_PORT')).toBe('unknown variable');
+    });
+
+    it('QUOTA_STRICT_ENV refuses them, each named with its closest known variable, with any invalid value', () => {
+      expect(() => loadConfig({ QUOTA_STRICT_ENV: '1', QUOTA_PORT: 'tcp://10.0.0.1:50051' })).toThrow(ConfigError);
+      expect(() => loadConfig({ QUOTA_STRICT_ENV: 'true', QUOTA_REDIS_ULR: 'redis://r:6379', QUOTA_LOG_LEVEL: 'loud' })).toThrow(
+        /^invalid configuration:\n {2}QUOTA_LOG_LEVEL: .+ \(got "loud"\)\n {2}QUOTA_REDIS_ULR: unknown variable; did you mean QUOTA_REDIS_URL\? \(QUOTA_STRICT_ENV refuses unknown QUOTA_\* variables\)$/,
+      );
+      expect(loadConfig({ QUOTA_STRICT_ENV: '0', QUOTA_REDIS_ULR: 'redis://r:6379' }).unknownVariables).toEqual(['QUOTA_REDIS_ULR']);
+      expect(loadConfig({ QUOTA_STRICT_ENV: '1', QUOTA_REDIS_URL: 'redis://r:6379' })).toMatchObject({ QUOTA_STRICT_ENV: true, unknownVariables: [] });
+    });
   });
 });

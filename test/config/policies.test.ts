@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadPolicyFile } from '../../src/config/policies.js';
+import { toProtoLimit } from '../../src/api/limit-parameters.js';
 import { parsePolicies, PolicyFileError } from '@quota-service/core';
 
 describe('shipped config/policies.yaml', () => {
@@ -65,7 +66,7 @@ describe('policy file validation: errors name the policy and field', () => {
     ['sliding counter, fractional limit', { t: { limits: [{ ...window, algorithm: 'sliding_window_counter', limit: 2.5 }] } }, 'policies.t.limits[0].limit:'],
     [
       'sliding counter, unknown window',
-      { t: { limits: [{ ...window, algorithm: 'sliding_window_counter', window: 'week' }] } },
+      { t: { limits: [{ ...window, algorithm: 'sliding_window_counter', window: 'fortnight' }] } },
       'policies.t.limits[0].window:',
     ],
     [
@@ -202,5 +203,55 @@ describe('policy file validation: errors name the policy and field', () => {
 
   it('a missing file is named', async () => {
     await expect(loadPolicyFile('/nonexistent/policies.yaml')).rejects.toThrow(/cannot read policy file \/nonexistent\/policies\.yaml/);
+  });
+});
+
+describe('windows of any length', () => {
+  const yaml = `
+policies:
+  reports:
+    limits:
+      - name: reports
+        key_by: tenant
+        algorithm: fixed_window
+        limit: 50
+        window: 1h30m
+        plan_by: plan
+        plans:
+          pro: { limit: 500, window: 90m }
+`;
+
+  it('a policy file with window: 1h30m loads, and ListPolicies reports the window as written and in ms', () => {
+    const limit = parsePolicies(yaml).get('reports')!.limits[0]!;
+    expect(limit.definition).toMatchObject({ window: '1h30m' });
+    expect(limit.params).toEqual({ limit: 50, window: 5_400_000 });
+    // A plan may name the same length another way; it counts in the limit's own window.
+    expect(limit.plans?.get('pro')?.params).toEqual({ limit: 500, window: 5_400_000 });
+    expect(toProtoLimit(limit)).toMatchObject({ name: 'reports', fixedWindow: { limit: 50, window: '1h30m', windowMs: 5_400_000 } });
+    expect(toProtoLimit(limit).plans[0]?.parameters).toEqual({ fixedWindow: { limit: 500, window: '1h30m', windowMs: 5_400_000 } });
+  });
+
+  it.each([
+    ['fixed_window', '15m', 900_000, '15m'],
+    ['sliding_window_log', '90s', 90_000, '1m30s'],
+    ['sliding_window_counter', '2h', 7_200_000, '2h'],
+    ['fixed_window', ' 1H ', 'hour', 'hour'],
+    ['sliding_window_counter', '60s', 'minute', 'minute'],
+    ['fixed_window', 'week', 604_800_000, '7d'],
+  ])('%s with window %j: %j, reported as %j', (algorithm, given, params, reported) => {
+    const limit = parsePolicies(file({ t: { limits: [{ ...window, algorithm, limit: 10, window: given }] } })).get('t')!.limits[0]!;
+    expect(limit.params).toEqual({ limit: 10, window: params });
+    expect(Object.values(toProtoLimit(limit)).find((v) => typeof v === 'object' && v !== null && 'window' in v)).toMatchObject({ window: reported });
+  });
+
+  it.each([['0s'], ['15x'], ['m15'], ['30m1h'], ['1.5ms'], ['367d'], ['15 m'], [900_000]])('window %j is refused, naming the field and the forms', (given) => {
+    expect(errorOf(file({ t: { limits: [{ ...window, window: given }] } }))).toMatch(
+      /policies\.t\.limits\[0\]\.window: must be a unit \(second, minute, hour, day, week, month, year\) or a whole number of ms .* such as 90s, 15m, 1h30m/,
+    );
+  });
+
+  it("a plan cannot change the window's length", () => {
+    const message = errorOf(file({ t: { limits: [{ ...window, window: '15m', plan_by: 'plan', plans: { pro: { window: '10m' } } }] } }));
+    expect(message).toContain("policies.t.limits[0].plans.pro.window: cannot differ from the limit's own window");
   });
 });

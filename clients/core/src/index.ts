@@ -15,6 +15,18 @@ export * from './replayed-leases.js';
 export * from './rate-limit-headers.js';
 export * from './local-limiter.js';
 export { cappedName, identityDigests, valueDigest } from './value-digest.js';
+export { type Window, windowMs } from './algorithms/fixed-window/model.js';
+export {
+  formatWindow,
+  MAX_WINDOW_MS,
+  parseWindowLength,
+  UNIT_MS,
+  UNITS,
+  type UnitName,
+  WINDOW_LENGTH_MESSAGE,
+  windowLength,
+  windowOfLength,
+} from './window-length.js';
 export { MemorySpace } from './algorithms/memory-space.js';
 export { outcomeOf, outcomeOfFields } from './algorithms/outcome.js';
 export { algorithms, type AlgorithmName } from './algorithms/registry.js';
@@ -22,7 +34,7 @@ export type { LeaseOp, LeaseOps } from './algorithms/algorithm.js';
 export { bucketCapacity, CONCURRENCY_MAX_LIMIT, LEASE_TTL_MAX_MS, LEASE_TTL_MIN_MS, MIN_CAPACITY } from './policies/limit-parameters.js';
 export type { ConcurrencyParams } from './algorithms/concurrency/model.js';
 export { parsePolicies, PolicyFileError, toParams } from './policies/parse-policies.js';
-export { PARAMETER_CHECKS, parameterFields, parameterSchema, type AlgorithmFileName } from './policies/limit-parameters.js';
+export { PARAMETER_CHECKS, parameterFields, parameterSchema, sameWindow, type AlgorithmFileName } from './policies/limit-parameters.js';
 export {
   FAILURE_MODES,
   limitSchema,

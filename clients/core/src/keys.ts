@@ -1,11 +1,11 @@
-import { WINDOWS } from './algorithms/fixed-window/model.js';
+import { fixedWindowKey, WINDOWS, type Window } from './algorithms/fixed-window/model.js';
 
 /**
  * Redis key layout. One place builds every key so that the layout can be
  * read, documented (docs/keys.md) and tested in one spot.
  *
  *   rl:v1:<limit>:<key_by>:{<encoded identity>}        token bucket, GCRA, leaky bucket, sliding windows
- *   rl:v1:<limit>:<key_by>:{<encoded identity>}:minute:<yyyymmddHHMM>   fixed window
+ *   rl:v1:<limit>:<key_by>:{<encoded identity>}:<window>   fixed window (`minute`, or a length `900000ms`)
  *   rl:v1:rid:<policy>:<key_by>:{<encoded identity>}:<identity parts>:<encoded request id>  remembered decision and reservation (request_id)
  *   rl:v1:<limit>:<key_by>:{<encoded identity>}        concurrency: a sorted set of leases, member <identity parts>:<encoded request id>
  *   rl:v1:rls:<domain>:rule:<path>:<algorithm>:{<descriptor>}   Envoy's rate limit service, one rule and descriptor value
@@ -120,11 +120,14 @@ export function overrideGenerationKey(tag: string): string {
 
 /**
  * Every key one identity's state under one limit can have, whatever the
- * parameters: the identity's key, and a fixed window's counter per window
- * length (`<key>:<window>`). What a reset of the identity removes.
+ * parameters: the identity's key, and a fixed window's counter per named
+ * window (`<key>:<window>`) and for the limit's own window when it is a
+ * length (`<key>:<ms>ms`). What a reset of the identity removes.
  */
-export function stateKeys(identityKeyOfLimit: string): string[] {
-  return [identityKeyOfLimit, ...Object.keys(WINDOWS).map((window) => `${identityKeyOfLimit}:${window}`)];
+export function stateKeys(identityKeyOfLimit: string, window?: Window): string[] {
+  const keys = [identityKeyOfLimit, ...Object.keys(WINDOWS).map((name) => `${identityKeyOfLimit}:${name}`)];
+  if (typeof window === 'number') keys.push(fixedWindowKey(identityKeyOfLimit, window));
+  return keys;
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   type PolicySet,
   stateKeys,
   validatePeek,
+  type Window,
 } from '@quota-service/core';
 import type { QuotaEngine } from '../../engine/engine.js';
 import { type OverrideMatch, type OverrideRecord, type OverrideStore, validateOverride, validateTarget } from '../../overrides/override.js';
@@ -74,7 +75,8 @@ export class QuotaAdmin {
     const chosen = (name: string) => (input.limits.length === 0 ? resettable.includes(name) : input.limits.includes(name));
     const keys: string[] = [];
     request.policy.limits.forEach((limit, i) => {
-      if (chosen(limit.name)) keys.push(...stateKeys(identityKey(limit.name, limit.keyBy, request.identityValues[i]!)));
+      if (chosen(limit.name))
+        keys.push(...stateKeys(identityKey(limit.name, limit.keyBy, request.identityValues[i]!), (limit.params as { window?: Window }).window));
     });
     const peek = () => this.engine.getQuota({ policy: input.policy, identity: input.identity }).then((all) => all.filter((s) => chosen(s.name)));
     const before = await peek();

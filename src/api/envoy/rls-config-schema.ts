@@ -1,4 +1,4 @@
-import { bucketCapacity, PARAMETER_CHECKS, SLIDING_COUNTER_MAX_LIMIT, SLIDING_LOG_MAX_LIMIT } from '@quota-service/core';
+import { bucketCapacity, PARAMETER_CHECKS, SLIDING_COUNTER_MAX_LIMIT, SLIDING_LOG_MAX_LIMIT, UNITS, windowLength } from '@quota-service/core';
 import { z } from 'zod';
 
 /**
@@ -13,22 +13,8 @@ import { z } from 'zod';
  * are there.
  */
 
-/** Envoy's units, by the name a file gives (any case, as envoyproxy/ratelimit reads them). */
-export const UNITS = ['second', 'minute', 'hour', 'day', 'week', 'month', 'year'] as const;
-export type UnitName = (typeof UNITS)[number];
-
-/** A unit's length: a week of 7 days, a month of 30 and a year of 365, as envoyproxy/ratelimit counts them. */
-export const UNIT_MS: Readonly<Record<UnitName, number>> = {
-  second: 1_000,
-  minute: 60_000,
-  hour: 3_600_000,
-  day: 86_400_000,
-  week: 7 * 86_400_000,
-  month: 30 * 86_400_000,
-  year: 365 * 86_400_000,
-};
-
 const UINT32_MAX = 4_294_967_295;
+/** Envoy's units, by the name a file gives (any case, as envoyproxy/ratelimit reads them); windows of our algorithms are read as the policy file reads them. */
 const unit = z.preprocess((value) => (typeof value === 'string' ? value.toLowerCase() : value), z.enum(UNITS, { error: `must be one of ${UNITS.join(', ')}` }));
 
 const replaces = z.array(z.strictObject({ name: z.string().min(1, 'must not be empty') })).default([]);
@@ -47,22 +33,6 @@ const rateLimit = z
     if (rule.unlimited && rule.unit !== undefined) ctx.addIssue({ code: 'custom', path: ['unit'], message: 'must not be given with unlimited: true' });
     if (!rule.unlimited && rule.unit === undefined) ctx.addIssue({ code: 'custom', path: ['unit'], message: `required: one of ${UNITS.join(', ')}` });
   });
-
-/** A window of our algorithms: a unit's name, or a length such as 90s, 15m, 2h, 1d, 500ms (at least 1 ms, at most 366 days). */
-const WINDOW_LENGTH = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
-const LENGTH_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-const MAX_WINDOW_MS = 366 * 86_400_000;
-export const windowLength = z.unknown().transform((value, ctx) => {
-  const text = typeof value === 'string' ? value.trim().toLowerCase() : '';
-  if ((UNITS as readonly string[]).includes(text)) return UNIT_MS[text as UnitName];
-  const match = WINDOW_LENGTH.exec(text);
-  const ms = match === null ? Number.NaN : Number(match[1]) * LENGTH_MS[match[2] as keyof typeof LENGTH_MS];
-  if (!Number.isInteger(ms) || ms < 1 || ms > MAX_WINDOW_MS) {
-    ctx.addIssue({ code: 'custom', message: `must be a unit (${UNITS.join(', ')}) or a whole number of ms from 1 ms to 366 days, such as 90s, 15m, 2h, 1d` });
-    return z.NEVER;
-  }
-  return ms;
-});
 
 const named = { name: z.string().min(1).optional(), replaces };
 

@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
-import { type Decision, type Limit, type LimitCall, type LimitOutcome, rlsDescriptorTag, rlsKeyPrefix, rlsStateKey } from '@quota-service/core';
+import { type Decision, type Limit, type LimitCall, type LimitOutcome, rlsDescriptorTag, rlsKeyPrefix, rlsStateKey, UNIT_MS } from '@quota-service/core';
 import type { QuotaEngine } from '../../engine/engine.js';
 import type { RateLimitRequest } from './envoy-codec.js';
 import type { Entry } from './rls-match.js';
 import { matchRule } from './rls-match.js';
 import { hitsOf, overrideUnit, validateRlsRequest } from './rls-request.js';
 import { type RlsConfig, type RlsDomain, type RlsRule, windowLimit } from './rls-rules.js';
-import { UNIT_MS } from './rls-config-schema.js';
 
 /** What a descriptor came to, for the response (rls-response.ts) and the metrics. */
 export type DescriptorVerdict =

@@ -1,7 +1,6 @@
-import { InvalidArgumentError } from '@quota-service/core';
+import { InvalidArgumentError, type UnitName } from '@quota-service/core';
 import { Unit } from './envoy-codec.js';
 import type { RateLimitRequest } from './envoy-codec.js';
-import type { UnitName } from './rls-config-schema.js';
 
 /** Bounds of one request: far above what a proxy sends, low enough that no request costs the store much. */
 export const MAX_DESCRIPTORS = 64;

@@ -1,6 +1,18 @@
-import { algorithms, encodeIdentityValue, type FailureMode, type Limit, type LimitDefinition, type Policy, rlsKeyPrefix } from '@quota-service/core';
+import {
+  algorithms,
+  encodeIdentityValue,
+  type FailureMode,
+  type Limit,
+  type LimitDefinition,
+  type Policy,
+  rlsKeyPrefix,
+  UNIT_MS,
+  UNITS,
+  type UnitName,
+  windowOfLength,
+} from '@quota-service/core';
 import { Unit, type UnitNumber } from './envoy-codec.js';
-import { type AlgorithmLimitDefinition, type DescriptorDefinition, type MetadataValue, UNIT_MS, UNITS, type UnitName } from './rls-config-schema.js';
+import type { AlgorithmLimitDefinition, DescriptorDefinition, MetadataValue } from './rls-config-schema.js';
 
 /**
  * The loaded configuration of Envoy's rate limit service: per domain a tree
@@ -204,10 +216,7 @@ function algorithmLimit(name: string, definition: AlgorithmLimitDefinition): Lim
 }
 
 /** A length that is exactly second, minute, hour or day keeps that name (and the policy files' key layout). */
-function namedWindow(ms: number): string | number {
-  for (const unit of ['second', 'minute', 'hour', 'day'] as const) if (UNIT_MS[unit] === ms) return unit;
-  return ms;
-}
+const namedWindow = windowOfLength;
 
 function limitObject(name: string, algorithm: keyof typeof algorithms, params: object): Limit {
   // `definition` is what ListPolicies shows of a policy's limit; these limits are not listed there.

@@ -148,9 +148,9 @@ describe('admin calls bounded by the caller’s policies', () => {
     // Nothing changed: support still sees its three overrides as they were, and decisions apply them.
     const all = (await admin.listOverrides({}, bearer(TOKENS.support))).overrides;
     expect(all.map((o) => [o.key!.limit, o.key!.value, o.parameters])).toEqual([
-      ['mcp-sensitive-per-hour', 'vip-7', { fixedWindow: { limit: 20, window: 'hour' } }],
+      ['mcp-sensitive-per-hour', 'vip-7', { fixedWindow: { limit: 20, window: 'hour', windowMs: 3_600_000 } }],
       ['orders', 'cust-9', { tokenBucket: { capacity: 100, refillPerSecond: 2 } }],
-      ['tenant-per-minute', 'globex', { fixedWindow: { limit: 5000, window: 'minute' } }],
+      ['tenant-per-minute', 'globex', { fixedWindow: { limit: 5000, window: 'minute', windowMs: 60_000 } }],
     ]);
     const mcp = await quota.allow({ policy: 'mcp-sensitive', identity: { user: 'v1' } }, bearer(TOKENS.app));
     expect(mcp.limits[0]).toMatchObject({ limit: 10, remaining: 9 });
@@ -190,7 +190,7 @@ describe('admin calls bounded by the caller’s policies', () => {
     expect(await listed(TOKENS.narrow)).toEqual([['orders', '', valueDigest('cust-9'), 'support', { tokenBucket: { capacity: 100, refillPerSecond: 2 } }]]);
     expect(await listed(TOKENS.orders)).toEqual([
       ['orders', 'cust-9', '', 'support', { tokenBucket: { capacity: 100, refillPerSecond: 2 } }],
-      ['tenant-per-minute', '', valueDigest('globex'), 'support', { fixedWindow: { limit: 5000, window: 'minute' } }],
+      ['tenant-per-minute', '', valueDigest('globex'), 'support', { fixedWindow: { limit: 5000, window: 'minute', windowMs: 60_000 } }],
     ]);
     expect((await listed(TOKENS.support)).map(([limit, value, digest]) => [limit, value, digest])).toEqual([
       ['mcp-sensitive-per-hour', 'vip-7', ''],

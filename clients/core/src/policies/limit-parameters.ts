@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { WINDOWS } from '../algorithms/fixed-window/model.js';
 import { LEAKY_MODES } from '../algorithms/leaky-bucket/model.js';
 import { tokenBucketTtlMs } from '../algorithms/token-bucket/model.js';
+import { parseWindowLength, WINDOW_LENGTH_MESSAGE } from '../window-length.js';
 
 /**
  * Each algorithm's parameters as the policy file writes them, and the checks
@@ -44,7 +44,22 @@ export const bucketCapacity = z
   .min(MIN_CAPACITY, `at least ${MIN_CAPACITY}: a smaller bucket could never grant a request of cost 1 (the cost of a request that gives none)`)
   .max(1e12);
 
-const windowName = z.enum(Object.keys(WINDOWS) as [keyof typeof WINDOWS, ...(keyof typeof WINDOWS)[]]);
+/**
+ * A window: a unit's name or a length (`15m`, `90s`, `1h30m`), read by the
+ * parser Envoy's rate limit configuration uses (../window-length.ts). Kept as
+ * the text it was given (trimmed, lower case): toParams turns it into the
+ * models' window.
+ */
+const windowName = z
+  .string({ error: WINDOW_LENGTH_MESSAGE })
+  .transform((text) => text.trim().toLowerCase())
+  .refine((text) => parseWindowLength(text) !== undefined, WINDOW_LENGTH_MESSAGE);
+
+/** Two windows of the same length (`minute`, `1m` and `60s` are one window). */
+export function sameWindow(a: unknown, b: unknown): boolean {
+  const length = parseWindowLength(a);
+  return length !== undefined && length === parseWindowLength(b);
+}
 
 /** Per algorithm: its parameter fields (no refinements, so they can be made partial for plans). */
 export const PARAMETER_SHAPES = {
@@ -114,6 +129,17 @@ export const PARAMETER_CHECKS: Partial<Record<AlgorithmFileName, Check>> = {
     (p) => (p.capacity ?? 0) / (p.refill_per_second ?? 1),
     'capacity / refill_per_second is too large: an idle limit would have to be kept for over a year',
   ),
+  sliding_window_counter: (params, ctx) => {
+    const p = params as { limit: number; window: string };
+    const ms = parseWindowLength(p.window);
+    if (ms !== undefined && p.limit * ms * 3 >= Number.MAX_SAFE_INTEGER) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'limit * window is too large for the counter (it counts limit * window_ms * 3 in whole numbers)',
+        path: ['limit'],
+      });
+    }
+  },
   leaky_bucket: ratioCheck(
     'leak_per_second',
     (p) => (p.capacity ?? 0) / (p.leak_per_second ?? 1),

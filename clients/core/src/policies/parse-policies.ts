@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { algorithms, type AlgorithmName } from '../algorithms/registry.js';
 import { PARAMETER_SOURCE, type Limit, type Policy, type PolicySet } from '../types.js';
 import { parseYaml, YamlTextError, yamlValue } from '../yaml-text.js';
+import { parseWindowLength, windowOfLength } from '../window-length.js';
 import { parameterFields, parameterSchema } from './limit-parameters.js';
 import { mergePlan, policyFileSchema, type LimitDefinition, type PolicyFile } from './policy-schema.js';
 
@@ -74,7 +75,8 @@ export function toParams(algorithm: AlgorithmName, p: Record<string, unknown>): 
     case 'fixed_window':
     case 'sliding_window_log':
     case 'sliding_window_counter':
-      return { limit: p.limit, window: p.window };
+      // A length of exactly a second, minute, hour or day is that named window (its key and alignment).
+      return { limit: p.limit, window: windowOfLength(parseWindowLength(p.window)!) };
     case 'leaky_bucket':
       return { capacity: p.capacity, leakPerSecond: p.leak_per_second, mode: p.mode };
     case 'concurrency':

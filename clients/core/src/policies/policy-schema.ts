@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { KEY_SEGMENT_PATTERN } from '../keys.js';
-import { type AlgorithmFileName, PARAMETER_CHECKS, PARAMETER_SHAPES, parameterFields, parameterSchema } from './limit-parameters.js';
+import { type AlgorithmFileName, PARAMETER_CHECKS, PARAMETER_SHAPES, parameterFields, parameterSchema, sameWindow } from './limit-parameters.js';
 
 export { SLIDING_COUNTER_MAX_LIMIT, SLIDING_LOG_MAX_LIMIT } from './limit-parameters.js';
 
@@ -64,7 +64,7 @@ function limitChecks(algorithm: AlgorithmFileName) {
     const plans = Object.entries(limit.plans ?? {});
     if (plans.length > MAX_PLANS) ctx.addIssue({ code: 'custom', path: ['plans'], message: `at most ${MAX_PLANS} plans per limit` });
     for (const [name, plan] of plans) {
-      if (plan.window !== undefined && plan.window !== own.window) {
+      if (plan.window !== undefined && !sameWindow(plan.window, own.window)) {
         ctx.addIssue({ code: 'custom', path: ['plans', name, 'window'], message: WINDOW_IS_THE_LIMITS });
         continue;
       }

@@ -7,7 +7,7 @@
   keys[1]  a hash {w = start of the current window (unix ms), c = its count,
            p = the previous window's count}, e.g. rl:v1:api:user:{42}
   args[1]  limit: whole units per window (> 0)
-  args[2]  window length in ms (1000 | 60000 | 3600000 | 86400000)
+  args[2]  window length in ms (any whole number: 60000 for a minute, 900000 for 15m)
   args[3]  cost: whole units this request spends (>= 0; a peek sends 0)
   now      unix ms (Redis TIME, or the test clock)
 

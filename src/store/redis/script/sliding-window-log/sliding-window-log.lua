@@ -7,7 +7,7 @@
            (n counts the entries of that ms, so entries of one millisecond
            never collapse into one), e.g. rl:v1:api:user:{42}
   args[1]  limit: whole units in any rolling window (> 0)
-  args[2]  window length in ms (1000 | 60000 | 3600000 | 86400000)
+  args[2]  window length in ms (any whole number: 60000 for a minute, 900000 for 15m)
   args[3]  cost: whole units this request spends (>= 0; a peek sends 0)
   now      unix ms (Redis TIME, or the test clock)
 
