@@ -73,7 +73,7 @@ describe('leaky bucket properties', () => {
     // leak <= 5 x capacity and every cost >= leak / 5 keep each write's TTL at 200 ms or more.
     const params = fc
       .record({
-        capacity: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.double({ min: 0.5, max: 1_000, noNaN: true })),
+        capacity: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.double({ min: 1, max: 1_000, noNaN: true })),
         perCapacity: fc.oneof(fc.constantFrom(0.2, 0.5, 1, 3), fc.double({ min: 0.001, max: 5, noNaN: true })),
       })
       .map(({ capacity, perCapacity }) => ({ capacity, leak: capacity * perCapacity }));

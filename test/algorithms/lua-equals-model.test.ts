@@ -33,7 +33,7 @@ describe('Lua equals model', () => {
     // rate <= 10 x capacity keeps the bucket TTL (capacity * 2000 / rate) at 200 ms or more.
     const params = fc
       .record({
-        capacity: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.double({ min: 0.5, max: 1_000, noNaN: true })),
+        capacity: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.double({ min: 1, max: 1_000, noNaN: true })),
         perCapacity: fc.oneof(fc.constantFrom(0.2, 0.5, 1), fc.double({ min: 0.001, max: 10, noNaN: true })),
       })
       .map(({ capacity, perCapacity }) => ({ capacity, rate: capacity * perCapacity }));
