@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { LEAKY_MODES } from '../algorithms/leaky-bucket/model.js';
 import { tokenBucketTtlMs } from '../algorithms/token-bucket/model.js';
-import { parseWindowLength, WINDOW_LENGTH_MESSAGE } from '../window-length.js';
+import { parseWindowLength, WINDOW_LENGTH_MESSAGE, windowOfLength } from '../window-length.js';
 
 /**
  * Each algorithm's parameters as the policy file writes them, and the checks
@@ -103,6 +103,18 @@ export const PARAMETER_SHAPES = {
 } as const;
 
 export type AlgorithmFileName = keyof typeof PARAMETER_SHAPES;
+
+/** Per algorithm: its parameters as its model takes them, from the policy file's spelling. */
+export const PARAMETER_MODELS: Record<AlgorithmFileName, (p: Record<string, unknown>) => unknown> = {
+  token_bucket: (p) => ({ capacity: p.capacity, refillPerSecond: p.refill_per_second }),
+  gcra: (p) => ({ capacity: p.capacity, refillPerSecond: p.refill_per_second }),
+  // A length of exactly a second, minute, hour or day is that named window (its key and alignment).
+  fixed_window: (p) => ({ limit: p.limit, window: windowOfLength(parseWindowLength(p.window)!) }),
+  sliding_window_log: (p) => ({ limit: p.limit, window: windowOfLength(parseWindowLength(p.window)!) }),
+  sliding_window_counter: (p) => ({ limit: p.limit, window: windowOfLength(parseWindowLength(p.window)!) }),
+  leaky_bucket: (p) => ({ capacity: p.capacity, leakPerSecond: p.leak_per_second, mode: p.mode }),
+  concurrency: (p) => ({ limit: p.limit, leaseTtlMs: p.lease_ttl_ms }),
+};
 
 type Check = (params: Record<string, unknown>, ctx: z.RefinementCtx) => void;
 

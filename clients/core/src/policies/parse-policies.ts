@@ -2,8 +2,7 @@ import type { z } from 'zod';
 import { algorithms, type AlgorithmName } from '../algorithms/registry.js';
 import { PARAMETER_SOURCE, type Limit, type Policy, type PolicySet } from '../types.js';
 import { parseYaml, YamlTextError, yamlValue } from '../yaml-text.js';
-import { parseWindowLength, windowOfLength } from '../window-length.js';
-import { parameterFields, parameterSchema } from './limit-parameters.js';
+import { PARAMETER_MODELS, parameterFields, parameterSchema } from './limit-parameters.js';
 import { mergePlan, policyFileSchema, type LimitDefinition, type PolicyFile } from './policy-schema.js';
 
 export class PolicyFileError extends Error {
@@ -66,22 +65,9 @@ function toLimit(definition: LimitDefinition): Limit {
   return Object.freeze({ ...limit, planBy: definition.plan_by, plans });
 }
 
-/** An algorithm's parameters as the models take them, from the policy file's spelling. */
+/** An algorithm's parameters as the models take them, from the policy file's spelling (PARAMETER_MODELS). */
 export function toParams(algorithm: AlgorithmName, p: Record<string, unknown>): unknown {
-  switch (algorithm) {
-    case 'token_bucket':
-    case 'gcra':
-      return { capacity: p.capacity, refillPerSecond: p.refill_per_second };
-    case 'fixed_window':
-    case 'sliding_window_log':
-    case 'sliding_window_counter':
-      // A length of exactly a second, minute, hour or day is that named window (its key and alignment).
-      return { limit: p.limit, window: windowOfLength(parseWindowLength(p.window)!) };
-    case 'leaky_bucket':
-      return { capacity: p.capacity, leakPerSecond: p.leak_per_second, mode: p.mode };
-    case 'concurrency':
-      return { limit: p.limit, leaseTtlMs: p.lease_ttl_ms };
-  }
+  return PARAMETER_MODELS[algorithm](p);
 }
 
 /** At most this many issues are listed: a file with thousands of wrong entries gets a message of readable size. */

@@ -26,8 +26,10 @@ const limitCommon = {
 /** At most this many plans per limit: each is looked up per decision, and listed by ListPolicies. */
 export const MAX_PLANS = 64;
 
-const ALGORITHM_NAMES_MESSAGE =
-  'must be one of "token_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter", "leaky_bucket", "gcra", "concurrency"';
+/** The algorithms a policy file can name, in the order PARAMETER_SHAPES lists them. */
+const ALGORITHM_FILE_NAMES = Object.keys(PARAMETER_SHAPES) as AlgorithmFileName[];
+
+const ALGORITHM_NAMES_MESSAGE = `must be one of ${ALGORITHM_FILE_NAMES.map((name) => `"${name}"`).join(', ')}`;
 
 /**
  * Plans and overrides change a limit's numbers, not its window: a window's
@@ -84,21 +86,18 @@ export function mergePlan(limit: Record<string, unknown>, fields: readonly strin
 
 const variant = <A extends AlgorithmFileName>(algorithm: A) => ({ ...limitCommon, algorithm: z.literal(algorithm), ...PARAMETER_SHAPES[algorithm] });
 
-export const limitSchema = z.discriminatedUnion(
-  'algorithm',
-  [
-    z.strictObject(variant('token_bucket')).superRefine(limitChecks('token_bucket')),
-    z.strictObject(variant('fixed_window')).superRefine(limitChecks('fixed_window')),
-    z.strictObject(variant('sliding_window_log')).superRefine(limitChecks('sliding_window_log')),
-    z.strictObject(variant('sliding_window_counter')).superRefine(limitChecks('sliding_window_counter')),
-    z.strictObject(variant('leaky_bucket')).superRefine(limitChecks('leaky_bucket')),
-    z.strictObject(variant('gcra')).superRefine(limitChecks('gcra')),
-    z.strictObject(variant('concurrency')).superRefine(limitChecks('concurrency')),
-  ],
-  {
-    error: (issue) => (issue.code === 'invalid_union' ? ALGORITHM_NAMES_MESSAGE : undefined),
-  },
-);
+/** One algorithm's limit: the common fields, its parameters, and its checks. */
+const limitVariant = <A extends AlgorithmFileName>(algorithm: A) => {
+  const checks = limitChecks(algorithm);
+  return z.strictObject(variant(algorithm)).superRefine((limit, ctx) => checks(limit as unknown as LimitCommonFields, ctx));
+};
+
+/** Each algorithm's limit schema, as a union of one member per algorithm (not one of their union). */
+type LimitVariant = { [A in AlgorithmFileName]: ReturnType<typeof limitVariant<A>> }[AlgorithmFileName];
+
+export const limitSchema = z.discriminatedUnion('algorithm', ALGORITHM_FILE_NAMES.map(limitVariant) as unknown as [LimitVariant, ...LimitVariant[]], {
+  error: (issue) => (issue.code === 'invalid_union' ? ALGORITHM_NAMES_MESSAGE : undefined),
+});
 
 /** What a policy does when the store cannot be asked in time. */
 export const FAILURE_MODES = ['fail_open', 'fail_closed', 'local'] as const;
