@@ -3,4 +3,17 @@
 export { clientIpResolver } from './client-ip.js';
 export { rateLimitHeaders, retryAfterSeconds } from '@quota-service/core';
 export { invalidInputBody, type InvalidRequestBody } from './invalid-input.js';
-export { rateLimitCheck, toOutcome, type RateLimitCheckOptions, type RateLimitErrorBody, type RateLimitOutcome } from './rate-limit-check.js';
+export { legacyRateLimitHeaders } from './legacy-headers.js';
+export {
+  rateLimitCheck,
+  toOutcome,
+  type DenialBody,
+  type DenialMessage,
+  type RateLimitCheckOptions,
+  type RateLimitDenial,
+  type RateLimitErrorBody,
+  type RateLimitInvalidInput,
+  type RateLimitOutcome,
+  type RateLimitPass,
+} from './rate-limit-check.js';
+export { settleAfterResponse, type RefundOptions, type RefundResult } from './refund.js';
