@@ -34,8 +34,8 @@ describe('quotactl policies', () => {
       limits: [{ name: 'orders', keyBy: 'user', algorithm: 'token_bucket', capacity: 10, refillPerSecond: 2 }],
     });
     expect(doc!.policies.find((p) => p.name === 'team')!.limits).toEqual([
-      { name: 'team-user', keyBy: 'user', algorithm: 'fixed_window', limit: 50, window: 'day' },
-      { name: 'team-tenant', keyBy: 'tenant', algorithm: 'sliding_window_counter', limit: 500, window: 'hour' },
+      { name: 'team-user', keyBy: 'user', algorithm: 'fixed_window', limit: 50, window: 'day', windowMs: 86_400_000 },
+      { name: 'team-tenant', keyBy: 'tenant', algorithm: 'sliding_window_counter', limit: 500, window: 'hour', windowMs: 3_600_000 },
     ]);
   });
 

@@ -62,7 +62,8 @@ describe('quotactl rls', () => {
     expect(doc!.statuses[0]).toMatchObject({
       descriptor: [{ key: 'remote_address', value: '10.0.0.1' }],
       code: 'OVER_LIMIT',
-      limit: { name: 'remote_address', requestsPerUnit: 2, unit: 'HOUR' },
+      // A rule without a name answers none, as envoyproxy/ratelimit does.
+      limit: { name: '', requestsPerUnit: 2, unit: 'HOUR' },
       remaining: 1,
     });
     expect(doc!.statuses[0]!.resetAfterMs as number).toBeGreaterThan(0);
