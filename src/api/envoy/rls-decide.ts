@@ -51,7 +51,7 @@ const MAX_TAG_CHARS = 200;
  * one that fits spends, and they make the request OVER_LIMIT only when all
  * of them are over. `timeoutMs` is the store budget. `descriptorLimits` false: the descriptors'
  * own `limit` is ignored and the configured rules apply (a caller that is not
- * a gateway, src/grpc/rate-limit-service.ts).
+ * a gateway, src/api/envoy/rate-limit-service.ts).
  */
 export async function decideRls(
   engine: QuotaEngine,
