@@ -75,8 +75,9 @@ describe('scripts/run-mcp.sh', () => {
     const run = runScript({ MCP_DEV_ISSUER_PORT: String(issuerPort), MCP_HTTP_PORT: String(mcpPort) });
     try {
       await new Promise<void>((done, fail) => {
+        const serverReady = (line: string) => line.includes('"name":"mcp-server"') && line.includes('"msg":"ready"');
         const check = () => {
-          if (run.stderr().split('\n').some((line) => line.includes('"name":"mcp-server"') && line.includes('"msg":"ready"'))) done();
+          if (run.stderr().split('\n').some(serverReady)) done();
         };
         run.child.stderr.on('data', check);
         void run.exit.then((code) => fail(new Error(`exited ${code}:\n${run.stderr()}`)));
