@@ -18,7 +18,7 @@ import { startMetricsServer, type MetricsServer } from './metrics/metrics-server
 import { MemoryStore } from './store/memory.js';
 import { StoreFailurePolicy } from './engine/failure.js';
 import { RedisStore } from './store/redis/redis-store.js';
-import { connectionErrorLog } from './store/redis/redis-connection-errors.js';
+import { connectionErrorLog, STARTUP_BUDGET_MS } from './store/redis/redis-connection-errors.js';
 import { redisTlsMode, redisTlsOptions, watchRedisTls } from './store/redis/redis-tls.js';
 import type { QuotaStore } from './store/store.js';
 import { RlsMetrics } from './api/envoy/rls-metrics.js';
@@ -208,7 +208,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 
-  const waiting = setTimeout(() => logger.warn({ store: store.description }, 'store not answering yet: health stays NOT_SERVING'), 5_000);
+  const waiting = setTimeout(() => logger.warn({ store: store.description }, 'store not answering yet: health stays NOT_SERVING'), STARTUP_BUDGET_MS);
   await store.ready();
   clearTimeout(waiting);
   connectionErrors.connected();

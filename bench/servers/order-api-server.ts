@@ -17,6 +17,9 @@ const noLimiter: QuotaClient = {
   async reserve() {
     throw new Error('the unlimited baseline reserves nothing');
   },
+  async listPolicies() {
+    return [];
+  },
   async acquire() {
     throw new Error('the unlimited baseline holds no leases (the bench runs without the in-flight cap)');
   },

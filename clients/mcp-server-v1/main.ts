@@ -15,7 +15,7 @@ const env = z
     MCP_QUOTA_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(500),
     MCP_STDIO_SUBJECT: z.string().min(1, 'required: who runs this process (the principal of every call)'),
     MCP_STDIO_SCOPES: z.string().default(''),
-    MCP_AUDIT_FILE: z.string().min(1).default('mcp-audit.jsonl'),
+    MCP_AUDIT_FILE: z.string().min(1).optional(),
   })
   .safeParse({
     MCP_QUOTA_ADDR: process.env.MCP_QUOTA_ADDR || undefined,

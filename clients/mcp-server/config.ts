@@ -31,7 +31,7 @@ const schema = z.object({
   MCP_APPROVAL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   MCP_APPROVAL_CROSS_TENANT_ROLES: names.default([]),
   MCP_ROUTING_HEADERS: z.enum(['required', 'optional']).default('required'),
-  MCP_AUDIT_FILE: z.string().min(1).default('mcp-audit.jsonl'),
+  MCP_AUDIT_FILE: z.string().min(1).optional(),
   MCP_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   MCP_QUOTA_ADDR: z.string().min(1).default('127.0.0.1:50051'),
   MCP_QUOTA_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(500),

@@ -9,6 +9,7 @@ import {
   principalFromAuthInfo,
   type GuardQuota,
   type Principal,
+  type ToolGuard,
   type ToolResult,
 } from '@quota-service/mcp/v2';
 import { registerApproveTool } from './approve-tool.js';
@@ -59,6 +60,11 @@ export const REFERENCE_SCOPES = ['tickets:read', 'tickets:write', 'customers:rea
  * insufficient_scope, so the client can step up; on stdio the guard refuses it.
  */
 export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
+  return createReferenceServerWithGuard(deps).server;
+}
+
+/** The reference server and its guard (whose checkPolicies() main runs at start). */
+export function createReferenceServerWithGuard(deps: ReferenceServerDeps): { server: McpServer; guard: ToolGuard } {
   const server = new McpServer(
     { name: 'quota-guarded-help-desk', version: '0.1.0' },
     { instructions: 'Help-desk tools behind the quota service. A refused call says why in its text and under _meta["dev.quota-service/refusal"].' },
@@ -185,5 +191,5 @@ export function createReferenceServer(deps: ReferenceServerDeps): McpServer {
     }),
   );
 
-  return server;
+  return { server, guard };
 }

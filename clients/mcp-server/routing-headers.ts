@@ -1,7 +1,7 @@
 import type { AuthInfo } from '@modelcontextprotocol/server';
 import type { Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { type AuditRecord, type AuditSink, principalFromAuthInfo, redactArgumentValues } from '@quota-service/mcp/v2';
+import { type AuditRecord, type AuditSink, principalFromAuthInfo, redactArgumentValues, writeAuditRecord } from '@quota-service/mcp/v2';
 import { jsonRpcError, requestIdOf } from './http-errors.js';
 
 /**
@@ -174,14 +174,12 @@ export function routingHeaders(options: { mode: RoutingHeadersMode; audit?: Audi
     const calls = toolCallsOf(req.body);
     const reason = `${problem.message.replace(/^Bad Request: /, '')}: answered 400`;
     const write =
-      audit === undefined || calls.length === 0 ? Promise.resolve() : auditRefusals(audit, calls, (req as Request & { auth?: AuthInfo }).auth, reason);
-    void write
-      .catch((error: unknown) => logger.error({ err: error }, 'audit record could not be written'))
-      .finally(() => jsonRpcError(res, 400, problem.code, problem.message, requestIdOf(req.body)));
+      audit === undefined || calls.length === 0 ? Promise.resolve() : auditRefusals(audit, calls, (req as Request & { auth?: AuthInfo }).auth, reason, logger);
+    void write.finally(() => jsonRpcError(res, 400, problem.code, problem.message, requestIdOf(req.body)));
   };
 }
 
-async function auditRefusals(audit: AuditSink, calls: Record<string, unknown>[], auth: AuthInfo | undefined, reason: string): Promise<void> {
+async function auditRefusals(audit: AuditSink, calls: Record<string, unknown>[], auth: AuthInfo | undefined, reason: string, logger: Logger): Promise<void> {
   const principal = auth === undefined ? null : principalFromAuthInfo(auth);
   for (const call of calls) {
     const params = isObject(call['params']) ? call['params'] : {};
@@ -210,6 +208,6 @@ async function auditRefusals(audit: AuditSink, calls: Record<string, unknown>[],
       reason,
       durationMs: 0,
     };
-    await audit.write(record);
+    await writeAuditRecord(audit, record, logger);
   }
 }

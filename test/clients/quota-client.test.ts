@@ -73,6 +73,15 @@ describe.each(bothStores(redis))('quota client against the service on the %s sto
     }
   });
 
+  it('listPolicies: the names of the policies the service enforces; rejects when no service answers', async () => {
+    const names = await connect().listPolicies();
+    expect(names).toContain('orders');
+    expect(names).toContain('orders.create');
+    const closed = createQuotaClient({ address: '127.0.0.1:1', deadlineMs: 200 });
+    clients.push(closed);
+    await expect(closed.listPolicies()).rejects.toThrow();
+  });
+
   it('batching on a stream: maxSize splits the calls into messages of one AllowStream, a lone call included', async () => {
     const client = connect({ batch: { maxDelayMs: 0, maxSize: 8 } });
     await Promise.all(Array.from({ length: 20 }, (_, n) => client.allow({ policy: 'user', identity: { user: `s${n}` } })));

@@ -7,10 +7,12 @@ import { startServiceProcess, type ServiceProcess } from '../support/service-pro
 import { createConsumerProject, createProjectWith } from './consumer-project.js';
 import { importSpecifiers, isBuiltin, isRelative, packageName, packagesReached } from './imports.js';
 import { node22Binary } from './node22.js';
-import { CLIENT_PACKAGES, packClients, REPO_ROOT, type PackedPackage } from './pack-clients.js';
+import { CLIENT_PACKAGES, packAsReadmeSays, REPO_ROOT, type PackedPackage } from './pack-clients.js';
+import { describeReadmeInstall } from './readme-install.js';
 import { npmEnv, runChild } from './run-child.js';
 
-// The published packages as a user gets them: npm pack, installed from the tarballs
+// The published packages as a user gets them: packed by the READMEs' command (npm run
+// pack:clients), installed from the tarballs
 // into a project outside the repository, run with plain node (no tsx, no source
 // condition, no workspace links) against a real quota service, on the machine's
 // Node and on Node 22. Catches what in-repo tests cannot: a file missing from
@@ -35,9 +37,9 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'quota-packaging-'));
   consumerDir = join(work, 'consumer');
   clientOnlyDir = join(work, 'client-only');
-  // The service starts (through tsx) while the packages build.
+  packed = await packAsReadmeSays();
+  // After the pack, which may generate the contract's code the service imports too.
   service = startServiceProcess({});
-  packed = await packClients(join(work, 'tarballs'));
   console.log(`packaging: tarball sizes (bytes, gzipped): ${packed.map((p) => `${p.name} ${p.size}`).join(', ')}`);
   await createConsumerProject(consumerDir, packed);
   await createProjectWith(clientOnlyDir, packed, ['@quota-service/client', '@quota-service/core', '@quota-service/contract']);
@@ -267,7 +269,7 @@ describe('the packed client packages', () => {
   it(
     '`npx quotactl` from the repository root runs the built workspace package',
     async () => {
-      // packClients built each package's dist in place (prepack), as `make build` does.
+      // The pack built each package's dist in place (prepack), as `make build` does.
       const version = JSON.parse(await readFile(join(REPO_ROOT, 'clients', 'quotactl', 'package.json'), 'utf8')) as { version: string };
       const run = await runChild('npx', ['--no-install', 'quotactl', '--version'], { cwd: REPO_ROOT, env: consumerEnv(), timeoutMs: RUN_TIMEOUT_MS });
       expect(run.code, run.stderr).toBe(0);
@@ -377,3 +379,6 @@ for (const { runtime, binary, major } of RUNTIMES) {
     );
   });
 }
+
+// The READMEs' install commands and quick starts, on the same tarballs and service.
+describeReadmeInstall(() => ({ work: work!, address }));

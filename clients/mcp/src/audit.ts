@@ -85,7 +85,51 @@ export interface AuditSink {
   write(record: AuditRecord): Promise<void>;
 }
 
-/** The default sink: one JSON object per line, appended to a file. */
+/**
+ * The default sink: one JSON object per line on the process's stderr (never stdout,
+ * which is the protocol channel on stdio). A host or supervisor keeps stderr; give a
+ * file or a sink of your own to keep the records apart.
+ */
+export class StderrAuditSink implements AuditSink {
+  write(record: AuditRecord): Promise<void> {
+    return new Promise((resolve, reject) => {
+      process.stderr.write(`${JSON.stringify(record)}\n`, (error) => (error ? reject(error) : resolve()));
+    });
+  }
+}
+
+/** Sinks whose last write failed: their next failures are not logged again. */
+const failingSinks = new WeakSet<AuditSink>();
+
+/**
+ * Writes a record and never throws: a broken sink must not turn every call into an
+ * error. Its first failure is logged as one line (where, and why), not a stack per
+ * call; the next failures stay quiet until a write succeeds again, which is logged too.
+ */
+export async function writeAuditRecord(
+  sink: AuditSink,
+  record: AuditRecord,
+  logger: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void },
+): Promise<void> {
+  try {
+    await sink.write(record);
+    if (failingSinks.delete(sink)) logger.warn({ audit: auditTarget(sink) }, 'audit records are written again');
+  } catch (error) {
+    if (failingSinks.has(sink)) return;
+    failingSinks.add(sink);
+    const reason = error instanceof Error ? error.message : String(error);
+    logger.error(
+      { audit: auditTarget(sink), reason },
+      `audit records cannot be written to ${auditTarget(sink)}: ${reason}; tool calls go on unaudited, and this is logged once until a write succeeds`,
+    );
+  }
+}
+
+function auditTarget(sink: AuditSink): string {
+  return sink instanceof JsonLinesAuditSink ? sink.path : sink instanceof StderrAuditSink ? 'stderr' : sink.constructor.name;
+}
+
+/** A sink that appends one JSON object per line to a file. */
 export class JsonLinesAuditSink implements AuditSink {
   constructor(readonly path: string) {}
 

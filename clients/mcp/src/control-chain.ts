@@ -1,7 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { askApprover, type Approver, type AskOutcome } from './approval.js';
 import type { ApprovalTokens } from './approval-token.js';
-import { JsonLinesAuditSink, redactArgumentValues, type AuditRecord, type AuditSink, type ResultStatus } from './audit.js';
+import { JsonLinesAuditSink, redactArgumentValues, StderrAuditSink, writeAuditRecord, type AuditRecord, type AuditSink, type ResultStatus } from './audit.js';
 import { acquireInFlight, releaseInFlight } from './in-flight-cap.js';
 import { principalFromAuthInfo, quotaIdentity, type Principal, type VerifiedCredential } from './principal.js';
 import type { GuardQuota, Lease, QuotaDecision, Reservation } from './quota-decider.js';
@@ -17,7 +17,7 @@ export interface ToolGuardOptions {
    * with `quota.estimate` need its `reserve`, tools with `concurrency` its `acquire`.
    */
   quota: GuardQuota;
-  /** Where audit records go: a sink, or a JSON lines file path. Default `mcp-audit.jsonl`. */
+  /** Where audit records go: a sink, or a JSON lines file path. Default: JSON lines on stderr. */
   audit?: AuditSink | string;
   /**
    * The principal of calls that carry no verified credential: the operator's
@@ -73,12 +73,18 @@ export class ControlChain {
   readonly logger: Logger;
 
   constructor(readonly options: ToolGuardOptions) {
-    this.audit = typeof options.audit === 'object' ? options.audit : new JsonLinesAuditSink(options.audit ?? 'mcp-audit.jsonl');
+    this.audit =
+      typeof options.audit === 'object' ? options.audit : options.audit === undefined ? new StderrAuditSink() : new JsonLinesAuditSink(options.audit);
     this.logger = (options.logger ?? pino({ name: 'mcp-tool-guard' }, pino.destination(2))).child({ component: 'mcp-tool-guard' });
   }
 
+  /** The quota policies each registered tool names, for checkPolicies(). */
+  private readonly toolPolicies = new Map<string, string[]>();
+
   /** Refuses, when a tool is registered, a policy the chain could not carry out. */
   checkPolicy(tool: string, policy: ToolPolicy<never>): void {
+    const names = [policy.quota?.policy, policy.concurrency?.policy].filter((name): name is string => name !== undefined);
+    if (names.length > 0) this.toolPolicies.set(tool, names);
     const quota = policy.quota;
     if (quota?.estimate !== undefined) {
       if (quota.cost !== undefined) throw new TypeError(`tool ${tool}: quota.cost and quota.estimate exclude each other (estimate reserves, then settles)`);
@@ -89,6 +95,26 @@ export class ControlChain {
     }
     if (policy.concurrency !== undefined && typeof this.options.quota.acquire !== 'function') {
       throw new TypeError(`tool ${tool}: concurrency needs a quota client with acquire()`);
+    }
+  }
+
+  /**
+   * Asks the quota service (the quota client's listPolicies) whether it has every
+   * policy the registered tools name, so that a misspelt or missing policy shows at
+   * start, not at a tool's first call. Rejects naming each tool and policy missing;
+   * rejects too when the service cannot be asked.
+   */
+  async checkPolicies(): Promise<void> {
+    const list = this.options.quota.listPolicies;
+    if (typeof list !== 'function') throw new TypeError('checkPolicies needs a quota client with listPolicies()');
+    const known = new Set(await list.call(this.options.quota));
+    const missing: string[] = [];
+    for (const [tool, names] of this.toolPolicies) {
+      for (const name of names) if (!known.has(name)) missing.push(`tool ${tool}: policy ${name}`);
+    }
+    if (missing.length > 0) {
+      const has = known.size === 0 ? 'none' : [...known].sort().join(', ');
+      throw new Error(`the quota service has no such policy (or this caller may not use it): ${missing.join('; ')}. It has: ${has}`);
     }
   }
 
@@ -260,12 +286,7 @@ export class ControlChain {
   }
 
   private async record(record: AuditRecord): Promise<void> {
-    try {
-      await this.audit.write(record);
-    } catch (error) {
-      // A broken audit sink must be loud but must not turn every call into an error.
-      this.logger.error({ err: error, tool: record.tool }, 'audit record could not be written');
-    }
+    await writeAuditRecord(this.audit, record, this.logger);
   }
 }
 

@@ -18,4 +18,4 @@ export type {
 } from '@quota-service/core';
 
 /** What the guard's `quota` option takes: allow() always; reserve() and acquire() when a tool needs them. */
-export type GuardQuota = QuotaDecider & Partial<QuotaReserver & QuotaLeaser>;
+export type GuardQuota = QuotaDecider & Partial<QuotaReserver & QuotaLeaser> & { listPolicies?(): Promise<string[]> };

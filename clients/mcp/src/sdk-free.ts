@@ -13,7 +13,15 @@ export {
   type ApprovalRequestDetails,
   type ApprovalTokenProblem,
 } from './approval-token.js';
-export { JsonLinesAuditSink, redactArgumentValues, type AuditRecord, type AuditSink, type ConcurrencyOutcome } from './audit.js';
+export {
+  JsonLinesAuditSink,
+  redactArgumentValues,
+  StderrAuditSink,
+  writeAuditRecord,
+  type AuditRecord,
+  type AuditSink,
+  type ConcurrencyOutcome,
+} from './audit.js';
 export { REFUSAL_META_KEY, refusalResult, retryAfterSeconds, type Refusal, type RefusalReason } from './refusals.js';
 export type {
   QuotaDecider,

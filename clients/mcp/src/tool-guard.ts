@@ -72,6 +72,15 @@ export class ToolGuard {
     return this.server.registerTool(name, config, guarded as unknown as ToolCallback<InputArgs>);
   }
 
+  /**
+   * Checks at start that the quota service has every policy the registered tools name
+   * (through the quota client's listPolicies()). Rejects with each missing tool and
+   * policy, or when the service cannot be asked.
+   */
+  checkPolicies(): Promise<void> {
+    return this.chain.checkPolicies();
+  }
+
   /** Who calls: the verified credential's principal, else the configured one (stdio). */
   principalOf(extra: ToolExtra): Principal | undefined {
     return this.chain.principalOf(extra.authInfo);

@@ -147,10 +147,16 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
     return new LeaseHandle({ rpc: client, deadlineMs, timers: leaseTimers, logger }, request, decision, sentAt, response?.leaseExpiresInMs ?? 0);
   }
 
+  async function listPolicies(callOptions: { deadlineMs?: number } = {}): Promise<string[]> {
+    const { policies } = await client.listPolicies({}, { signal: AbortSignal.timeout(callOptions.deadlineMs ?? deadlineMs) });
+    return policies.map((policy) => policy.name);
+  }
+
   return {
     allow,
     reserve,
     acquire,
+    listPolicies,
     async close() {
       closed = true;
       batcher?.close();

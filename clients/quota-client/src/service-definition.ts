@@ -11,7 +11,7 @@ import {
 import { QuotaInvalidArgumentError } from './errors.js';
 import type { AllowParams } from './types.js';
 
-const { allow, allowBatch, allowStream, settle, release, renew } = QuotaServiceDefinition.methods;
+const { allow, allowBatch, allowStream, settle, release, renew, listPolicies } = QuotaServiceDefinition.methods;
 
 /**
  * The rpcs the client calls, as QuotaServiceDefinition has them, except
@@ -31,6 +31,8 @@ export const quotaClientDefinition = {
     settle: { ...settle, requestType: { encode: SettleRequest.encode, decode: SettleRequest.decode } },
     release: { ...release, requestType: { encode: ReleaseRequest.encode, decode: ReleaseRequest.decode } },
     renew: { ...renew, requestType: { encode: RenewRequest.encode, decode: RenewRequest.decode } },
+    // Once at start, not per decision: the generated definition as it is.
+    listPolicies,
   },
 } as const;
 

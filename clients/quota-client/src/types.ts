@@ -80,6 +80,12 @@ export interface QuotaClient {
    * closed unless `leaseOnUnavailable` (or this call's `onUnavailable`) says otherwise.
    */
   acquire(params: AcquireParams, options?: AcquireOptions): Promise<Lease>;
+  /**
+   * The names of the policies the service enforces (with caller authentication, those
+   * this caller may use): for a start-up check that the policies an application names
+   * exist. Rejects when the service cannot answer within the client's deadline.
+   */
+  listPolicies(options?: { deadlineMs?: number }): Promise<string[]>;
   /** Closes the channel; later allow() calls reject. Calls still in flight may get the failure policy's answer. */
   close(): Promise<void>;
 }

@@ -46,18 +46,53 @@ export function connectionErrorHint(error: Error, settings: ConnectionSettings):
 }
 
 /**
+ * How long after start a connection error is kept rather than logged. A Redis that is
+ * up can still fail the first attempts: the event loop is busy loading the service
+ * (a connect timeout fires late), or Redis starts a moment after the service (one
+ * Deployment rolled out beside another). ioredis retries within this budget; only what
+ * persists past it is an error worth a line.
+ */
+export const STARTUP_BUDGET_MS = 5_000;
+
+/** The timer the start-up budget runs on: the process's (never keeping it alive), or a test's virtual one. */
+export interface BudgetTimers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const processTimers: BudgetTimers = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+/**
  * A listener for the store's connection errors, for the log. ioredis reconnects by
  * itself every few milliseconds, so each distinct error of a node is logged once.
- * Until the store first answered (`connected()`), that is an error: the service stays
- * NOT_SERVING because of it. Afterwards a failing connection is an outage, and the
- * failure policy's circuit breaker gives the one warning per outage
- * (docs/operations.md); the cause goes to debug. Only host:port, the error code and
- * Node's message are logged: no URL (it may carry a password), no file contents.
+ * During the start-up budget (`budgetMs` from creation) errors are kept, not logged:
+ * when the store answers within it (`connected()`), they go to debug only. Past the
+ * budget with no answer, each distinct error kept is logged as an error (the service
+ * stays NOT_SERVING because of it), and later ones as they come. Once the store has
+ * answered, a failing connection is an outage, and the failure policy's circuit
+ * breaker gives the one warning per outage (docs/operations.md); the cause goes to
+ * debug. Only host:port, the error code and Node's message are logged: no URL (it may
+ * carry a password), no file contents.
  */
-export function connectionErrorLog(logger: Logger, settings: ConnectionSettings): { onConnectionError(error: Error, node: string): void; connected(): void } {
+export function connectionErrorLog(
+  logger: Logger,
+  settings: ConnectionSettings,
+  options: { budgetMs?: number; timers?: BudgetTimers } = {},
+): { onConnectionError(error: Error, node: string): void; connected(): void; close(): void } {
   // Per node, the errors already logged: a refused handshake alternates between two of them.
   const seen = new Map<string, Set<string>>();
   let started = false;
+  let pastBudget = false;
+  // Kept during the budget: each distinct error's fields, in the order they came.
+  const kept: Record<string, unknown>[] = [];
+  const timers = options.timers ?? processTimers;
+  const budget = timers.setTimeout(() => {
+    pastBudget = true;
+    for (const fields of kept.splice(0)) logger.error(fields, 'cannot connect to Redis: health stays NOT_SERVING');
+  }, options.budgetMs ?? STARTUP_BUDGET_MS);
   return {
     onConnectionError(error, node) {
       const code = (error as NodeJS.ErrnoException).code;
@@ -71,11 +106,17 @@ export function connectionErrorLog(logger: Logger, settings: ConnectionSettings)
       const hint = connectionErrorHint(error, settings);
       const fields = { node, ...(code === undefined ? {} : { code }), error: error.message, ...(hint === undefined ? {} : { hint }) };
       if (started) logger.debug(fields, 'Redis connection failed');
-      else logger.error(fields, 'cannot connect to Redis: health stays NOT_SERVING');
+      else if (pastBudget) logger.error(fields, 'cannot connect to Redis: health stays NOT_SERVING');
+      else if (kept.length < 20) kept.push(fields);
     },
     connected() {
       started = true;
+      timers.clearTimeout(budget);
+      for (const fields of kept.splice(0)) logger.debug(fields, 'Redis connection failed at start, then connected');
       seen.clear();
+    },
+    close() {
+      timers.clearTimeout(budget);
     },
   };
 }
