@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { type GroupDecision, parsePolicies } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
-import type { ScriptStep } from '../../src/store/redis/cross-slot.js';
+import type { ScriptStep } from '../../src/store/redis/cross-slot/saga.js';
 import { keySlot } from '../../src/store/redis/key-slot.js';
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { useClusterFixture } from '../support/use-redis.js';

@@ -13,16 +13,18 @@ import {
   rlsStateKey,
 } from '@quota-service/core';
 import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from './script/decide-script.js';
-import { parseDecideReply, parseSettleReply } from './script/decide-reply.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { keySlot } from './key-slot.js';
 import { clusterClient, singleNodeClient, type RedisConnectionOptions } from './redis-clients.js';
 import { BATCH_LIMITS, ScriptBatcher } from './script-batcher.js';
 import { ClusterNodeBatches } from './cluster-node-batches.js';
-import { decideAcrossSlots, type ScriptStep, type ScriptSteps, type SlotGroups } from './cross-slot.js';
+import { decideAcrossSlots } from './cross-slot/decide-across-slots.js';
+import type { ScriptStep, ScriptSteps } from './cross-slot/saga.js';
+import { oneSlot, slotGroups, slotOf } from './hash-slots.js';
+import { answerOf, scriptStepOf } from './script-steps.js';
 import { storeError } from './store-errors.js';
 import { PartitionTraffic } from './partition-traffic.js';
-import { type DecideStep, decideOne, type QuotaStore, type StoreParts, tellRecord } from '../store.js';
+import { type DecideStep, decideOne, type QuotaStore, type StoreParts } from '../store.js';
 
 export interface RedisStoreOptions extends RedisConnectionOptions {
   /**
@@ -124,7 +126,7 @@ export class RedisStore implements QuotaStore {
 
   /**
    * Each step as one script call when its keys share a slot (always on one
-   * node), else by the cross-slot saga (cross-slot.ts). The steps of one call
+   * node), else by the cross-slot saga (cross-slot/). The steps of one call
    * reach Redis in the same turn: the batcher sends them as one script call
    * (one per master on a cluster), the saga's first phase included.
    */
@@ -328,84 +330,6 @@ export class RedisStore implements QuotaStore {
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
-}
-
-/** One script call for a step whose keys share a slot: the record of a request id at its first limit. */
-function scriptStepOf(step: DecideStep): ScriptStep {
-  switch (step.mode) {
-    case 'spend': {
-      const placed = step.records?.memoAt(0);
-      if (placed === undefined) return step.memo === undefined ? step : { calls: step.calls, mode: 'spend', options: { memo: step.memo } };
-      return { calls: step.calls, mode: 'spend', options: { memo: { key: placed.key, ttlMs: placed.ttlMs, count: step.calls.length } } };
-    }
-    case 'refund':
-      return {
-        calls: step.calls,
-        mode: 'refund',
-        options: step.memo === undefined ? { spentAtMs: step.spentAtMs } : { spentAtMs: step.spentAtMs, memo: step.memo },
-      };
-    case 'settle': {
-      const memo = step.records.memoAt(0);
-      if (memo === undefined) throw new Error('a settlement needs a request id');
-      return {
-        calls: step.calls,
-        mode: 'settle',
-        options: { memo: { ...memo, count: step.calls.length }, actualCost: step.actualCost, memoIndex: 0 },
-        settle: step,
-      };
-    }
-    default:
-      return step;
-  }
-}
-
-/** A script step's reply as its decision; a settle step's record told. */
-function answerOf(step: ScriptStep, reply: unknown): GroupDecision | Error {
-  try {
-    if (step.mode !== 'settle') return parseDecideReply(reply, step.calls.length, step.options?.memo);
-    const decision = parseSettleReply(reply, step.calls.length);
-    if (step.settle !== undefined) tellRecord(step.settle, decision, 0);
-    return decision;
-  } catch (error) {
-    return asError(error);
-  }
-}
-
-/** The hash slot of a call's key, computed once per call (LimitCall.slot). */
-function slotOf(call: LimitCall): number {
-  call.slot ??= keySlot(call.identityKey);
-  return call.slot;
-}
-
-/** Whether the calls' keys share one hash slot. */
-function oneSlot(calls: readonly LimitCall[]): boolean {
-  if (calls.length < 2) {
-    if (calls.length === 1) slotOf(calls[0]!);
-    return true;
-  }
-  const first = slotOf(calls[0]!);
-  for (let i = 1; i < calls.length; i++) if (slotOf(calls[i]!) !== first) return false;
-  return true;
-}
-
-/**
- * The calls split into groups that one script call can decide atomically,
- * one per hash slot, sorted by slot so every request reserves in the same
- * fixed order; within a slot in the calls' order. Each group lists indexes into `calls`.
- */
-function slotGroups(calls: readonly LimitCall[]): SlotGroups {
-  const order = calls.map((_, i) => i).sort((a, b) => slotOf(calls[a]!) - slotOf(calls[b]!) || a - b);
-  const groups: number[][] = [];
-  let last = -1;
-  for (const i of order) {
-    const slot = calls[i]!.slot!;
-    if (slot === last) groups[groups.length - 1]!.push(i);
-    else {
-      groups.push([i]);
-      last = slot;
-    }
-  }
-  return groups;
 }
 
 /** A TCP reset where the socket allows it (a TLS socket does not: it is closed as usual). */
