@@ -92,12 +92,12 @@ export const MAX_CALLER_BUDGET_MS = 1000;
 
 /**
  * The store budget of a call whose caller waits `remainingMs` more: that
- * time less a margin for the answer to reach it (15%, at least 2 ms), in
+ * time less a margin for the answer to reach it (25%, at least 4 ms), in
  * whole ms from 1 to MAX_CALLER_BUDGET_MS. Envoy's default 20 ms timeout
- * gives 17 ms, less what the call already spent.
+ * gives 15 ms, less what the call already spent.
  */
 export function storeBudgetMs(remainingMs: number): number {
-  const margin = Math.max(2, Math.ceil(remainingMs * 0.15));
+  const margin = Math.max(4, Math.ceil(remainingMs * 0.25));
   return Math.min(MAX_CALLER_BUDGET_MS, Math.max(1, Math.floor(remainingMs - margin)));
 }
 
