@@ -62,3 +62,34 @@ function run(command: string, args: string[]): Promise<string> {
     child.on('close', (code) => (code === 0 ? resolve(output) : reject(new Error(`${command} exited with ${code}:\n${output}`))));
   });
 }
+
+/**
+ * A closed loop by h2load for `seconds`: `clients` connections with up to
+ * `streams` calls in flight on each, each call the framed request `frame`.
+ * Counts of succeeded and failed calls (HTTP level) and the mean time per call.
+ */
+export async function h2loadClosedLoop(
+  url: string,
+  frame: Uint8Array,
+  load: { clients: number; streams: number; seconds: number; headers?: readonly string[] },
+): Promise<{ succeeded: number; failed: number; meanLatencyMs: number }> {
+  const dir = await mkdtemp(join(tmpdir(), 'h2load-'));
+  try {
+    const body = join(dir, 'request.bin');
+    await writeFile(body, frame);
+    const args = [
+      ...['-c', String(load.clients), '-m', String(load.streams), '-D', String(load.seconds)],
+      ...['-d', body, '-H', 'content-type: application/grpc', '-H', 'te: trailers'],
+      ...(load.headers ?? []).flatMap((header) => ['-H', header]),
+      url,
+    ];
+    const output = await run('h2load', args);
+    const counts = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed/.exec(output);
+    const mean = /time for request:\s+\S+\s+\S+\s+([0-9.]+)(us|ms|s)\s/.exec(output);
+    if (counts === null || mean === null) throw new Error(`h2load printed no request counts:\n${output}`);
+    const scale = { us: 0.001, ms: 1, s: 1000 }[mean[2] as 'us' | 'ms' | 's'];
+    return { succeeded: Number(counts[1]), failed: Number(counts[2]), meanLatencyMs: Number(mean[1]) * scale };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

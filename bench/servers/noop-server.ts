@@ -4,6 +4,7 @@
 import { createServer } from 'nice-grpc';
 import { DecisionSource, type AllowResponse } from '@quota-service/contract';
 import { quotaServiceDefinition, type QuotaServiceHandlers } from '../../src/api/quota/service-definition.js';
+import { rateLimitServiceDefinition, type RateLimitResponse } from '../../src/api/envoy/envoy-codec.js';
 import { failStart, serveUntilParentLeaves } from './lifecycle.js';
 
 /**
@@ -49,9 +50,26 @@ const noop: QuotaServiceHandlers = {
   },
 };
 
+/** Envoy's answer to a two-descriptor request under limits that never fill (bench/unary-cpu.ts): both OK, each with its limit. */
+const RLS_OK: RateLimitResponse = {
+  overall_code: 1,
+  statuses: [0, 1].map(() => ({
+    code: 1,
+    current_limit: { name: 'bench', requests_per_unit: 1_000_000_000, unit: 1 },
+    limit_remaining: 999_999_999,
+    duration_until_reset: { seconds: 0, nanos: 1_000_000 },
+  })),
+  response_headers_to_add: [],
+};
+
 async function main(): Promise<void> {
   const server = createServer();
   server.add(quotaServiceDefinition, noop);
+  server.add(rateLimitServiceDefinition(), {
+    async shouldRateLimit() {
+      return RLS_OK;
+    },
+  });
   const port = await server.listen('127.0.0.1:0');
   serveUntilParentLeaves(port, () => server.shutdown());
 }

@@ -26,31 +26,54 @@ const PROTECTED_PREFIXES = ['/quota.v1.', '/envoy.service.ratelimit.v3.'];
  */
 export function authMiddleware(callers: CallerRegistry, logger: Logger) {
   return async function* authenticate<Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
-    if (!PROTECTED_PREFIXES.some((prefix) => call.method.path.startsWith(prefix))) return yield* call.next(call.request, context);
+    if (!isProtected(call.method.path)) return yield* call.next(call.request, context);
     const header = context.metadata.get('authorization');
-    const match = typeof header === 'string' ? /^Bearer (\S+)$/i.exec(header.trim()) : null;
-    if (match === null) throw new ServerError(Status.UNAUTHENTICATED, 'missing bearer token: send metadata "authorization: Bearer <token>"');
-    const caller = callers.byToken(match[1]!);
-    if (caller === undefined) {
-      logger.debug({ method: call.method.path }, 'unknown bearer token');
-      throw new ServerError(Status.UNAUTHENTICATED, 'unknown bearer token');
-    }
-    // The caller's name (never its token) goes on the call's log lines.
     const callLog = (context as CallContext & CallLogContext).callLog;
-    if (callLog) callLog.caller = caller.name;
-    if (!call.requestStream && caller.policies !== undefined) {
-      for (const policy of policiesNamedIn(call.request)) {
-        // A name that is not valid UTF-8 names no policy: validation refuses it as INVALID_ARGUMENT.
-        if (!caller.policies.has(policy) && policy.isWellFormed()) {
-          logger.debug({ method: call.method.path, caller: caller.name, policy }, 'policy not allowed for caller');
-          throw new ServerError(Status.PERMISSION_DENIED, `caller "${caller.name}" may not use policy ${quoteCapped(policy)}`);
-        }
+    const known = authenticateCall(callers, logger, call.method.path, header, call.requestStream ? undefined : call.request, callLog);
+    return yield* call.next(call.request, { ...context, ...known } as CallContext);
+  };
+}
+
+/**
+ * The check behind the auth middleware, for one call of a protected method:
+ * its `authorization` header must name a known caller, and every policy its
+ * request names (none for a stream: pass undefined) must be one that caller
+ * may use. Throws the ServerError to answer; answers what the handlers get.
+ * The caller's name (never its token) goes on the call's log fields as soon
+ * as it is known, so a refusal for a policy is logged and audited by name.
+ */
+export function authenticateCall(
+  callers: CallerRegistry,
+  logger: Logger,
+  path: string,
+  header: unknown,
+  request: unknown,
+  logFields: Record<string, unknown> | undefined,
+): { caller: Caller; currentCaller: () => Caller | undefined } {
+  const match = typeof header === 'string' ? /^Bearer (\S+)$/i.exec(header.trim()) : null;
+  if (match === null) throw new ServerError(Status.UNAUTHENTICATED, 'missing bearer token: send metadata "authorization: Bearer <token>"');
+  const token = match[1]!;
+  const caller = callers.byToken(token);
+  if (caller === undefined) {
+    logger.debug({ method: path }, 'unknown bearer token');
+    throw new ServerError(Status.UNAUTHENTICATED, 'unknown bearer token');
+  }
+  if (logFields) logFields.caller = caller.name;
+  if (request !== undefined && caller.policies !== undefined) {
+    for (const policy of policiesNamedIn(request)) {
+      // A name that is not valid UTF-8 names no policy: validation refuses it as INVALID_ARGUMENT.
+      if (!caller.policies.has(policy) && policy.isWellFormed()) {
+        logger.debug({ method: path, caller: caller.name, policy }, 'policy not allowed for caller');
+        throw new ServerError(Status.PERMISSION_DENIED, `caller "${caller.name}" may not use policy ${quoteCapped(policy)}`);
       }
     }
-    const token = match[1]!;
-    const currentCaller = () => callers.byToken(token);
-    return yield* call.next(call.request, { ...context, caller, currentCaller } as CallContext);
-  };
+  }
+  return { caller, currentCaller: () => callers.byToken(token) };
+}
+
+/** Whether a method needs a caller: the quota API and Envoy's rate limit service do, health and reflection do not. */
+export function isProtected(path: string): boolean {
+  return PROTECTED_PREFIXES.some((prefix) => path.startsWith(prefix));
 }
 
 /**

@@ -39,7 +39,8 @@ export function batchItemError(error: unknown, index: number, method: string, lo
   return { code: status.code, message: `requests[${index}]${fieldError ? '.' : ': '}${status.details}` };
 }
 
-function toServerError(error: unknown, method: string, logger: Logger): ServerError {
+/** The status a call that failed with `error` answers (expected errors keep their message; anything else is logged and INTERNAL). */
+export function toServerError(error: unknown, method: string, logger: Logger): ServerError {
   if (error instanceof ServerError) return error;
   if (error instanceof InvalidArgumentError) return new ServerError(Status.INVALID_ARGUMENT, error.message);
   if (error instanceof PolicyNotFoundError || error instanceof NotFoundError) return new ServerError(Status.NOT_FOUND, error.message);

@@ -14,20 +14,38 @@ export interface CallLogContext {
  */
 export function loggingMiddleware(logger: Logger) {
   return async function* logCalls<Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
-    if (!logger.isLevelEnabled('debug')) return yield* call.next(call.request, context);
-    // A stream's requests are its messages: its lines carry the method (and caller) only.
-    const fields: Record<string, unknown> = { method: call.method.path, ...(call.requestStream ? {} : requestFields(call.request)) };
-    logger.debug(fields, 'call started');
-    const started = performance.now();
+    const log = callLog(logger, call.method.path, call.requestStream ? undefined : call.request);
+    if (log === undefined) return yield* call.next(call.request, context);
     try {
-      const response = yield* call.next(call.request, { ...context, callLog: fields } as CallContext);
-      logger.debug({ ...fields, ms: elapsed(started) }, 'call finished');
+      const response = yield* call.next(call.request, { ...context, callLog: log.fields } as CallContext);
+      log.finished();
       return response;
     } catch (error) {
-      const code = error instanceof ServerError ? error.code : undefined;
-      logger.debug({ ...fields, ms: elapsed(started), code }, 'call failed');
+      log.failed(error instanceof ServerError ? error.code : undefined);
       throw error;
     }
+  };
+}
+
+/** The debug lines of one call, started; undefined when debug lines are off (then a call costs nothing here). */
+export interface CallLog {
+  /** The fields of every line of this call; inner layers (auth) add to them. */
+  readonly fields: Record<string, unknown>;
+  finished(): void;
+  failed(code: number | undefined): void;
+}
+
+/** Logs a call's start (a stream's requests are its messages: pass undefined) and answers how to log its end. */
+export function callLog(logger: Logger, path: string, request: unknown): CallLog | undefined {
+  if (!logger.isLevelEnabled('debug')) return undefined;
+  // A stream's lines carry the method (and caller) only.
+  const fields: Record<string, unknown> = { method: path, ...(request === undefined ? {} : requestFields(request)) };
+  logger.debug(fields, 'call started');
+  const started = performance.now();
+  return {
+    fields,
+    finished: () => logger.debug({ ...fields, ms: elapsed(started) }, 'call finished'),
+    failed: (code) => logger.debug({ ...fields, ms: elapsed(started), code }, 'call failed'),
   };
 }
 

@@ -10,6 +10,7 @@ import { boundedHealthService } from './health-service.js';
 import { errorMiddleware } from './error-middleware.js';
 import { loggingMiddleware } from './logging-middleware.js';
 import { addReflection } from './reflection.js';
+import { type LeanRoutes, leanUnaryInterceptor } from './lean-unary.js';
 
 export interface QuotaServer {
   /** The bound port (useful with an address ending in :0). */
@@ -27,9 +28,11 @@ export interface ServedServices {
   /**
    * Adds the services. `draining` is aborted when shutdown starts (open streams
    * answer what they have read and end). Answers the full names of the services
-   * reflection lists and health reports on by name.
+   * reflection lists and health reports on by name. A unary handler put in
+   * `lean` (by its method's path) is served on the lean path (lean-unary.ts)
+   * instead of through the middleware; it must be added to `server` too.
    */
-  add(server: Server, draining: AbortSignal): { reflected: readonly string[]; health: readonly string[] };
+  add(server: Server, draining: AbortSignal, lean: LeanRoutes): { reflected: readonly string[]; health: readonly string[] };
 }
 
 /**
@@ -58,17 +61,31 @@ export async function startGrpcServer(options: {
   /** Methods (by path) whose handlers read the caller's deadline (call-deadline.ts). */
   deadlinePaths?: readonly string[];
   services: ServedServices;
+  /**
+   * Serve the unary handlers the services put on the lean path there (default);
+   * false: through the middleware like every other method (the tests run both).
+   */
+  leanUnary?: boolean;
 }): Promise<QuotaServer> {
   const deadlinePaths = options.deadlinePaths ?? [];
+  // Filled in by the services; left unserved when the lean path is off.
+  const lean: LeanRoutes = new Map();
+  const leanServed = options.leanUnary !== false;
   // grpc-js's own server options: nice-grpc hands them to the grpc-js Server as they are.
-  const serverOptions = deadlinePaths.length === 0 ? {} : ({ interceptors: [callDeadlineInterceptor(deadlinePaths)] } as object);
+  // The lean path is the outermost interceptor: it answers its calls itself.
+  const serverOptions = {
+    interceptors: [
+      callDeadlineInterceptor(deadlinePaths, (path) => leanServed && lean.has(path)),
+      ...(leanServed ? [leanUnaryInterceptor(lean, { logger: options.logger, callers: options.callers })] : []),
+    ],
+  } as object;
   let chain = createServer(serverOptions).use(loggingMiddleware(options.logger));
   if (options.audit) chain = chain.use(options.audit);
   chain = chain.use(errorMiddleware(options.logger));
   if (options.callers) chain = chain.use(authMiddleware(options.callers, options.logger));
   const server: Server = chain;
   const draining = new AbortController();
-  const served = options.services.add(server, draining.signal);
+  const served = options.services.add(server, draining.signal, lean);
 
   const health = HealthState();
   server.add(HealthDefinition, boundedHealthService(health, draining.signal));

@@ -26,6 +26,7 @@ import type { QuotaServiceHandlers } from './service-definition.js';
 
 export { MAX_BATCH_SIZE } from './decide-each.js';
 
+export const ALLOW_PATH = '/quota.v1.QuotaService/Allow';
 const ALLOW_BATCH_PATH = '/quota.v1.QuotaService/AllowBatch';
 const ALLOW_STREAM_PATH = '/quota.v1.QuotaService/AllowStream';
 
