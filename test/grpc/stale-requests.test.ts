@@ -30,7 +30,7 @@ const fresh = (user: string) => order(user, { deadlineMs: 250, sentAtUnixMs: cli
 /** Sent 5 s ago by a caller that waited 250 ms: held by a link that was down. */
 const held = (user: string) => order(user, { deadlineMs: 250, sentAtUnixMs: clientNow() - 5_000 });
 const LATE =
-  /^(requests\[\d+\]: )?arrived \d+ ms later than the quickest request of its connection, after its caller stopped waiting \(deadline_ms 250\): not decided, nothing spent$/;
+  /^(requests\[\d+\]: )?arrived \d+ ms later than the quickest request of its connection, too late for its answer to reach its caller in time \(deadline_ms 250\): not decided, nothing spent$/;
 
 describe.each(bothStores(redis))('requests whose caller gave up, on the %s store', (_name, makeFixture) => {
   let fixture: StoreFixture;
@@ -85,8 +85,10 @@ describe.each(bothStores(redis))('requests whose caller gave up, on the %s store
     expect((await client.allow(fresh('a'))).limits[0]?.remaining).toBe(9);
   });
 
-  it('a request late by less than its deadline is decided', async () => {
-    const lateButWaiting = order('w', { deadlineMs: 5_000, sentAtUnixMs: clientNow() - 4_000 });
+  it('a request late by less than half its deadline is decided; by more, refused: its answer needs the way back', async () => {
+    const tooLateToAnswer = order('w', { deadlineMs: 5_000, sentAtUnixMs: clientNow() - 4_000 });
+    await expect(client.allow(tooLateToAnswer)).rejects.toMatchObject({ code: Status.DEADLINE_EXCEEDED });
+    const lateButWaiting = order('w', { deadlineMs: 5_000, sentAtUnixMs: clientNow() - 2_000 });
     expect((await client.allow(lateButWaiting)).limits[0]?.remaining).toBe(9);
     const { results } = await client.allowBatch({ requests: [lateButWaiting] });
     expect(results[0]?.response?.limits[0]?.remaining).toBe(8);

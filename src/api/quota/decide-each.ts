@@ -96,7 +96,7 @@ function lateError(index: number, lateMs: number, deadlineMs: number): BatchItem
 
 /** Why a request that came after its caller gave up was not decided (DEADLINE_EXCEEDED). */
 export function lateMessage(lateMs: number, deadlineMs: number): string {
-  return `arrived ${Math.round(lateMs)} ms later than the quickest request of its connection, after its caller stopped waiting (deadline_ms ${deadlineMs}): not decided, nothing spent`;
+  return `arrived ${Math.round(lateMs)} ms later than the quickest request of its connection, too late for its answer to reach its caller in time (deadline_ms ${deadlineMs}): not decided, nothing spent`;
 }
 
 const SOURCES: Record<EngineDecisionSource, DecisionSource> = {

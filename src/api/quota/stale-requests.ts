@@ -36,9 +36,9 @@ export interface StaleRequestsOptions {
  * authenticated caller on it), the service keeps the smallest receive − send
  * it has seen: the offset plus the quickest delivery. A request's receive −
  * send above that baseline is how much longer than the quickest it took, never
- * more than it really took. When that exceeds its deadline_ms plus the
- * allowance, its caller has stopped waiting: the request fails with
- * DEADLINE_EXCEEDED and spends nothing. The allowance covers senders whose
+ * more than it really took. When that exceeds half its deadline_ms plus the
+ * allowance, its answer would come back after its caller stopped waiting
+ * (lateness): the request fails with DEADLINE_EXCEEDED and spends nothing. The allowance covers senders whose
  * clocks differ yet share a connection (callers behind one HTTP/2 proxy).
  *
  * Bytes held by a dead connection come late on that same connection, whose
@@ -107,10 +107,20 @@ export class StaleRequests {
     return this.peers.size;
   }
 
+  /**
+   * How late a request is, or 0 when it may be decided: refused once its delay
+   * above the quickest is more than half its deadline (plus the allowance).
+   * Past the whole deadline its caller has gone; past half, what is left of it
+   * is shorter than the way the request came, and the answer has that way to
+   * go back, on a link that just delayed the request that much (the bytes of
+   * a healed partition, retransmitted ahead of it). Decided then, it would
+   * most likely spend for a caller that has given up by the time the answer
+   * comes.
+   */
   private lateness(request: AllowRequest, clock: SendClock, receivedAt: number): number {
     const delay = clock.delay(request.sentAtUnixMs, receivedAt);
     const deadlineMs = request.deadlineMs;
-    return deadlineMs > 0 && delay > deadlineMs + this.allowanceMs ? delay : 0;
+    return deadlineMs > 0 && delay > deadlineMs / 2 + this.allowanceMs ? delay : 0;
   }
 
   private clock(peer: string, caller: string | undefined, receivedAt: number): SendClock {

@@ -54,13 +54,13 @@ describe('a request that arrives after its caller gave up', () => {
     expect(t.stale.refused).toEqual({ Allow: 1, AllowBatch: 0, AllowStream: 0 });
   });
 
-  it('is decided up to its deadline (plus the allowance) past the quickest delivery, refused after', () => {
+  it('is decided up to half its deadline (plus the allowance) past the quickest delivery, refused after: its answer needs the way back', () => {
     for (const allowanceMs of [0, 100]) {
       const t = setup(allowanceMs);
       t.stale.check(request(t.now, 250), PEER, undefined, 'Allow');
       const sentAt = t.now;
       // In transit for `ms`: that much later than the quickest (0 ms), less what the baseline rose meanwhile.
-      const limit = 250 + allowanceMs;
+      const limit = 125 + allowanceMs;
       const inTransitFor = (lateMs: number) => lateMs / (1 - BASELINE_RISE);
       t.advance(inTransitFor(limit - 0.01));
       expect(t.stale.check(request(sentAt, 250), PEER, undefined, 'Allow'), `allowance ${allowanceMs}: just under the limit`).toBe(0);
