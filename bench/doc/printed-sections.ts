@@ -56,6 +56,16 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'The worst round shows what one stall of this shared machine does to a 4 s round; the median of the rounds is the figure.',
   },
   {
+    id: 'unary-cpu',
+    title: 'What one unary call costs the service',
+    about:
+      'The service on one Redis and a no-op server of the same gRPC stack (grpc-js, nice-grpc, the same codecs) in their own processes, ' +
+      "driven by h2load (4 connections, 16 calls in flight on each): the server's CPU time per call, read from /proc, for `Allow` and for " +
+      'a two-descriptor `ShouldRateLimit` (what Envoy sends), limits that never fill; then the mean latency one call at a time. ' +
+      'This is what Envoy and every caller that is not the batching client pay per decision. The goal: at most 1.3 times the ' +
+      "no-op's CPU per call and twice its latency. Both calls take the service's lean path (docs/architecture.md).",
+  },
+  {
     id: 'algorithms',
     title: 'Per algorithm: decisions/s and Redis memory',
     about:
