@@ -4,7 +4,10 @@
 //
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/client-profile.ts [--seconds 4] [--concurrency 256] [--warmup 2] [--batch off]
 //
-// Prints decisions/s and the driver's CPU µs per decision.
+// Prints decisions/s and the driver's CPU µs per decision, and the measured
+// window on the monotonic clock V8's profiles use (bench/cpu-breakdown.ts
+// reads it). `--service-profile DIR`: the service child writes a CPU profile
+// there too.
 import { parseArgs } from 'node:util';
 import { benchMain, type BenchRun } from './bench-main.js';
 import { startRedisServer } from '../test/support/redis-server.js';
@@ -12,6 +15,7 @@ import { startServerChild } from './children.js';
 import { driveLoad } from './load.js';
 import { quotaClientCaller } from './quota-client-caller.js';
 import { ROUND_GRACE_MS } from './rounds.js';
+import { redisCpuMs } from './cpu.js';
 
 async function main(run: BenchRun): Promise<number> {
   const { values } = parseArgs({
@@ -21,6 +25,7 @@ async function main(run: BenchRun): Promise<number> {
       concurrency: { type: 'string', default: '256' },
       warmup: { type: 'string', default: '2' },
       batch: { type: 'string', default: 'on' },
+      'service-profile': { type: 'string' },
     },
     strict: true,
   });
@@ -30,19 +35,26 @@ async function main(run: BenchRun): Promise<number> {
   run.watchdog(60_000 + (seconds + warmup) * 1000 + 2 * ROUND_GRACE_MS);
   const redis = await startRedisServer();
   run.onCleanup(() => redis.stop());
-  const service = await startServerChild('service', 'quota-server.ts', [redis.url]);
+  const service = await startServerChild('service', 'quota-server.ts', [redis.url], { cpuProfDir: values['service-profile'] });
   run.onCleanup(() => service.stop());
   const caller = quotaClientCaller(service.port, values.batch === 'off' ? false : { maxDelayMs: 0, maxSize: 100 });
   run.onCleanup(() => caller.close());
   const load = (s: number) => driveLoad({ call: caller.call, concurrency, durationMs: s * 1000, graceMs: ROUND_GRACE_MS });
   if (warmup > 0) await load(warmup);
   const before = process.cpuUsage();
+  const redisClient = redis.client();
+  const redisBefore = await redisCpuMs(redisClient);
+  const windowStart = process.hrtime.bigint() / 1000n;
   const result = await load(seconds);
+  const windowEnd = process.hrtime.bigint() / 1000n;
   const cpu = process.cpuUsage(before);
+  const redisMs = (await redisCpuMs(redisClient)) - redisBefore;
+  redisClient.disconnect();
   const cpuUs = cpu.user + cpu.system;
   process.stdout.write(
     `batch ${values.batch}, concurrency ${concurrency}: ${result.decisionsPerSecond.toFixed(0)} decisions/s, ` +
-      `p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, driver ${(cpuUs / result.calls).toFixed(1)} µs/decision, errors ${result.errors}\n`,
+      `p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, driver ${(cpuUs / result.calls).toFixed(1)} µs/decision, errors ${result.errors}\n` +
+      `window ${windowStart}-${windowEnd} µs, decisions ${result.calls}, redis ${((redisMs * 1000) / result.calls).toFixed(1)} µs/decision\n`,
   );
   return result.errors > 0 ? 1 : 0;
 }

@@ -66,6 +66,16 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       "no-op's CPU per call and twice its latency. Both calls take the service's lean path (docs/architecture.md).",
   },
   {
+    id: 'cpu-breakdown',
+    title: 'Where the CPU time of one decision goes',
+    about:
+      'The batching quota client (one `AllowStream`), the service and one Redis at 1, 4 and 16 calls in flight, with V8 CPU profiles of ' +
+      'the caller (client and load driver) and the service: each profile summed over the measured seconds by what ran, in µs per ' +
+      "decision. **gRPC + HTTP/2** is grpc-js, nice-grpc and Node's HTTP/2; **Redis I/O** is ioredis and the socket writes to Redis " +
+      '(the write system call is counted there); **native** is V8\'s "(program)": the event loop and system calls outside JavaScript. ' +
+      'Set each row against the hop floor below: at one call in flight the time is mostly the hops, not the decision.',
+  },
+  {
     id: 'algorithms',
     title: 'Per algorithm: decisions/s and Redis memory',
     about:

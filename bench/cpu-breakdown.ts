@@ -1,0 +1,107 @@
+// Where the CPU time of one decision goes, caller, service and Redis, at 1, 4
+// and 16 calls in flight through the batching quota client: bench/client-profile.ts
+// runs each point with V8 CPU profiles of itself (the client and the load
+// driver) and of the service, and this bench sums each profile's samples inside
+// the measured window by what they ran (gRPC and HTTP/2, protobuf, ioredis and
+// the socket writes, our code by layer, garbage collection), in µs per decision.
+//
+//   npx tsx bench/cpu-breakdown.ts [--concurrencies 1,4,16] [--seconds 4]
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { benchMain, type BenchRun } from './bench-main.js';
+import { categoryOf, CATEGORIES, type Category } from './profile-categories.js';
+
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+interface CpuProfile {
+  nodes: Array<{ id: number; callFrame: { functionName: string; url: string } }>;
+  startTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** µs of each category inside [from, to] (µs, the monotonic clock the profile's times are on). */
+function categoryTimes(profile: CpuProfile, from: number, to: number): Map<Category, number> {
+  const categoryOfNode = new Map(profile.nodes.map((node) => [node.id, categoryOf(node.callFrame.functionName, node.callFrame.url)]));
+  const times = new Map<Category, number>();
+  let at = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const delta = profile.timeDeltas[i] ?? 0;
+    at += delta;
+    if (at < from || at > to) continue;
+    const category = categoryOfNode.get(profile.samples[i]!)!;
+    times.set(category, (times.get(category) ?? 0) + delta);
+  }
+  return times;
+}
+
+/** The main thread's profile: the one with the most samples (tsx's module loader has a thread, and a profile, of its own). */
+async function mainThreadProfile(dir: string): Promise<CpuProfile> {
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile'));
+  const profiles = await Promise.all(files.map(async (f) => JSON.parse(await readFile(join(dir, f), 'utf8')) as CpuProfile));
+  const largest = profiles.sort((a, b) => b.samples.length - a.samples.length)[0];
+  if (largest === undefined) throw new Error(`no CPU profile in ${dir}`);
+  return largest;
+}
+
+function run(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`client-profile exited with ${code}:\n${out}`))));
+  });
+}
+
+async function main(run_: BenchRun): Promise<number> {
+  const { values } = parseArgs({
+    options: { concurrencies: { type: 'string', default: '1,4,16' }, seconds: { type: 'string', default: '4' } },
+  });
+  const concurrencies = values.concurrencies.split(',').map(Number);
+  const seconds = Number(values.seconds);
+  run_.watchdog(concurrencies.length * (seconds + 60) * 1000);
+  process.stdout.write(
+    `CPU µs per decision by what ran, quota client (batched, one AllowStream) -> service -> one Redis; ${seconds} s per point; ` +
+      `node ${process.version}, ${cpus().length} cpus, load average ${loadavg()[0]!.toFixed(2)}\n\n`,
+  );
+  const header = ['in flight', 'decisions/s', 'p50 ms', 'process', ...CATEGORIES, 'total'];
+  process.stdout.write(`| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|\n`);
+  for (const concurrency of concurrencies) {
+    const dir = await mkdtemp(join(tmpdir(), 'cpu-breakdown-'));
+    run_.onCleanup(() => rm(dir, { recursive: true, force: true }));
+    const output = await run([
+      '--cpu-prof',
+      `--cpu-prof-dir=${join(dir, 'caller')}`,
+      '--conditions=@quota-service/source',
+      '--import',
+      'tsx',
+      'bench/client-profile.ts',
+      ...['--concurrency', String(concurrency), '--seconds', String(seconds), '--warmup', '1', '--service-profile', dir],
+    ]);
+    const figures = /(\d+) decisions\/s, p50 ([0-9.]+) ms/.exec(output);
+    const window = /window (\d+)-(\d+) µs, decisions (\d+), redis ([0-9.]+) µs\/decision/.exec(output);
+    if (figures === null || window === null) throw new Error(`client-profile printed no figures:\n${output}`);
+    const [from, to, decisions] = [Number(window[1]), Number(window[2]), Number(window[3])];
+    for (const [name, sub] of [
+      ['caller', 'caller'],
+      ['service', 'service'],
+    ] as const) {
+      const times = categoryTimes(await mainThreadProfile(join(dir, sub)), from, to);
+      const per = (category: Category) => (times.get(category) ?? 0) / decisions;
+      const busy = CATEGORIES.reduce((sum, c) => sum + per(c), 0);
+      const lead = name === 'caller' ? [String(concurrency), figures[1]!, figures[2]!] : ['', '', ''];
+      process.stdout.write(`| ${[...lead, name, ...CATEGORIES.map((c) => per(c).toFixed(1)), busy.toFixed(1)].join(' | ')} |\n`);
+    }
+    process.stdout.write(`| | | | Redis (INFO cpu) | ${CATEGORIES.map(() => '').join(' | ')} | ${Number(window[4]).toFixed(1)} |\n`);
+    await rm(dir, { recursive: true, force: true });
+  }
+  process.stdout.write(`\nidle time is left out; load average after: ${loadavg()[0]!.toFixed(2)}\n`);
+  return 0;
+}
+
+benchMain(main);
