@@ -89,8 +89,19 @@ export function giveUp(item: Pending, reason: unknown): void {
   if (item.rpc !== undefined && --item.rpc.waiting === 0) item.rpc.abandon(reason);
 }
 
-/** setTimeout callback of a call's deadline (module level: no closure per call). */
+/**
+ * setTimeout callback of a call's deadline (module level: no closure per
+ * call). The call gives up once this turn of the event loop has read what
+ * arrived (setImmediate runs after the poll phase): timers run before I/O, so
+ * on a busy or starved process a deadline and the answer that came before it
+ * fall due in the same turn, and the answer must win. Giving up on it would
+ * answer the caller by the failure policy while the service has spent.
+ */
 export function expire(item: Pending): void {
+  if (!item.done) setImmediate(giveUpLate, item);
+}
+
+function giveUpLate(item: Pending): void {
   giveUp(item, new DeadlineExceeded());
 }
 
