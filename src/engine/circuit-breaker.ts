@@ -3,6 +3,13 @@ export class CircuitOpenError extends Error {
   override name = 'CircuitOpenError';
 }
 
+/**
+ * One error for every call refused while the circuit is open: during an
+ * outage every call is refused, and a new error (its stack trace captured)
+ * per call would cost more than answering it by its failure mode.
+ */
+const CIRCUIT_OPEN = new CircuitOpenError('the circuit is open');
+
 export type CircuitStateName = 'closed' | 'open' | 'half_open';
 
 export interface CircuitBreakerOptions {
@@ -58,7 +65,7 @@ export class CircuitBreaker {
       case 'half_open':
         return this.probe.then(() => this.execute(fn));
       case 'open':
-        if (Date.now() - this.openedAt < this.options.halfOpenAfterMs) return Promise.reject(new CircuitOpenError('the circuit is open'));
+        if (Date.now() - this.openedAt < this.options.halfOpenAfterMs) return Promise.reject(CIRCUIT_OPEN);
         return this.halfOpen(fn);
     }
   }

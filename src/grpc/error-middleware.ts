@@ -33,27 +33,38 @@ export function errorMiddleware(logger: Logger) {
  * of a coalesced batch fails only its own caller.
  */
 export function batchItemError(error: unknown, index: number, method: string, logger: Logger): BatchItemError {
-  const status = toServerError(error, method, logger);
+  const status = statusOfError(error, method, logger);
   // Field errors start with the field name; others are a plain sentence.
   const fieldError = error instanceof InvalidArgumentError || error instanceof PolicyNotFoundError;
   return { code: status.code, message: `requests[${index}]${fieldError ? '.' : ': '}${status.details}` };
 }
 
-/** The status a call that failed with `error` answers (expected errors keep their message; anything else is logged and INTERNAL). */
-export function toServerError(error: unknown, method: string, logger: Logger): ServerError {
+function toServerError(error: unknown, method: string, logger: Logger): ServerError {
   if (error instanceof ServerError) return error;
-  if (error instanceof InvalidArgumentError) return new ServerError(Status.INVALID_ARGUMENT, error.message);
-  if (error instanceof PolicyNotFoundError || error instanceof NotFoundError) return new ServerError(Status.NOT_FOUND, error.message);
-  if (error instanceof LeaseNotHeldError) return new ServerError(Status.NOT_FOUND, error.message);
-  if (error instanceof NoConcurrencyLimitError || error instanceof FailedPreconditionError) return new ServerError(Status.FAILED_PRECONDITION, error.message);
-  if (error instanceof PermissionDeniedError) return new ServerError(Status.PERMISSION_DENIED, error.message);
+  const status = statusOfError(error, method, logger);
+  return new ServerError(status.code, status.details);
+}
+
+/**
+ * The status a call that failed with `error` answers: expected errors keep
+ * their message; anything else is logged and INTERNAL. As plain data, so the
+ * lean path (lean-unary.ts) makes no error object (and no stack trace) per
+ * failed call, which an outage answers by the thousand.
+ */
+export function statusOfError(error: unknown, method: string, logger: Logger): { code: Status; details: string } {
+  if (error instanceof ServerError) return { code: error.code, details: error.details };
+  if (error instanceof InvalidArgumentError) return { code: Status.INVALID_ARGUMENT, details: error.message };
+  if (error instanceof PolicyNotFoundError || error instanceof NotFoundError) return { code: Status.NOT_FOUND, details: error.message };
+  if (error instanceof LeaseNotHeldError) return { code: Status.NOT_FOUND, details: error.message };
+  if (error instanceof NoConcurrencyLimitError || error instanceof FailedPreconditionError) return { code: Status.FAILED_PRECONDITION, details: error.message };
+  if (error instanceof PermissionDeniedError) return { code: Status.PERMISSION_DENIED, details: error.message };
   if (error instanceof StoreUnavailableError) {
     // An outage, not a bug: what happened, without a stack trace per call.
     logger.warn({ method, cause: describeCause(error.cause) }, 'quota store unavailable');
-    return new ServerError(Status.UNAVAILABLE, error.message);
+    return { code: Status.UNAVAILABLE, details: error.message };
   }
   logger.error({ method, err: error }, 'unexpected error');
-  return new ServerError(Status.INTERNAL, 'internal error');
+  return { code: Status.INTERNAL, details: 'internal error' };
 }
 
 /** The store's trouble in one line: the innermost message (a timeout, a refused connection). */

@@ -1,10 +1,10 @@
 import { Metadata as GrpcMetadata, type ServerInterceptingCallInterface, type ServerInterceptor, status as GrpcStatus } from '@grpc/grpc-js';
-import { type CallContext, Metadata, type ServerError } from 'nice-grpc';
+import { type CallContext, Metadata } from 'nice-grpc';
 import type { CallerRegistry } from '../config/callers.js';
 import type { Logger } from '../logger.js';
 import { authenticateCall, type CallerContext, isProtected } from './auth-middleware.js';
 import { CALL_DEADLINE_KEY } from './call-deadline.js';
-import { toServerError } from './error-middleware.js';
+import { statusOfError } from './error-middleware.js';
 import { callLog } from './logging-middleware.js';
 
 /** A unary method's handler as the services write it for nice-grpc: the request, the call's context, the answer. */
@@ -103,7 +103,7 @@ class LeanUnaryCall implements ServerInterceptingCallInterface {
         this.call.sendMessage(response, () => this.call.sendStatus({ code: GrpcStatus.OK, details: 'OK', metadata: context.trailers() }));
       },
       (error: unknown) => {
-        const failure = toServerError(error, this.path, logger);
+        const failure = statusOfError(error, this.path, logger);
         log?.failed(failure.code);
         const headers = context.headers();
         if (headers !== null) this.call.sendMetadata(headers);
@@ -144,8 +144,8 @@ class LeanUnaryCall implements ServerInterceptingCallInterface {
   }
 }
 
-function statusOf(error: ServerError, metadata: GrpcMetadata | null): PartialStatusObject {
-  return { code: error.code as number as GrpcStatus, details: error.details, metadata };
+function statusOf(failure: { code: number; details: string }, metadata: GrpcMetadata | null): PartialStatusObject {
+  return { code: failure.code as GrpcStatus, details: failure.details, metadata };
 }
 
 /**
