@@ -135,6 +135,14 @@ describe('QUOTA_WORKERS=2 on one port', () => {
     expect(await service.exit).toBe(0);
   });
 
+  it('a worker that cannot start (here: no policy file) ends the whole service with exit code 1', async () => {
+    redis = await startRedisServer();
+    const service = startServiceProcess({ QUOTA_WORKERS: '2', QUOTA_REDIS_URL: redis.url, QUOTA_POLICIES: '/nonexistent/policies.yaml' });
+    expect(await service.exit).toBe(1);
+    expect(service.output().stderr).toContain('/nonexistent/policies.yaml');
+    expect(service.output().stdout).toMatch(/"msg":"a worker exited before it started: stopping every worker"/);
+  });
+
   it('QUOTA_WORKERS=2 without Redis is refused at start, naming the variable', async () => {
     const service = startServiceProcess({ QUOTA_WORKERS: '2' });
     expect(await service.exit).toBe(1);
