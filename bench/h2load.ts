@@ -62,3 +62,33 @@ function run(command: string, args: string[]): Promise<string> {
     child.on('close', (code) => (code === 0 ? resolve(output) : reject(new Error(`${command} exited with ${code}:\n${output}`))));
   });
 }
+
+/**
+ * A closed loop by h2load for `seconds`: `connections` HTTP/2 connections with
+ * `streams` unary gRPC calls in flight on each, every call the framed request
+ * `frame`; the calls answered per second (HTTP 2xx: a gRPC error answer counts
+ * too, so check the call's status once before, as bench/workers-run.ts does).
+ */
+export async function h2loadClosedLoop(
+  port: number,
+  path: string,
+  frame: Uint8Array,
+  options: { connections: number; streams: number; seconds: number },
+): Promise<{ perSecond: number; errors: number }> {
+  const dir = await mkdtemp(join(tmpdir(), 'h2load-'));
+  try {
+    const body = join(dir, 'request.bin');
+    await writeFile(body, frame);
+    const args = [
+      ...['-c', String(options.connections), '-m', String(options.streams), '-D', String(options.seconds)],
+      ...['-d', body, '-H', 'content-type: application/grpc', '-H', 'te: trailers'],
+      `http://127.0.0.1:${port}${path}`,
+    ];
+    const output = await run('h2load', args);
+    const counts = /requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded/.exec(output);
+    if (counts === null) throw new Error(`h2load printed no request counts:\n${output}`);
+    return { perSecond: Number(counts[3]) / options.seconds, errors: Number(counts[2]) - Number(counts[3]) };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

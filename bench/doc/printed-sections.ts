@@ -56,6 +56,16 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'The worst round shows what one stall of this shared machine does to a 4 s round; the median of the rounds is the figure.',
   },
   {
+    id: 'workers',
+    title: 'QUOTA_WORKERS: one service process against two',
+    about:
+      'The service as its image runs it, once with `QUOTA_WORKERS=1` and once with `QUOTA_WORKERS=2` (two processes sharing one port), ' +
+      'on the same Redis, rounds alternating: the most unary `ShouldRateLimit` calls (two descriptors, as Envoy sends for a route with ' +
+      "two limits) each decides per second under h2load (4 connections, 16 calls in flight on each), counted from the service's own " +
+      'summed metrics endpoint, so a gRPC error never counts as a decision. h2load, the primary and Redis share the cores with the ' +
+      'workers: the ratio says what a second core is worth on this machine, and the load average says how busy it was.',
+  },
+  {
     id: 'algorithms',
     title: 'Per algorithm: decisions/s and Redis memory',
     about:

@@ -35,6 +35,7 @@ const PRINTED: StepPlan[] = [
   { id: 'order-api', file: 'order-api-run.ts', args: [] },
   { id: 'unary', file: 'run.ts', args: [] },
   { id: 'rls', file: 'rls-run.ts', args: [] },
+  { id: 'workers', file: 'workers-run.ts', args: [] },
   { id: 'algorithms', file: 'algorithms.ts', args: [] },
   { id: 'many-keys', file: 'many-keys.ts', args: [] },
   { id: 'hop-floor', file: 'hop-floor.ts', args: [] },
