@@ -109,7 +109,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
       metrics: async () => `${await aggregator.clusterMetrics()}\n${await own.metrics()}`,
     };
     metricsServer = await listenNamed('QUOTA_METRICS_ADDR', addr, () => startMetricsServer(addr, source));
-    logger.info({ addr, port: metricsServer.port }, 'metrics at GET /metrics (every worker summed)');
+    logger.info({ addr, port: metricsServer.port, summing: 'every worker' }, 'metrics at GET /metrics');
   }
   logger.info({ workers: options.workers }, `starting ${options.workers} workers on one port`);
   for (let i = 0; i < options.workers; i++) fork();

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createChannel, createClient, type Channel } from 'nice-grpc';
 import { afterEach, describe, expect, it } from 'vitest';
 import { QuotaServiceDefinition } from '@quota-service/contract';
+import { cpuLimit } from '../../src/config/cpu-limit.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process.js';
 
@@ -68,7 +69,8 @@ const alive = (pid: number) => {
   }
 };
 
-describe('QUOTA_WORKERS=2 on one port', () => {
+// Three Node processes per test, through tsx: slow to start on a busy machine running the whole suite.
+describe('QUOTA_WORKERS=2 on one port', { timeout: 90_000 }, () => {
   it('both workers answer Allow, the limit is shared exactly, and the metrics endpoint sums both', async () => {
     redis = await startRedisServer();
     const service = startServiceProcess({
@@ -98,6 +100,10 @@ describe('QUOTA_WORKERS=2 on one port', () => {
     expect(sample(metrics, 'quota_decisions_total', ['policy="shared"', 'result="rejected"'])).toBe(6);
     expect(sample(metrics, 'quota_check_duration_seconds_count')).toBe(16);
     expect(sample(metrics, 'quota_worker_restarts_total')).toBe(0);
+    // Both workers read the same DBSIZE: reported once, not once per worker.
+    const client = redis.client();
+    expect(sample(metrics, 'quota_state_keys', ['store="shared"'])).toBe(await client.dbsize());
+    client.disconnect();
     service.signal('SIGTERM');
     expect(await service.exit).toBe(0);
   });
@@ -141,6 +147,18 @@ describe('QUOTA_WORKERS=2 on one port', () => {
     expect(await service.exit).toBe(1);
     expect(service.output().stderr).toContain('/nonexistent/policies.yaml');
     expect(service.output().stdout).toMatch(/"msg":"a worker exited before it started: stopping every worker"/);
+  });
+
+  it('unset, with Redis: one worker per CPU this process may use', async () => {
+    redis = await startRedisServer();
+    // An empty value counts as unset (the test helper's default is one process).
+    const service = startServiceProcess({ QUOTA_WORKERS: '', QUOTA_REDIS_URL: redis.url });
+    const expected = cpuLimit();
+    await service.logged(/"msg":"store ready: health SERVING"/, expected);
+    if (expected > 1) expect(JSON.parse(await service.logged(/"msg":"all workers listening"/)).workers).toHaveLength(expected);
+    else expect(service.output().stdout).not.toMatch(/starting \d+ workers/);
+    service.signal('SIGTERM');
+    expect(await service.exit).toBe(0);
   });
 
   it('QUOTA_WORKERS=2 without Redis is refused at start, naming the variable', async () => {
