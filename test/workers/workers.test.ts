@@ -1,12 +1,10 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createChannel, createClient, type Channel } from 'nice-grpc';
+import { createClient, type Channel } from 'nice-grpc';
 import { afterEach, describe, expect, it } from 'vitest';
 import { QuotaServiceDefinition } from '@quota-service/contract';
 import { cpuLimit } from '../../src/config/cpu-limit.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process.js';
+import { answeredBy, ownConnection, sharedBucketPolicies as policyFile, twoReadyWorkers } from '../support/worker-processes.js';
 
 /**
  * QUOTA_WORKERS: real service processes sharing one gRPC port (Node's cluster module),
@@ -19,30 +17,6 @@ afterEach(async () => {
   await redis?.stop();
   redis = undefined;
 });
-
-/** A bucket of 10 that refills about once a day: exact counts whatever the test's pace. */
-function policyFile(): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'quota-workers-')), 'policies.yaml');
-  writeFileSync(
-    file,
-    'policies:\n  shared:\n    limits:\n      - name: shared\n        key_by: user\n        algorithm: token_bucket\n        capacity: 10\n        refill_per_second: 0.00001\n',
-  );
-  return file;
-}
-
-/** Its own connection (grpc-js would otherwise share one between channels to the same address). */
-function connection(port: number): Channel {
-  const channel = createChannel(`127.0.0.1:${port}`, undefined, { 'grpc.use_local_subchannel_pool': 1 });
-  channels.push(channel);
-  return channel;
-}
-
-/** The pids of the workers, once both are ready. */
-async function twoReadyWorkers(service: ServiceProcess): Promise<number[]> {
-  await service.logged(/"msg":"store ready: health SERVING"/, 2);
-  const line = await service.logged(/"msg":"all workers listening"/);
-  return JSON.parse(line).workers as number[];
-}
 
 async function scrape(service: ServiceProcess): Promise<string> {
   const port = Number(/"port":(\d+)/.exec(await service.logged(/"msg":"metrics at GET \/metrics/))![1]);
@@ -84,16 +58,16 @@ describe('QUOTA_WORKERS=2 on one port', { timeout: 90_000 }, () => {
     expect(new Set(workers).size).toBe(2);
     const port = await service.port;
     // Four connections, which the primary hands to the workers in turn.
-    const clients = [0, 1, 2, 3].map(() => createClient(QuotaServiceDefinition, connection(port)));
+    const clients = [0, 1, 2, 3].map(() => createClient(QuotaServiceDefinition, ownConnection(port, channels)));
     const answers = [];
     for (let i = 0; i < 16; i++) answers.push(await clients[i % 4]!.allow({ policy: 'shared', identity: { user: 'u1' }, requestId: `call-${i}` }));
     // Exactly the bucket's 10, whichever worker answered: the count lives in Redis.
     expect(answers.filter((answer) => answer.allowed)).toHaveLength(10);
     expect(answers.slice(10).every((answer) => !answer.allowed)).toBe(true);
 
-    const answeredBy = new Set<number>();
-    for (let i = 0; i < 16; i++) answeredBy.add(JSON.parse(await service.logged(new RegExp(`"requestId":"call-${i}".*"msg":"call started"`))).pid);
-    expect([...answeredBy].sort()).toEqual([...workers].sort());
+    const pids = new Set<number>();
+    for (let i = 0; i < 16; i++) pids.add(await answeredBy(service, `call-${i}`));
+    expect([...pids].sort()).toEqual([...workers].sort());
 
     const metrics = await scrape(service);
     expect(sample(metrics, 'quota_decisions_total', ['policy="shared"', 'result="allowed"'])).toBe(10);
@@ -134,7 +108,7 @@ describe('QUOTA_WORKERS=2 on one port', { timeout: 90_000 }, () => {
     expect(replaced).toMatchObject({ pid: first, signal: 'SIGKILL' });
     // The replacement, worker 3, gets ready on the same port.
     await service.logged(/"worker":3,.*"msg":"store ready: health SERVING"/);
-    const client = createClient(QuotaServiceDefinition, connection(await service.port));
+    const client = createClient(QuotaServiceDefinition, ownConnection(await service.port, channels));
     expect((await client.allow({ policy: 'shared', identity: { user: 'u2' } })).allowed).toBe(true);
     expect(sample(await scrape(service), 'quota_worker_restarts_total')).toBe(1);
     service.signal('SIGTERM');
