@@ -78,8 +78,8 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     const wasStarted = started.delete(worker.id);
     const exit = { pid: worker.process.pid, code, signal };
     if (stopping) {
-      // Killed by the signal before its handler was installed: it had nothing to drain.
-      if (code !== 0 && code !== null) exitCode = 1;
+      // Ended by our SIGTERM before its handler was installed (still starting): it had nothing to drain.
+      if (code !== 0 && signal !== 'SIGTERM') exitCode = 1;
       if (live.size === 0) void finish();
       return;
     }
