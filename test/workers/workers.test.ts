@@ -115,6 +115,23 @@ describe('QUOTA_WORKERS=2 on one port', { timeout: 90_000 }, () => {
     expect(await service.exit).toBe(0);
   });
 
+  it('a worker that keeps dying is a crash loop: after 3 replacements within a minute the fourth death stops everything, exit code 1', async () => {
+    redis = await startRedisServer();
+    const service = startServiceProcess({ QUOTA_WORKERS: '2', QUOTA_REDIS_URL: redis.url });
+    let [victim] = await twoReadyWorkers(service);
+    // Workers 3, 4 and 5 replace the first three deaths.
+    for (const replacement of [3, 4, 5]) {
+      process.kill(victim!, 'SIGKILL');
+      victim = JSON.parse(await service.logged(new RegExp(`"worker":${replacement},.*"msg":"store ready: health SERVING"`))).pid;
+    }
+    process.kill(victim!, 'SIGKILL');
+    expect(await service.exit).toBe(1);
+    expect(service.output().stdout).toMatch(
+      /"restarts":3,"windowMs":60000,"msg":"a worker exited unexpectedly once more than the restarts allowed within the window \(a crash loop\): stopping every worker"/,
+    );
+    expect(service.output().stdout).toMatch(/"msg":"all workers stopped after a failure"/);
+  });
+
   it('a worker that cannot start (here: no policy file) ends the whole service with exit code 1', async () => {
     redis = await startRedisServer();
     const service = startServiceProcess({ QUOTA_WORKERS: '2', QUOTA_REDIS_URL: redis.url, QUOTA_POLICIES: '/nonexistent/policies.yaml' });
