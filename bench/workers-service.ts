@@ -71,7 +71,8 @@ export async function startWorkersService(workers: number, redisUrl: string): Pr
       stdout += chunk.toString();
       const ready = stdout.split('\n').filter((line) => line.includes('"msg":"store ready: health SERVING"')).length;
       const listening = /"port":(\d+),"msg":"quota service listening"/.exec(stdout);
-      const metrics = /"port":(\d+),"msg":"metrics at GET \/metrics/.exec(stdout);
+      // The primary's line has a field more (summing) between the port and the message.
+      const metrics = /"port":(\d+),[^\n]*"msg":"metrics at GET \/metrics"/.exec(stdout);
       if (ready >= workers && listening && metrics) resolve([Number(listening[1]), Number(metrics[1])]);
       // Only the start-up lines are of use here.
       if (ready >= workers) stdout = '';
