@@ -32,7 +32,7 @@ export function cpuBetween(before: CpuSample, after: CpuSample): CpuSample {
 }
 
 /** utime + stime from /proc/<pid>/stat (Linux); NaN elsewhere, and the report says n/a. */
-function processCpuMs(pid: number): number {
+export function processCpuMs(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name, which is in parentheses and may contain spaces.

@@ -5,12 +5,13 @@
 // endpoint), rounds alternating between the two; then the ratio of the medians and
 // the machine's load average before and after.
 //
-//   npx tsx bench/workers-run.ts [--seconds 4] [--rounds 5] [--warmup 2] [--workers 2]
+//   npx tsx bench/workers-run.ts [--seconds 4] [--rounds 5] [--warmup 5] [--workers 2]
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { rlsRequestBytes } from '../test/support/rls-client.js';
 import { benchMain, type BenchRun } from './bench-main.js';
+import { processCpuMs, redisCpuMs } from './cpu.js';
 import { h2loadAvailable, h2loadClosedLoop } from './h2load.js';
 import { rawUnaryCaller } from './raw-unary.js';
 import { median } from './stats.js';
@@ -43,6 +44,9 @@ async function checkAnswers(service: WorkersService): Promise<void> {
   }
 }
 
+/** CPU time of the service's processes so far, in ms. */
+const serviceCpuMs = (service: WorkersService) => service.pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
+
 const loadLine = () =>
   loadavg()
     .map((n) => n.toFixed(2))
@@ -54,14 +58,14 @@ async function main(run: BenchRun): Promise<number> {
     options: {
       seconds: { type: 'string', default: '4' },
       rounds: { type: 'string', default: '5' },
-      warmup: { type: 'string', default: '2' },
+      warmup: { type: 'string', default: '5' },
       workers: { type: 'string', default: '2' },
     },
     strict: true,
   });
   const [seconds, rounds, warmup, many] = [values.seconds, values.rounds, values.warmup, values.workers].map(Number) as [number, number, number, number];
   if (![seconds, rounds, warmup, many].every((n) => Number.isFinite(n) && n >= 0) || many < 2 || rounds < 1 || seconds <= 0) {
-    process.stderr.write('usage: npx tsx bench/workers-run.ts [--seconds 4] [--rounds 5] [--warmup 2] [--workers 2] (workers at least 2)\n');
+    process.stderr.write('usage: npx tsx bench/workers-run.ts [--seconds 4] [--rounds 5] [--warmup 5] [--workers 2] (workers at least 2)\n');
     return 2;
   }
   if (!h2loadAvailable()) {
@@ -89,14 +93,24 @@ async function main(run: BenchRun): Promise<number> {
   const frame = framed(request);
   if (warmup > 0) for (const workers of kinds) await h2loadClosedLoop(services.get(workers)!.port, PATH, frame, { ...LOAD, seconds: warmup });
   const rates = new Map<number, number[]>(kinds.map((workers) => [workers, []]));
+  // CPU over all rounds: the service's processes (primary and workers) and Redis, per decision.
+  const cpu = new Map(kinds.map((workers) => [workers, { service: 0, redis: 0, decisions: 0 }]));
+  const redisClient = redis.client();
+  run.onCleanup(() => void redisClient.disconnect());
   let errors = 0;
   for (let round = 0; round < rounds; round++) {
     const line: string[] = [];
     for (const workers of kinds) {
       const service = services.get(workers)!;
       const before = await service.decided();
+      const cpuBefore = { service: serviceCpuMs(service), redis: await redisCpuMs(redisClient) };
       const result = await h2loadClosedLoop(service.port, PATH, frame, { ...LOAD, seconds });
+      const cpuAfter = { service: serviceCpuMs(service), redis: await redisCpuMs(redisClient) };
       const after = await service.decided();
+      const decisions = after.store - before.store;
+      cpu.get(workers)!.service += cpuAfter.service - cpuBefore.service;
+      cpu.get(workers)!.redis += cpuAfter.redis - cpuBefore.redis;
+      cpu.get(workers)!.decisions += decisions;
       // Counted by the service (its summed metrics), not by h2load, which cannot tell a gRPC error from an answer.
       const perSecond = (after.store - before.store) / seconds;
       rates.get(workers)!.push(perSecond);
@@ -105,10 +119,17 @@ async function main(run: BenchRun): Promise<number> {
     }
     process.stdout.write(`round ${round + 1} ${line.join(', ')}\n`);
   }
-  const rows = ['| QUOTA_WORKERS | max ShouldRateLimit decisions/s (median of rounds) | slowest round | fastest round |', '|---:|---:|---:|---:|'];
+  const rows = [
+    '| QUOTA_WORKERS | max ShouldRateLimit decisions/s (median of rounds) | slowest round | fastest round | service CPU µs per decision | Redis CPU µs per decision |',
+    '|---:|---:|---:|---:|---:|---:|',
+  ];
   for (const workers of kinds) {
     const each = rates.get(workers)!;
-    rows.push(`| ${workers} | ${median(each).toFixed(0)} | ${Math.min(...each).toFixed(0)} | ${Math.max(...each).toFixed(0)} |`);
+    const used = cpu.get(workers)!;
+    const perDecision = (ms: number) => ((ms * 1000) / used.decisions).toFixed(0);
+    rows.push(
+      `| ${workers} | ${median(each).toFixed(0)} | ${Math.min(...each).toFixed(0)} | ${Math.max(...each).toFixed(0)} | ${perDecision(used.service)} | ${perDecision(used.redis)} |`,
+    );
   }
   const ratio = median(rates.get(many)!) / median(rates.get(1)!);
   process.stdout.write(

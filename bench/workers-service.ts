@@ -30,6 +30,8 @@ descriptors:
 
 export interface WorkersService {
   readonly port: number;
+  /** The primary (with one worker: the one process) and its workers, for CPU accounting (bench/cpu.ts). */
+  readonly pids: readonly number[];
   /** ShouldRateLimit calls decided so far, by the summed metrics endpoint: those the store decided, and all. */
   decided(): Promise<{ store: number; all: number }>;
   stop(): Promise<void>;
@@ -66,6 +68,7 @@ export async function startWorkersService(workers: number, redisUrl: string): Pr
   let stdout = '';
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4_000)));
+  let workerPids: number[] = [];
   const [port, metricsPort] = await new Promise<[number, number]>((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
@@ -73,6 +76,8 @@ export async function startWorkersService(workers: number, redisUrl: string): Pr
       const listening = /"port":(\d+),"msg":"quota service listening"/.exec(stdout);
       // The primary's line has a field more (summing) between the port and the message.
       const metrics = /"port":(\d+),[^\n]*"msg":"metrics at GET \/metrics"/.exec(stdout);
+      const all = /"workers":\[([\d,]+)\],"msg":"all workers listening"/.exec(stdout);
+      if (all) workerPids = all[1]!.split(',').map(Number);
       if (ready >= workers && listening && metrics) resolve([Number(listening[1]), Number(metrics[1])]);
       // Only the start-up lines are of use here.
       if (ready >= workers) stdout = '';
@@ -81,6 +86,7 @@ export async function startWorkersService(workers: number, redisUrl: string): Pr
   });
   return {
     port,
+    pids: [child.pid!, ...workerPids],
     async decided() {
       const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       const samples = text.split('\n').filter((line) => line.startsWith('quota_rls_requests_total{'));
