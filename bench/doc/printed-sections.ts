@@ -62,8 +62,10 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'The service as its image runs it, once with `QUOTA_WORKERS=1` and once with `QUOTA_WORKERS=2` (two processes sharing one port), ' +
       'on the same Redis, rounds alternating: the most unary `ShouldRateLimit` calls (two descriptors, as Envoy sends for a route with ' +
       "two limits) each decides per second under h2load (4 connections, 16 calls in flight on each), counted from the service's own " +
-      'summed metrics endpoint, so a gRPC error never counts as a decision. h2load, the primary and Redis share the cores with the ' +
-      'workers: the ratio says what a second core is worth on this machine, and the load average says how busy it was.',
+      "summed metrics endpoint, so a gRPC error never counts as a decision, with the CPU the service's processes (the primary " +
+      'included) and Redis spent per decision. h2load, the primary and Redis share the cores with the workers: the ratio says what ' +
+      'a second core is worth on this machine, the load average how busy it was, and a CPU per decision alike for one and two ' +
+      'workers that a second worker costs nothing per decision, so it adds what the machine has a core free for.',
   },
   {
     id: 'algorithms',
