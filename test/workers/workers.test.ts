@@ -1,5 +1,5 @@
 import { createClient, type Channel } from 'nice-grpc';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { QuotaServiceDefinition } from '@quota-service/contract';
 import { cpuLimit } from '../../src/config/cpu-limit.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
@@ -130,6 +130,16 @@ describe('QUOTA_WORKERS=2 on one port', { timeout: 90_000 }, () => {
       /"restarts":3,"windowMs":60000,"msg":"a worker exited unexpectedly once more than the restarts allowed within the window \(a crash loop\): stopping every worker"/,
     );
     expect(service.output().stdout).toMatch(/"msg":"all workers stopped after a failure"/);
+  });
+
+  it('a primary killed outright (SIGKILL, OOM) takes its workers with it: none is left serving', async () => {
+    redis = await startRedisServer();
+    const service = startServiceProcess({ QUOTA_WORKERS: '2', QUOTA_REDIS_URL: redis.url });
+    const workers = await twoReadyWorkers(service);
+    service.signal('SIGKILL');
+    await service.exit;
+    // Each worker exits when its channel to the primary closes; poll, as a process table would be read.
+    await vi.waitFor(() => expect(workers.filter(alive)).toEqual([]), { timeout: 10_000 });
   });
 
   it('a worker that cannot start (here: no policy file) ends the whole service with exit code 1', async () => {
