@@ -66,7 +66,10 @@ function run(command: string, args: string[]): Promise<string> {
 /**
  * A closed loop by h2load for `seconds`: `clients` connections with up to
  * `streams` calls in flight on each, each call the framed request `frame`.
- * Counts of succeeded and failed calls (HTTP level) and the mean time per call.
+ * Counts of succeeded and failed calls and the mean time per call. HTTP level:
+ * a gRPC error answer counts as succeeded, so check a call's status once
+ * before (bench/workers-run.ts does), or count decisions from the service's
+ * metrics.
  */
 export async function h2loadClosedLoop(
   url: string,

@@ -33,17 +33,34 @@ import { MemoryStateReset, RedisStateReset } from './api/admin/state-reset.js';
 import { StaleRequests } from './api/quota/stale-requests.js';
 import { MemoryOverrides } from './overrides/memory-overrides.js';
 import { RedisOverrides } from './overrides/redis-overrides.js';
+import { workerCount } from './config/worker-count.js';
+import { runPrimary } from './workers/primary.js';
+import { isWorker, reportStarted, shareMetrics, workerNumber } from './workers/worker-side.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const logger = createLogger(config.QUOTA_LOG_LEVEL);
+  const rootLogger = createLogger(config.QUOTA_LOG_LEVEL);
+  // With QUOTA_WORKERS above 1 this process is the primary (src/workers/primary.ts), and each worker runs the rest of main.
+  const workers = isWorker ? 1 : workerCount(config);
+  // Each worker's lines name it: pid and worker number.
+  const logger = isWorker ? rootLogger.child({ pid: process.pid, worker: workerNumber }) : rootLogger;
   routeGrpcLogs(logger.child({ component: 'grpc-js' }));
-  if (config.unknownVariables.length > 0) {
+  // Said once, by the primary or the single process.
+  if (config.unknownVariables.length > 0 && !isWorker) {
     const named = config.unknownVariables.map((name) => `${name}: ${unknownVariableMessage(name)}`);
     logger.warn(
       { variables: config.unknownVariables },
       `ignoring unknown QUOTA_* variables (typo?): ${named.join('; ')} (QUOTA_STRICT_ENV=1 refuses to start instead)`,
     );
+  }
+  if (workers > 1) {
+    await runPrimary({
+      workers,
+      graceMs: config.QUOTA_SHUTDOWN_GRACE_MS,
+      metricsAddr: config.QUOTA_METRICS_ADDR,
+      logger: logger.child({ pid: process.pid, component: 'workers' }),
+    });
+    return;
   }
   // Watched from here on: a renewed certificate is served without a restart.
   const tls = serverTls(
@@ -98,7 +115,9 @@ async function main(): Promise<void> {
   metrics.watchStore({ shared: store, local: () => failure.localKeyCount() });
   const rlsMetrics = new RlsMetrics(metrics.registry, config.QUOTA_RLS_NEAR_LIMIT_RATIO);
   let metricsServer: MetricsServer | undefined;
-  if (config.QUOTA_METRICS_ADDR) {
+  // A worker's metrics go to its primary, which serves them all summed on QUOTA_METRICS_ADDR.
+  shareMetrics(metrics.registry);
+  if (config.QUOTA_METRICS_ADDR && !isWorker) {
     const addr = config.QUOTA_METRICS_ADDR;
     metricsServer = await listenNamed('QUOTA_METRICS_ADDR', addr, () => startMetricsServer(addr, metrics.registry));
     logger.info({ addr: config.QUOTA_METRICS_ADDR, port: metricsServer.port }, 'metrics at GET /metrics');
@@ -207,6 +226,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  reportStarted();
 
   const waiting = setTimeout(() => logger.warn({ store: store.description }, 'store not answering yet: health stays NOT_SERVING'), STARTUP_BUDGET_MS);
   await store.ready();

@@ -14,7 +14,8 @@ import { TS_NODE_ARGS } from './support/ts-node-args.js';
 function startService(env: Record<string, string>) {
   const child = spawn(process.execPath, [...TS_NODE_ARGS, 'src/main.ts'], {
     // A generous store budget: a stall of a busy CI machine must not hand a decision to the failure mode.
-    env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', QUOTA_STORE_TIMEOUT_MS: '2000', ...env },
+    // One process: the default with Redis is one per CPU (test/workers/ tests more).
+    env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', QUOTA_STORE_TIMEOUT_MS: '2000', QUOTA_WORKERS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -76,6 +76,18 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'Set each row against the hop floor below: at one call in flight the time is mostly the hops, not the decision.',
   },
   {
+    id: 'workers',
+    title: 'QUOTA_WORKERS: one service process against two',
+    about:
+      'The service as its image runs it, once with `QUOTA_WORKERS=1` and once with `QUOTA_WORKERS=2` (two processes sharing one port), ' +
+      'on the same Redis, rounds alternating: the most unary `ShouldRateLimit` calls (two descriptors, as Envoy sends for a route with ' +
+      "two limits) each decides per second under h2load (4 connections, 16 calls in flight on each), counted from the service's own " +
+      "summed metrics endpoint, so a gRPC error never counts as a decision, with the CPU the service's processes (the primary " +
+      'included) and Redis spent per decision. h2load, the primary and Redis share the cores with the workers: the ratio says what ' +
+      'a second core is worth on this machine, the load average how busy it was, and a CPU per decision alike for one and two ' +
+      'workers that a second worker costs nothing per decision, so it adds what the machine has a core free for.',
+  },
+  {
     id: 'algorithms',
     title: 'Per algorithm: decisions/s and Redis memory',
     about:

@@ -28,7 +28,8 @@ export async function startSoakService(env: Record<string, string>): Promise<Soa
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run make build (make soak does)`);
   const child = spawn(process.execPath, [MAIN], {
     cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', ...env },
+    // One process, whose RSS and descriptors the soak samples by its pid.
+    env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', QUOTA_WORKERS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const owner = own(child);

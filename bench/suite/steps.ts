@@ -37,6 +37,7 @@ const PRINTED: StepPlan[] = [
   { id: 'rls', file: 'rls-run.ts', args: [] },
   { id: 'unary-cpu', file: 'unary-cpu.ts', args: [] },
   { id: 'cpu-breakdown', file: 'cpu-breakdown.ts', args: [] },
+  { id: 'workers', file: 'workers-run.ts', args: [] },
   { id: 'algorithms', file: 'algorithms.ts', args: [] },
   { id: 'many-keys', file: 'many-keys.ts', args: [] },
   { id: 'hop-floor', file: 'hop-floor.ts', args: [] },

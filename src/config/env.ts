@@ -40,6 +40,9 @@ const redisClusterSeeds = z
     'all seeds must use the same form: all host:port, or all redis:// (or rediss://) URLs with the same credentials',
   );
 
+/** The most service processes QUOTA_WORKERS may ask for. */
+export const MAX_WORKERS = 256;
+
 /** A switch: true or false (also 1 or 0, yes or no). */
 const flag = (byDefault: boolean) =>
   z
@@ -62,6 +65,13 @@ export const envSchema = z
     QUOTA_HEALTH_ADDR: hostPort.optional(),
     QUOTA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     QUOTA_SHUTDOWN_GRACE_MS: number().int().min(0).max(600_000).default(10_000),
+    // Service processes sharing the gRPC port (src/workers/primary.ts); unset: src/config/worker-count.ts decides.
+    QUOTA_WORKERS: z.coerce
+      .number({ error: 'expected a whole number of processes, e.g. 2' })
+      .int('expected a whole number of processes, e.g. 2')
+      .min(1, 'expected at least 1 process')
+      .max(MAX_WORKERS, `expected at most ${MAX_WORKERS} processes`)
+      .optional(),
     // Store failure handling (src/engine/failure.ts, docs/operations.md).
     QUOTA_STORE_TIMEOUT_MS: number().int().min(1).max(60_000).default(50),
     QUOTA_BREAKER_FAILURES: number().int().min(1).max(1_000).default(5),
@@ -104,6 +114,11 @@ export const envSchema = z
     // TLS is chosen by the URL scheme alone: a TLS file next to a plain redis:// address would
     // silently do nothing, and letting it switch TLS on would make redis:// mean TLS in one
     // deployment and plaintext in the next. So it is an error, naming what to change.
+    if (config.QUOTA_WORKERS !== undefined && config.QUOTA_WORKERS > 1 && config.QUOTA_REDIS_URL === undefined && config.QUOTA_REDIS_CLUSTER === undefined)
+      issue(
+        'QUOTA_WORKERS',
+        'more than one worker needs Redis (QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER): the embedded in-memory store is per process, so each worker would keep its own counts and every limit would be multiplied by the number of workers',
+      );
     const plain = plainRedis(config);
     if (plain === undefined) return;
     for (const variable of ['QUOTA_REDIS_TLS_CA', 'QUOTA_REDIS_TLS_CERT', 'QUOTA_REDIS_TLS_KEY'] as const) {

@@ -41,9 +41,11 @@ export class LeaseMetrics implements LeaseEvents {
     const now = () => this.clock.now();
     new Gauge({
       name: 'quota_leases_held',
-      help: "Concurrency leases held, by policy, as this replica last read each identity's leases from the store (an Allow, Release, Renew or GetQuota through it) within lease_ttl_ms.",
+      help: "Concurrency leases held, by policy, as this replica last read each identity's leases from the store (an Allow, Release, Renew or GetQuota through it) within lease_ttl_ms; with QUOTA_WORKERS above 1, the largest worker's reading.",
       labelNames: ['policy'] as const,
       registers,
+      // Workers read the same leases from the store: summing would count a lease once per worker that saw it.
+      aggregator: 'max',
       collect() {
         const at = now();
         for (const [policy, sets] of readings) this.set({ policy }, heldAt(sets, at));

@@ -1,14 +1,19 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
 
 export interface MetricsServer {
   readonly port: number;
   close(): Promise<void>;
 }
 
+/** What the endpoint serves: a prom-client Registry, or the primary's sum of its workers (src/workers/primary.ts). */
+export interface MetricsSource {
+  readonly contentType: string;
+  metrics(): Promise<string>;
+}
+
 /** Serves GET /metrics (Prometheus text format) on `address` (host:port, IPv6 in brackets). */
-export async function startMetricsServer(address: string, registry: Registry): Promise<MetricsServer> {
+export async function startMetricsServer(address: string, registry: MetricsSource): Promise<MetricsServer> {
   const separator = address.lastIndexOf(':');
   const host = address.slice(0, separator).replace(/^\[(.*)\]$/, '$1');
   const port = Number(address.slice(separator + 1));

@@ -68,8 +68,10 @@ export class QuotaMetrics implements StoreFailureEvents {
 
   private readonly lastReload = new Gauge({
     name: 'quota_config_last_reload_success_timestamp_seconds',
-    help: 'Unix time of the last successful policy load.',
+    help: 'Unix time of the last successful policy load (with QUOTA_WORKERS above 1: the oldest of the workers).',
     registers: [this.registry],
+    // Summed over workers (src/workers/primary.ts) a timestamp means nothing; the oldest shows a worker that failed a reload.
+    aggregator: 'min',
   });
 
   /** Reservations and settlements (src/metrics/reservation-metrics.ts). */
@@ -88,9 +90,11 @@ export class QuotaMetrics implements StoreFailureEvents {
     const shared = stores.shared;
     new Gauge({
       name: 'quota_state_keys',
-      help: 'Quota state keys held, by store: shared (Redis DBSIZE of the quota database, or the embedded store) and local (the local failure-mode limiter). Sampled at scrape time.',
+      help: "Quota state keys held, by store: shared (Redis DBSIZE of the quota database, or the embedded store) and local (the local failure-mode limiter; with QUOTA_WORKERS above 1, the largest worker's). Sampled at scrape time.",
       labelNames: ['store'] as const,
       registers: [this.registry],
+      // Every worker reads the same DBSIZE: summing would count the shared store once per worker.
+      aggregator: 'max',
       async collect() {
         if (isKeyCounter(shared)) {
           const count = await withTimeout(shared.keyCount(), SAMPLE_TIMEOUT_MS).catch(() => undefined);
@@ -106,6 +110,7 @@ export class QuotaMetrics implements StoreFailureEvents {
       name: 'quota_store_eviction_risk',
       help: '1 when the store may evict quota state before its TTL (a Redis maxmemory-policy other than noeviction, read at start); 0 otherwise, or when the store cannot tell (then the start-up log says so).',
       registers: [this.registry],
+      aggregator: 'max',
       async collect() {
         // Read once at start by the store (src/store/redis/eviction-check.ts); undefined until then.
         const answer = (shared as Partial<Pick<QuotaStore, 'parts'>>).parts?.evictionRisk();

@@ -32,7 +32,9 @@ export function startServiceProcess(env: Record<string, string>, options: Servic
   const child = spawn(command, args, {
     // A generous store budget unless the test sets one: on a busy CI machine a stall past the
     // production default (50 ms) would hand a decision to the failure mode and skew counts.
-    env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', QUOTA_STORE_TIMEOUT_MS: '2000', ...env },
+    // One process unless the test asks for workers (test/workers/): with Redis the default is one
+    // per CPU, and a test of one process's behaviour (its pid, its signals, its local limiter) means one.
+    env: { PATH: process.env.PATH, QUOTA_GRPC_ADDR: '127.0.0.1:0', QUOTA_STORE_TIMEOUT_MS: '2000', QUOTA_WORKERS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   own(child);

@@ -51,6 +51,23 @@ SIGKILLs a pod that is still draining within its configured grace.
 {{- end }}
 
 {{/*
+QUOTA_WORKERS, the service processes of a pod (docs/deploy.md): config.workers when
+set; else one per core of the CPU limit (the Downward API rounds limits.cpu up to
+whole cores) when there is a CPU limit and Redis; else 1. Without a CPU limit the
+Downward API would give the node's allocatable CPUs, a worker count the memory limit
+was not sized for; without Redis the embedded store is per process, so one.
+workersFromCpuLimit is "true" when the CPU limit decides; workers is the number otherwise.
+*/}}
+{{- define "quota-service.workersFromCpuLimit" -}}
+{{- $limits := .Values.resources.limits | default dict }}
+{{- if and (not .Values.config.workers) (ne .Values.redis.mode "none") $limits.cpu }}true{{ end }}
+{{- end }}
+
+{{- define "quota-service.workers" -}}
+{{- .Values.config.workers | default 1 | int }}
+{{- end }}
+
+{{/*
 The port the probes ask grpc.health.v1 on: the gRPC port, or with TLS on it the
 plaintext health-only port (QUOTA_HEALTH_ADDR), since the kubelet's gRPC probe
 cannot speak TLS. A number, never a port name: the gRPC probe takes numbers only.

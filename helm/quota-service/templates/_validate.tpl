@@ -27,6 +27,9 @@ would be reported by helm as a bare "'allOf' failed".)
 {{- if and .Values.tls.enabled (not .Values.tls.secretName) }}
 {{- $errors = append $errors "tls.enabled needs tls.secretName: set it to a kubernetes.io/tls Secret with tls.crt and tls.key, e.g. --set tls.secretName=quota-service-tls" }}
 {{- end }}
+{{- if and (eq .Values.redis.mode "none") (gt (int .Values.config.workers) 1) }}
+{{- $errors = append $errors "config.workers above 1 needs Redis: the embedded store (redis.mode none) is per process, so each worker would keep its own counts; set redis.mode and its address, or config.workers=1" }}
+{{- end }}
 {{- if $errors }}
 {{- fail (printf "incomplete values:\n- %s" (join "\n- " $errors)) }}
 {{- end }}
