@@ -91,7 +91,8 @@ async function main(run: BenchRun): Promise<number> {
       `after ${warmup} s of warm-up each; node ${process.version}, ${cpus().length} cpus; load average before: ${loadBefore}\n\n`,
   );
   const frame = framed(request);
-  if (warmup > 0) for (const workers of kinds) await h2loadClosedLoop(`http://127.0.0.1:${services.get(workers)!.port}${PATH}`, frame, { ...LOAD, seconds: warmup });
+  if (warmup > 0)
+    for (const workers of kinds) await h2loadClosedLoop(`http://127.0.0.1:${services.get(workers)!.port}${PATH}`, frame, { ...LOAD, seconds: warmup });
   const rates = new Map<number, number[]>(kinds.map((workers) => [workers, []]));
   // CPU over all rounds: the service's processes (primary and workers) and Redis, per decision.
   const cpu = new Map(kinds.map((workers) => [workers, { service: 0, redis: 0, decisions: 0 }]));
