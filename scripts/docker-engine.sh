@@ -77,7 +77,13 @@ case ${1:-} in
     [ -f "$pidfile" ] || exit 0
     pid=$(cat "$pidfile")
     if kill -0 "$pid" 2>/dev/null; then
-      # Containers a killed test left behind go with the engine; dockerd stops them itself.
+      # The engine is the tests' alone: containers and networks a killed test left behind are
+      # removed, so none wait in the kept data root for the next run.
+      if answers "$host"; then
+        containers=$(DOCKER_HOST=$host docker ps --all --quiet)
+        [ -z "$containers" ] || DOCKER_HOST=$host docker rm --force --volumes $containers >/dev/null 2>&1 || true
+        DOCKER_HOST=$host docker network prune --force >/dev/null 2>&1 || true
+      fi
       kill -TERM "$pid"
       for _ in $(seq 1 150); do
         kill -0 "$pid" 2>/dev/null || break

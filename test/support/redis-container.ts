@@ -22,15 +22,23 @@ let chosen: 'process' | 'container' | undefined;
  * when a redis-server binary is here and a container when only a Docker engine is.
  */
 export function redisRuntime(): 'process' | 'container' {
-  if (chosen !== undefined) return chosen;
-  const wanted = process.env.QUOTA_TEST_REDIS;
-  if (wanted !== undefined && wanted !== '' && wanted !== 'process' && wanted !== 'container') {
-    throw new Error(`QUOTA_TEST_REDIS must be "process" or "container", not ${JSON.stringify(wanted)}`);
+  chosen ??= chooseRedisRuntime(process.env.QUOTA_TEST_REDIS, {
+    hasBinary: () => {
+      const binary = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+      return binary.includes('/') ? existsSync(binary) : (process.env.PATH ?? '').split(':').some((dir) => existsSync(`${dir}/${binary}`));
+    },
+    hasEngine: () => dockerEngine().ok,
+  });
+  return chosen;
+}
+
+/** The rule of redisRuntime, on its inputs; the probes run only when the variable leaves the choice open. */
+export function chooseRedisRuntime(wanted: string | undefined, probe: { hasBinary(): boolean; hasEngine(): boolean }): 'process' | 'container' {
+  if (wanted === 'process' || wanted === 'container') return wanted;
+  if (wanted !== undefined && wanted !== '') {
+    throw new Error(`QUOTA_TEST_REDIS must be "process" or "container" (or unset), not ${JSON.stringify(wanted)}`);
   }
-  if (wanted === 'process' || wanted === 'container') return (chosen = wanted);
-  const binary = process.env.REDIS_SERVER_BIN ?? 'redis-server';
-  const hasBinary = process.env.PATH?.split(':').some((dir) => existsSync(`${dir}/${binary}`)) || (binary.includes('/') && existsSync(binary));
-  return (chosen = hasBinary || !dockerEngine().ok ? 'process' : 'container');
+  return probe.hasBinary() || !probe.hasEngine() ? 'process' : 'container';
 }
 
 /** The image: QUOTA_TEST_REDIS_IMAGE (`make test` builds one from Debian's package), else the official redis:7. */
