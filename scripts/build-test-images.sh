@@ -22,10 +22,17 @@ cache=${QUOTA_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/quota-service}
 work=.tmp/images
 mkdir -p "$cache" "$work"
 
-log() { echo "[images] $*" >&2; }
+log() { echo "[images ${SECONDS}s] $*" >&2; }
 hash_of() { cat "$@" | sha256sum | cut -c1-12; }
 has_image() { docker image inspect "$1" >/dev/null 2>&1; }
-build() { docker build --quiet "$@" >/dev/null; }
+# Quiet unless it fails (then the whole output, the classic builder's notice included).
+build() {
+  local out
+  out=$(docker build --quiet "$@" 2>&1) || {
+    echo "$out" >&2
+    return 1
+  }
+}
 
 # 1. Debian's root file system.
 printf '%s\n' "$MIRROR" >"$work/debian.recipe"
@@ -87,5 +94,6 @@ fi
 log "building quota-service:test from Dockerfile on $node_base"
 build --network host --build-arg "NODE_IMAGE=$node_base" --build-arg "BUILD_IMAGE=$build_image" -t quota-service:test .
 
+log "done"
 echo "QUOTA_TEST_IMAGE=quota-service:test"
 echo "QUOTA_TEST_REDIS_IMAGE=$redis"
