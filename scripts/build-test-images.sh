@@ -60,7 +60,7 @@ if ! has_image "$node_base"; then
   context=$work/node-base
   rm -rf "$context" && mkdir -p "$context"
   cp "$node_bin" "$context/node"
-  (cd "$context" && npm pack --silent "npm@$NPM_VERSION" >/dev/null && mv "npm-$NPM_VERSION.tgz" npm.tgz)
+  (cd "$context" && npm pack --silent "npm@$NPM_VERSION" >/dev/null && tar -xzf "npm-$NPM_VERSION.tgz" && mv package npm && rm "npm-$NPM_VERSION.tgz")
   build -f scripts/images/node-base.Dockerfile --build-arg "DEBIAN_IMAGE=$debian" -t "$node_base" "$context"
   rm -rf "$context"
 fi

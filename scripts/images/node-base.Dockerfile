@@ -5,11 +5,9 @@
 ARG DEBIAN_IMAGE
 FROM ${DEBIAN_IMAGE}
 COPY node /usr/local/bin/node
-# npm's own package (it bundles its dependencies); ADD unpacks it into /usr/local/lib/package.
-ADD npm.tgz /usr/local/lib/
-RUN mkdir -p /usr/local/lib/node_modules \
- && mv /usr/local/lib/package /usr/local/lib/node_modules/npm \
- && ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
+# npm's own package, unpacked (it bundles its dependencies).
+COPY npm /usr/local/lib/node_modules/npm
+RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
  && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \
  && groupadd --gid 1000 node \
  && useradd --uid 1000 --gid node --shell /bin/bash --create-home node \
