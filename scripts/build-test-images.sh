@@ -94,6 +94,15 @@ fi
 log "building quota-service:test from Dockerfile on $node_base"
 build --network host --build-arg "NODE_IMAGE=$node_base" --build-arg "BUILD_IMAGE=$build_image" -t quota-service:test .
 
+# Bases of older recipes are not used again: untag them so the kept data root does not grow.
+for repository in quota-debian quota-node-base quota-node-build quota-redis; do
+  for image in $(docker images --format '{{.Repository}}:{{.Tag}}' "$repository"); do
+    case " $debian $node_base $build_image $redis " in
+      *" $image "*) ;;
+      *) docker image rm "$image" >/dev/null 2>&1 || true ;;
+    esac
+  done
+done
 log "done"
 echo "QUOTA_TEST_IMAGE=quota-service:test"
 echo "QUOTA_TEST_REDIS_IMAGE=$redis"

@@ -91,6 +91,8 @@ case ${1:-} in
       done
       kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
     fi
+    # dockerd leaves its network namespace mounted under the exec root; a clone could not be removed.
+    if mountpoint -q "$state/exec/netns/default" 2>/dev/null; then umount "$state/exec/netns/default" || true; fi
     rm -f "$pidfile" "$sock"
     ;;
   *)
