@@ -1,14 +1,17 @@
-# syntax=docker/dockerfile:1
 # The quota service image: `docker build -t quota-service:0.1.0 .` from the repository root.
-# No Docker engine runs in this project's CI, so this file is not built there; keep it
-# plain and conventional (docs/deploy.md says how to build and check it by hand).
+# `make test` builds it (scripts/build-test-images.sh, on a Node 22 base made with debootstrap
+# where Docker Hub is out of reach) and runs it as the Helm chart does (test/image/).
+# Plain Dockerfile syntax, so the classic builder and BuildKit both build it (docs/deploy.md).
 #
 # Three stages: build (all dependencies, then `npm run build`, the same build as
 # `make build`), prod-deps (the service's production dependencies and the two workspace
 # packages it uses, nothing the client packages or examples need) and the runtime image.
 ARG NODE_IMAGE=node:22-alpine
+# The build stages' image: NODE_IMAGE unless a machine needs more to build than to run, such
+# as its proxy's CA certificate to reach the npm registry, which the runtime image must not carry.
+ARG BUILD_IMAGE=${NODE_IMAGE}
 
-FROM ${NODE_IMAGE} AS build
+FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 COPY clients/contract/package.json clients/contract/
@@ -28,7 +31,7 @@ COPY src ./src
 COPY clients ./clients
 RUN npm run build
 
-FROM ${NODE_IMAGE} AS prod-deps
+FROM ${BUILD_IMAGE} AS prod-deps
 WORKDIR /src
 COPY package.json package-lock.json ./
 COPY clients/contract/package.json clients/contract/

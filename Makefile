@@ -12,7 +12,7 @@ TS_NODE := node --conditions=@quota-service/source --import tsx
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER is set)"
 	@echo "make run-demo  the quota service (embedded store) and the reference order API on http://127.0.0.1:8080"
-	@echo "make test   install what is missing (node packages, redis-server, helm, Node 22), then lint, typecheck and run the whole suite"
+	@echo "make test   install what is missing (node packages, redis-server, helm, Node 22, docker.io, debootstrap), then lint, typecheck and run the whole suite"
 	@echo "make build  the packages in clients/ and the service (the same as npm run build)"
 	@echo "make bench  run the benchmarks in bench/ (not part of make test, about 25 min); writes docs/benchmarks.md and docs/img/"
 	@echo "make bench-quick  only the plotted comparisons, shorter (about 3 min); the other sections keep their figures"
@@ -103,8 +103,11 @@ lint: deps
 node22:
 	@node scripts/ensure-node22.mjs
 
+# The suite with its own Docker engine (started and stopped by scripts/test-with-docker.sh):
+# the service's image built from the Dockerfile and run as the chart runs it (test/image), and
+# the Redis-backed store tests a second time with Redis in containers (testcontainers).
 test: deps redis helm-bin node22 lint typecheck
-	npx vitest run
+	scripts/test-with-docker.sh
 
 # The rate limit service bench sends its open-loop load with h2load (nghttp2); install it if missing.
 h2load:

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import type { ConnectionOptions } from 'node:tls';
 import { Redis } from 'ioredis';
 import type { NetworkNamespace } from './netns.js';
 import { own } from './owned-child.js';
+import { redisRuntime, startRedisContainer, type RedisRun } from './redis-container.js';
 
 /** A real redis-server process on a free loopback port, owned by the test that started it. */
 export interface RedisServer {
@@ -19,7 +20,7 @@ export interface RedisServer {
   /** With `tls`: the TLS port, and rediss://127.0.0.1:<tlsPort>. */
   readonly tlsPort?: number;
   readonly tlsUrl?: string;
-  /** The redis-server process. */
+  /** The redis-server process (on the container path: its id on this host, as Docker reports it). */
   readonly pid: number;
   /** A fresh client; the caller closes it (or `stop` does). */
   client(): Redis;
@@ -87,9 +88,13 @@ export interface RedisServerTls {
   readonly plainPort?: boolean;
 }
 
-/** Starts redis-server with no persistence; retries on a port taken between probe and bind. */
+/**
+ * Starts redis-server with no persistence; retries on a port taken between probe and bind.
+ * A process here, or a container on the host's network (test/support/redis-container.ts:
+ * QUOTA_TEST_REDIS=container, or where redis-server is missing and a Docker engine answers).
+ */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
-  const binary = redisServerBinary();
+  const binary = redisRuntime() === 'container' ? 'redis-server' : redisServerBinary();
   const extraArgs = [...(options.args ?? []), ...(options.password === undefined ? [] : ['--requirepass', options.password, '--masterauth', options.password])];
   let lastError: unknown;
   for (let attempt = 0; attempt < (options.port === undefined ? 5 : 1); attempt++) {
@@ -153,17 +158,12 @@ async function launch(
     ...tlsArgs,
     ...extraArgs,
   ];
-  const [command, args] = netns === undefined ? [binary, argv.slice(1)] : netns.command(argv);
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const owner = own(child);
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const run = await startRun(argv, dir, netns);
   const clients: Redis[] = [];
 
   const stop = async () => {
     await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
-    await owner.stop(2_000);
+    await run.stop();
     rmSync(dir, { recursive: true, force: true });
   };
 
@@ -173,13 +173,13 @@ async function launch(
   try {
     const deadline = Date.now() + 5_000;
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`redis-server exited: ${output.trim()}`);
+      if (run.exited()) throw new Error(`redis-server exited: ${run.output().trim()}`);
       try {
         if (probe.status !== 'ready') await probe.connect();
         await probe.ping();
         break;
       } catch (error) {
-        if (Date.now() > deadline) throw new Error(`redis-server did not answer on ${via.port}: ${String(error)}\n${output}`);
+        if (Date.now() > deadline) throw new Error(`redis-server did not answer on ${via.port}: ${String(error)}\n${run.output()}`);
         probe.disconnect();
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -195,18 +195,42 @@ async function launch(
     port: via.port,
     host,
     url,
-    pid: child.pid!,
+    pid: run.pid,
     ...(tls === undefined ? {} : { tlsPort: tls.port, tlsUrl: `rediss://${host}:${tls.port}` }),
     client() {
       const client = new Redis(via.port, host, { maxRetriesPerRequest: 1, ...clientOptions });
       clients.push(client);
       return client;
     },
-    signal(signal) {
+    signal: (signal) => run.signal(signal),
+    stop,
+    crash: () => run.crash(),
+  };
+}
+
+/** redis-server as a child process of this one (in `netns` when given), or in a container. */
+async function startRun(argv: string[], dir: string, netns: NetworkNamespace | undefined): Promise<RedisRun> {
+  if (redisRuntime() === 'container') {
+    if (netns !== undefined) throw new Error('netns: a Redis in a network namespace runs as a process here, not in a container (QUOTA_TEST_REDIS=process)');
+    // The container's redis user (the official image drops root) writes nodes.conf there.
+    chmodSync(dir, 0o777);
+    return startRedisContainer(argv.slice(1), dir);
+  }
+  const [command, args] = netns === undefined ? [argv[0]!, argv.slice(1)] : netns.command(argv);
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const owner = own(child);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return {
+    pid: child.pid!,
+    exited: () => child.exitCode !== null,
+    output: () => output,
+    signal: (signal) => {
       child.kill(signal);
     },
-    stop,
-    async crash() {
+    stop: () => owner.stop(2_000),
+    crash: async () => {
       child.kill('SIGKILL');
       await owner.exited;
     },
