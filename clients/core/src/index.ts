@@ -47,4 +47,14 @@ export {
   WINDOW_IS_THE_LIMITS,
 } from './policies/policy-schema.js';
 export * from './reservations-and-leases.js';
+export {
+  SLICE_ALGORITHMS,
+  SLICE_TTL_MAX_MS,
+  type SliceOptions,
+  type SlicesDefinition,
+  slicesRefusal,
+  slicesSchema,
+  slicesSupported,
+  toSliceOptions,
+} from './policies/slice-options.js';
 export { parseYaml, YAML_LIMITS, YamlLimitError, YamlTextError, yamlValue } from './yaml-text.js';

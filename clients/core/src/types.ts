@@ -6,6 +6,7 @@
 import type { Algorithm } from './algorithms/algorithm.js';
 import type { LimitOutcome } from './algorithms/outcome.js';
 import type { FailureModeName, LimitDefinition } from './policies/policy-schema.js';
+import type { SliceOptions } from './policies/slice-options.js';
 
 export type { Algorithm, Decided } from './algorithms/algorithm.js';
 export type { LimitOutcome } from './algorithms/outcome.js';
@@ -36,6 +37,8 @@ export interface Limit<P = unknown> {
   readonly planBy?: string;
   /** This limit under each plan's parameters, by plan name (the value of the identity part planBy). */
   readonly plans?: ReadonlyMap<string, Limit<P>>;
+  /** Holders may lease slices of this limit (the policy file's `slices`); absent: never. */
+  readonly slices?: SliceOptions;
 }
 
 /** What a policy does when the store cannot be asked in time. */
