@@ -57,4 +57,5 @@ export {
   slicesSupported,
   toSliceOptions,
 } from './policies/slice-options.js';
+export { type SliceAnswer, type SliceOp, type SliceRecord, sliceInMemory, sliceKeyOf, sliceRecordTtlMs } from './slices/slice-model.js';
 export { parseYaml, YAML_LIMITS, YamlLimitError, YamlTextError, yamlValue } from './yaml-text.js';

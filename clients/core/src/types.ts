@@ -7,6 +7,7 @@ import type { Algorithm } from './algorithms/algorithm.js';
 import type { LimitOutcome } from './algorithms/outcome.js';
 import type { FailureModeName, LimitDefinition } from './policies/policy-schema.js';
 import type { SliceOptions } from './policies/slice-options.js';
+import type { SliceAnswer } from './slices/slice-model.js';
 
 export type { Algorithm, Decided } from './algorithms/algorithm.js';
 export type { LimitOutcome } from './algorithms/outcome.js';
@@ -125,6 +126,8 @@ export interface GroupDecision {
   pending?: boolean;
   /** Mode 'settle': what the reservation at the memo held and what became of it. */
   settlement?: Settlement;
+  /** A slice step: what was taken and given back. */
+  slice?: SliceAnswer;
 }
 
 /**
