@@ -1,3 +1,4 @@
+import { type FixedWindowParams, windowMs } from '../algorithms/fixed-window/model.js';
 import type { MemorySpace } from '../algorithms/memory-space.js';
 import { encodeIdentityValue } from '../keys.js';
 import type { LimitCall } from '../types.js';
@@ -70,8 +71,12 @@ export function sliceInMemory(space: MemorySpace, call: LimitCall, holder: strin
   const record = space.get<SliceRecord>(recordKey, nowMs);
   if (record !== undefined) {
     returned = Math.min(record.units, Math.max(0, giveBack));
-    // A window counts whole units.
-    if (algorithm.name === 'fixed_window') returned = Math.floor(returned);
+    // A window counts whole units, and only its own: once the window the
+    // slice was taken in is over, nothing goes back (the refund agrees).
+    if (algorithm.name === 'fixed_window') {
+      const ms = windowMs((limit.params as FixedWindowParams).window);
+      returned = record.at - (record.at % ms) === nowMs - (nowMs % ms) ? Math.floor(returned) : 0;
+    }
     if (returned > 0) algorithm.refundInMemory(space, identityKey, limit.params, returned, nowMs, record.at);
     space.delete(recordKey);
   }

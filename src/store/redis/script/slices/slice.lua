@@ -39,6 +39,9 @@ if not now then
 end
 local share, max_units, ttl, give = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 
+-- A fixed window's length by name (its args[2], ARGV[9]), as fixed-window.lua reads it.
+local WINDOWS = { second = 1000, minute = 60000, hour = 3600000, day = 86400000 }
+
 local keys = {}
 for i = 1, #KEYS - 1 do keys[i] = KEYS[i] end
 local record = KEYS[#KEYS]
@@ -62,8 +65,13 @@ if stored[1] and stored[2] and stored[3] then
   local at = tonumber(stored[2])
   if now <= at + 2 * tonumber(stored[3]) then
     returned = math.min(tonumber(stored[1]), math.max(0, give))
-    -- A window counts whole units.
-    if algorithm == 'fixed_window' then returned = math.floor(returned) end
+    -- A window counts whole units, and only its own: once the window the
+    -- slice was taken in is over, nothing goes back (R.fixed_window agrees).
+    if algorithm == 'fixed_window' then
+      local window = WINDOWS[ARGV[9]] or tonumber(ARGV[9])
+      returned = math.floor(returned)
+      if at - (at % window) ~= now - (now % window) then returned = 0 end
+    end
     if returned > 0 then refund(keys, costing(returned), now, at) end
   end
   redis.call('DEL', record)
