@@ -57,5 +57,13 @@ export {
   slicesSupported,
   toSliceOptions,
 } from './policies/slice-options.js';
+export {
+  DEFAULT_SLICE_THRESHOLD,
+  type SliceCounters,
+  SliceHolder,
+  type SliceHolderOptions,
+  type SliceSource,
+  type SliceTimers,
+} from './slices/slice-holder.js';
 export { type SliceAnswer, type SliceOp, type SliceRecord, sliceInMemory, sliceKeyOf, sliceRecordTtlMs } from './slices/slice-model.js';
 export { parseYaml, YAML_LIMITS, YamlLimitError, YamlTextError, yamlValue } from './yaml-text.js';

@@ -186,9 +186,10 @@ export interface LimitStatus {
 /**
  * Where a decision came from: 'store' = the shared store decided;
  * 'fail_open' / 'fail_closed' = the store could not be asked and the policy's
- * failure mode answered; 'local' = a per-process limit decided.
+ * failure mode answered; 'local' = a per-process limit decided; 'slice' = the
+ * holder decided from a slice it leased from the store (allowed, always).
  */
-export type DecisionSource = 'store' | 'fail_open' | 'fail_closed' | 'local';
+export type DecisionSource = 'store' | 'fail_open' | 'fail_closed' | 'local' | 'slice';
 
 export interface Decision {
   allowed: boolean;

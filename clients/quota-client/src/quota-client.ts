@@ -187,6 +187,7 @@ const SOURCES: Partial<Record<ProtoDecisionSource, DecisionSource>> = {
   [ProtoDecisionSource.DECISION_SOURCE_FAIL_OPEN]: 'fail_open',
   [ProtoDecisionSource.DECISION_SOURCE_FAIL_CLOSED]: 'fail_closed',
   [ProtoDecisionSource.DECISION_SOURCE_LOCAL]: 'local',
+  [ProtoDecisionSource.DECISION_SOURCE_SLICE]: 'slice',
 };
 
 /** An `AllowResponse` as the `QuotaDecision` that `allow()` resolves with: for code that calls `Allow` itself (quotactl does). */
