@@ -15,7 +15,7 @@ import { VirtualTimers } from '../support/virtual-timers.js';
  * and asking the store when it has none. Everything granted, locally or by
  * the store, must stay within what the limit allows for that time, exactly:
  * capacity + rate x T for a bucket (GCRA: plus its documented 10 µs of
- * slack), the limit per window for a fixed window. The run also counts the
+ * slack, once), the limit per window for a fixed window. The run also counts the
  * requests the store denied while other holders held enough unused units
  * (the price of slices), which the documented bound holds.
  */
@@ -59,7 +59,16 @@ interface Demand {
 async function hammer(store: QuotaStore, timers: VirtualTimers, limit: Limit, tenant: string, demand: Demand): Promise<Run> {
   const holders = Array.from({ length: HOLDERS }, (_, i) => new SliceHolder(sourceOn(store, `holder-${i}`), { timers }));
   const key = identityKey(limit.name, limit.keyBy, tenant);
-  const run: Run = { granted: 0, grantedLocally: 0, remoteCalls: 0, decisions: 0, deniedWhileHeldElsewhere: 0, grantedPerWindow: new Map(), elapsedMs: 0, lapsed: 0 };
+  const run: Run = {
+    granted: 0,
+    grantedLocally: 0,
+    remoteCalls: 0,
+    decisions: 0,
+    deniedWhileHeldElsewhere: 0,
+    grantedPerWindow: new Map(),
+    elapsedMs: 0,
+    lapsed: 0,
+  };
   const start = timers.now();
   const grant = (cost: number) => {
     run.granted += cost;
@@ -107,9 +116,10 @@ function expectWithinTheLimit(limit: Limit, run: Run): void {
     for (const [window, granted] of run.grantedPerWindow) expect(granted, `window ${window}`).toBeLessThanOrEqual(params.limit);
     return;
   }
-  const slack = limit.algorithm.name === 'gcra' ? (GCRA_SLACK_MS * params.refillPerSecond) / 1000 : 0;
+  // GCRA's theoretical arrival time never runs more than its slack past a full burst, so the slack counts once.
+  const slackMs = limit.algorithm.name === 'gcra' ? GCRA_SLACK_MS : 0;
   // Every decision of the run fell at or before the last step's time.
-  expect(run.granted).toBeLessThanOrEqual(params.capacity + (params.refillPerSecond * run.elapsedMs) / 1000 + slack * run.decisions);
+  expect(run.granted).toBeLessThanOrEqual(params.capacity + (params.refillPerSecond * (run.elapsedMs + slackMs)) / 1000);
 }
 
 /**
@@ -146,19 +156,23 @@ describe('never over-grant: 5 holders on one hot identity, 30 s of virtual time'
   ]);
 
   describe.each(stores)('on %s', (name, storeOf) => {
-    it.each(cases)('$limit.algorithm.name, $load: granted within the limit, exactly; under-grant within its bound', async ({ limit, demand, load }) => {
-      const timers = new VirtualTimers(T0 + 1);
-      const store = storeOf(timers);
-      try {
-        await store.ready();
-        const run = await hammer(store, timers, limit, `acme-${name}-${load.replaceAll(' ', '-')}`, demand);
-        report(`${name} ${load}`, limit, run);
-        expectWithinTheLimit(limit, run);
-        expectUnderGrantBounded(limit, run);
-        expect(run.grantedLocally).toBeGreaterThan(0);
-      } finally {
-        await store.close();
-      }
-    }, 120_000);
+    it.each(cases)(
+      '$limit.algorithm.name, $load: granted within the limit, exactly; under-grant within its bound',
+      async ({ limit, demand, load }) => {
+        const timers = new VirtualTimers(T0 + 1);
+        const store = storeOf(timers);
+        try {
+          await store.ready();
+          const run = await hammer(store, timers, limit, `acme-${name}-${load.replaceAll(' ', '-')}`, demand);
+          report(`${name} ${load}`, limit, run);
+          expectWithinTheLimit(limit, run);
+          expectUnderGrantBounded(limit, run);
+          expect(run.grantedLocally).toBeGreaterThan(0);
+        } finally {
+          await store.close();
+        }
+      },
+      120_000,
+    );
   });
 });

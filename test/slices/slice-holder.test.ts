@@ -102,4 +102,31 @@ describe('SliceHolder', () => {
     await settle();
     expect(holder.held()).toBe(0);
   });
+
+  it('cold identities: decisions and remaining exactly as without slices', async () => {
+    const timers = new VirtualTimers(T0);
+    const clock = { now: () => timers.now() };
+    const withSlices = new MemoryStore(clock);
+    const without = new MemoryStore(clock);
+    const calls = { n: 0 };
+    const holder = new SliceHolder(sourceOn(withSlices, 'h1', calls), { timers });
+    const small = limitFrom({
+      name: 'small',
+      key_by: 'tenant',
+      algorithm: 'fixed_window',
+      limit: 7,
+      window: 'second',
+      slices: { share: 1, max_units: 50, ttl_ms: 250 },
+    });
+    for (let i = 0; i < 400; i++) {
+      // Ten identities, each asked at most 10 times per ttl.
+      const call = callOf(i % 3 === 0 ? small : bucket, `tenant-${i % 10}`, 1 + (i % 4));
+      expect(holder.decide([call])).toBeUndefined();
+      const [a, b] = await Promise.all([decideAll(withSlices, [call], 'spend'), decideAll(without, [call], 'spend')]);
+      expect(a).toEqual(b);
+      await settle();
+      timers.advance(i % 10 === 9 ? 250 : 7);
+    }
+    expect(calls.n).toBe(0);
+  });
 });
