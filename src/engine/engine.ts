@@ -12,6 +12,7 @@ import {
   type Policy,
   type PolicySet,
   type SettleInput,
+  type SliceHolder,
   type SourcelessDecision,
 } from '@quota-service/core';
 import { createLogger } from '../logger.js';
@@ -48,6 +49,12 @@ export interface QuotaEngineOptions {
   onSettle?: (policy: string, event: SettlementEvent, reservation: boolean) => void;
   /** Told of every denial, with the door it came through (a log line, bounded per policy: src/engine/denial-log.ts). */
   denials?: DenialLog;
+  /**
+   * This replica's slices of hot limits (docs/policies.md, "Slices"): an Allow
+   * without a request id whose every limit has slices may be decided from
+   * them, without a store call (source 'slice'). Absent: every decision asks the store.
+   */
+  slices?: SliceHolder;
 }
 
 /** The decision: policy -> limits -> keys -> store call -> result. Transport-free. */
@@ -62,6 +69,7 @@ export class QuotaEngine {
   readonly leases: Leases;
   /** Requests decided with the limits as they apply to the identity now (src/engine/request-decider.ts). */
   private readonly decider: RequestDecider;
+  private readonly slices: SliceHolder | undefined;
 
   constructor(
     private policies: PolicySet,
@@ -75,6 +83,7 @@ export class QuotaEngine {
     this.onSettle = options.onSettle;
     this.denials = options.denials;
     this.overrides = options.overrides;
+    this.slices = options.slices;
     this.failure.timeCallsOf(store);
     this.leases = new Leases(() => this.policies, store, this.failure, this.overrides, options.leaseEvents);
     this.decider = new RequestDecider(store, this.overrides, () => this.policies, options.onReserve);
@@ -221,6 +230,12 @@ export class QuotaEngine {
               observeLeases(this.leases.events, request.policy.name, prepared.limits, prepared.calls, decision.limits, decision.leasesExpired);
             return map === undefined ? decision : map(decision);
           };
+    // A hot limit's slice decides without the store; when it cannot grant, the store decides.
+    const sliced = request.requestId === '' ? this.slices?.decide(prepared.calls) : undefined;
+    if (sliced !== undefined) {
+      const decision: Decision = { ...decisionOf(prepared.limits, sliced), source: 'slice' };
+      return Promise.resolve(after === undefined ? decision : after(decision));
+    }
     // The store call starts synchronously from here (no await before it): the
     // requests of one AllowBatch reach the store in the same turn.
     return this.failure.decide(

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { own, type OwnedChild } from '../support/owned-child.js';
 import { TS_NODE_ARGS } from '../support/ts-node-args.js';
@@ -85,12 +84,12 @@ async function startHolder(where: string, id: string, tenant: string, then = '')
   return holder;
 }
 
-async function redisNow(redis: Redis): Promise<number> {
+async function redisNow(redis: Redis | Cluster): Promise<number> {
   const [seconds, micros] = await redis.time();
   return Number(seconds) * 1000 + Number(micros) / 1000;
 }
 
-async function hammer(where: string, admin: Redis, tenant: string, recordsOf: (holder: string) => Promise<number>): Promise<void> {
+async function hammer(where: string, admin: Redis | Cluster, tenant: string, recordsOf: (holder: string) => Promise<number>): Promise<void> {
   // holder-2 decides until it holds a slice with units left, then stops and is killed.
   const holders = await Promise.all(Array.from({ length: 5 }, (_, i) => startHolder(where, `holder-${i}`, tenant, i === 2 ? 'hold' : '')));
   const start = await redisNow(admin);
