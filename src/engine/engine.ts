@@ -258,7 +258,7 @@ export class QuotaEngine {
 
   /** An ad hoc set of limit calls decided all or nothing (decideCalls): Envoy's rate limit service. */
   decideCalls(policy: Policy, calls: readonly LimitCall[], timeoutMs?: number): Promise<CallsDecision> {
-    return decideCalls(this.store, this.failure, policy, calls, timeoutMs);
+    return decideCalls(this.store, this.failure, policy, calls, timeoutMs, this.slices);
   }
 
   /** Limit calls spent without a check, into debt if need be (chargeCalls): Envoy's charges after the response. */
