@@ -47,6 +47,9 @@ const noop: QuotaServiceHandlers = {
   async renew() {
     return { leaseExpiresInMs: 1000 };
   },
+  async takeSlice() {
+    return { taken: 0, validMs: 0, remaining: 0, returned: 0 };
+  },
 };
 
 async function main(): Promise<void> {

@@ -12,6 +12,7 @@ import {
   type Policy,
   type PolicySet,
   type SettleInput,
+  type SliceAnswer,
   type SliceHolder,
   type SourcelessDecision,
 } from '@quota-service/core';
@@ -22,6 +23,7 @@ import { isStaleOverrides, type OverrideView } from '../overrides/override.js';
 import type { DecideStep, QuotaStore } from '../store/store.js';
 import { type CallsDecision, chargeCalls, decideCalls } from './decide-calls.js';
 import { peekQuota } from './peek-quota.js';
+import { takeSlice, type TakeSliceInput } from './take-slice.js';
 import { RequestDecider, reservable } from './request-decider.js';
 import type { Indexed, Prepared } from './prepared.js';
 import { type LeaseEvents, Leases, observeLeases } from './leases.js';
@@ -254,6 +256,16 @@ export class QuotaEngine {
     const policy = this.policies.get(input.policy);
     const onRecord = onSettle === undefined || policy === undefined ? undefined : (event: SettlementEvent) => onSettle(policy.name, event, reservable(policy));
     return settleReservation(this.store, this.failure, this.policies, input, this.overrides, onRecord);
+  }
+
+  /** A holder's slice of one limit for one identity (QuotaService.TakeSlice, src/engine/take-slice.ts). */
+  takeSlice(input: TakeSliceInput): Promise<SliceAnswer> {
+    try {
+      const prepared = this.decider.prepare({ policy: input.policy, identity: input.identity, cost: 0, requestId: '' });
+      return takeSlice(this.store, prepared, input);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** An ad hoc set of limit calls decided all or nothing (decideCalls): Envoy's rate limit service. */
