@@ -129,4 +129,29 @@ describe('SliceHolder', () => {
     }
     expect(calls.n).toBe(0);
   });
+
+  it('a take that fails is not tried again for a ttl: the decisions go to the store meanwhile', async () => {
+    const timers = new VirtualTimers(T0);
+    let calls = 0;
+    const failing: SliceSource = {
+      slice: () => {
+        calls++;
+        return Promise.reject(new Error('store unavailable'));
+      },
+    };
+    const errors: unknown[] = [];
+    const holder = new SliceHolder(failing, { timers, onError: (error) => errors.push(error) });
+    for (let i = 0; i < 100; i++) {
+      expect(holder.decide([callOf(bucket, 'acme')])).toBeUndefined();
+      await settle();
+      timers.advance(1);
+    }
+    // 100 ms of hot decisions: one take at the 11th, none again within the 250 ms ttl.
+    expect(calls).toBe(1);
+    expect(errors).toHaveLength(1);
+    timers.advance(250);
+    holder.decide([callOf(bucket, 'acme')]);
+    await settle();
+    expect(calls).toBe(2);
+  });
 });

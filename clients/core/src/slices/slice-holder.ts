@@ -80,6 +80,8 @@ interface KeyState {
   slice?: Slice;
   /** A take or give-back of this key is on its way: no second one. */
   busy: boolean;
+  /** After a failed take, no new one before this local time (a slice's ttl later). */
+  quietUntil: number;
 }
 
 export interface SliceHolderOptions {
@@ -145,7 +147,7 @@ export class SliceHolder {
       const state = states[i]!;
       const slice = state.slice;
       if (slice !== undefined && (now >= slice.expiresAt || slice.left < calls[i]!.cost)) this.renew(state);
-      else if (slice === undefined && this.hot(state)) this.renew(state);
+      else if (slice === undefined && now >= state.quietUntil && this.hot(state)) this.renew(state);
     }
     return undefined;
   }
@@ -179,7 +181,7 @@ export class SliceHolder {
     const key = call.identityKey;
     let state = this.states.get(key);
     if (state === undefined) {
-      state = { call, seen: 0, seenBefore: 0, windowStart: now, busy: false };
+      state = { call, seen: 0, seenBefore: 0, windowStart: now, busy: false, quietUntil: Number.NEGATIVE_INFINITY };
       this.states.set(key, state);
     }
     state.call = call;
@@ -235,6 +237,8 @@ export class SliceHolder {
       },
       (error: unknown) => {
         state.busy = false;
+        // The store could not be asked: no new take for a slice's ttl (decisions go to the store meanwhile).
+        state.quietUntil = this.timers.now() + call.limit.slices!.ttlMs;
         this.counters.unitsLapsed += giveBack;
         this.options.onError?.(error);
       },
