@@ -133,14 +133,15 @@ export class QuotaEngine {
         results[index] = { status: 'rejected', reason: error };
         continue;
       }
-      if (prepared.request.requestId === '') {
+      if (prepared.request.requestId === '' && !this.sliced(prepared)) {
         run ??= new Map();
         const partition = run.get(prepared.partition);
         if (partition === undefined) run.set(prepared.partition, [{ index, prepared }]);
         else partition.push({ index, prepared });
         continue;
       }
-      // A request id: decided on its own (it remembers its decision), after the ones before it.
+      // A request id (it remembers its decision), or a limit with slices (decided from
+      // them when they can): on its own, after the ones before it.
       if (run !== undefined) this.decideRun(run, map, results, waits, door);
       run = undefined;
       waits.push(settledInto(results, index, this.decidePrepared(prepared, map, door)));
@@ -187,6 +188,11 @@ export class QuotaEngine {
         }),
       );
     }
+  }
+
+  /** Whether this replica may decide the request from its slices: every limit has them. */
+  private sliced(prepared: Prepared): boolean {
+    return this.slices !== undefined && prepared.calls.every((call) => call.limit.slices !== undefined);
   }
 
   /**

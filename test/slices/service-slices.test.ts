@@ -78,4 +78,29 @@ describe('the service decides a hot limit from its own slices', () => {
     expect(plain.sources.get('store')).toBe(200);
     expect(plain.scripts).toBeGreaterThanOrEqual(200);
   });
+
+  it('the requests of a batch are decided from slices too', async () => {
+    const store = RedisStore.connect(redis().url);
+    const slices = new SliceHolder(storeSliceSource(store, 'service-2'));
+    const engine = new QuotaEngine(policies, store, { slices });
+    try {
+      await store.ready();
+      const sources = new Map<string, number>();
+      for (let round = 0; round < 20; round++) {
+        const inputs = Array.from({ length: 10 }, () => ({ policy: 'tenant', identity: { tenant: 'acme-batch' }, cost: 1, requestId: '' }));
+        const results = await engine.allowEach(inputs, (decision) => decision);
+        for (const result of results) {
+          expect(result.status).toBe('fulfilled');
+          const decision = (result as PromiseFulfilledResult<Decision>).value;
+          sources.set(decision.source, (sources.get(decision.source) ?? 0) + 1);
+        }
+        await settle();
+      }
+      // A slice of 50 lasts five batches; the batches while a new one is on its way go to the store.
+      expect(sources.get('slice')).toBeGreaterThan(100);
+    } finally {
+      await slices.close();
+      await store.close();
+    }
+  });
 });
