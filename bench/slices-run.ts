@@ -7,12 +7,16 @@
 // rate-limiter-flexible's decisions/s at every concurrency, and at most 20
 // Redis calls per 1,000 decisions.
 //
-//   npx tsx bench/slices-run.ts [--seconds 3] [--warmup 1] [--concurrencies 1,4,16,64]
+// --cluster: the same on a 3-master Redis Cluster, Redis calls and CPU those of
+// the master that serves the hot key (where all of its load lands).
+//
+//   npx tsx bench/slices-run.ts [--seconds 3] [--warmup 1] [--concurrencies 1,4,16,64] [--cluster]
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
-import type { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { createQuotaClient, type QuotaClient } from '@quota-service/client';
+import { startRedisCluster } from '../test/support/redis-cluster.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { scriptCalls } from '../test/support/script-calls.js';
 import { benchMain, type BenchRun } from './bench-main.js';
@@ -25,6 +29,8 @@ const TENANT = 'hot-tenant';
 
 interface Kind {
   id: string;
+  /** The Redis node whose calls and CPU count for this kind (the one serving its key); the default one when absent. */
+  node?: Redis;
   call: () => Promise<boolean>;
   close(): Promise<void> | void;
 }
@@ -44,8 +50,7 @@ function clientKind(id: string, port: number, slices: boolean): Kind {
   };
 }
 
-function flexibleKind(redisUrl: string, makeClient: (url: string) => Redis): Kind {
-  const client = makeClient(redisUrl);
+function flexibleKind(client: Redis | Cluster): Kind {
   client.on('error', () => {});
   const limiter = new RateLimiterRedis({ storeClient: client, keyPrefix: 'flexible-hot', points: 1_000_000_000, duration: 3600 });
   return {
@@ -61,7 +66,12 @@ function flexibleKind(redisUrl: string, makeClient: (url: string) => Redis): Kin
 async function main(run: BenchRun): Promise<number> {
   const { values } = parseArgs({
     args: process.argv.slice(2),
-    options: { seconds: { type: 'string', default: '3' }, warmup: { type: 'string', default: '1' }, concurrencies: { type: 'string', default: '1,4,16,64' } },
+    options: {
+      seconds: { type: 'string', default: '3' },
+      warmup: { type: 'string', default: '1' },
+      concurrencies: { type: 'string', default: '1,4,16,64' },
+      cluster: { type: 'boolean', default: false },
+    },
     strict: true,
   });
   const seconds = Number(values.seconds);
@@ -69,17 +79,38 @@ async function main(run: BenchRun): Promise<number> {
   const concurrencies = values.concurrencies.split(',').map(Number);
   run.watchdog(120_000 + concurrencies.length * 3 * (seconds + warmup + 5) * 1000);
 
-  const redis = await startRedisServer();
-  run.onCleanup(() => redis.stop());
-  const service = await startServerChild('service', 'quota-server.ts', [redis.url]);
+  let where: string;
+  let admin: Redis;
+  let flexibleClient: Redis | Cluster;
+  let flexibleNode: Redis | undefined;
+  let serviceArgs: string[];
+  if (values.cluster) {
+    const cluster = await startRedisCluster({ replicas: false });
+    run.onCleanup(() => cluster.stop());
+    // The master serving the hot key carries all of its load: its calls and CPU are the ones that count.
+    const port = await cluster.ownerOf(`rl:v1:bench-hot:tenant:{${TENANT}}`);
+    admin = cluster.node(port);
+    where = `a 3-master Redis Cluster (figures: the master on port ${port}, which serves the hot key)`;
+    serviceArgs = ['--cluster', cluster.seeds.join(',')];
+    flexibleNode = cluster.node(await cluster.ownerOf(`flexible-hot:${TENANT}`));
+    flexibleClient = new Cluster(
+      cluster.seeds.map((seed) => ({ host: '127.0.0.1', port: Number(seed.split(':')[1]) })),
+      { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: { maxRetriesPerRequest: 1 } },
+    );
+  } else {
+    const redis = await startRedisServer();
+    run.onCleanup(() => redis.stop());
+    admin = redis.client();
+    where = `one Redis ${redis.url}`;
+    serviceArgs = [redis.url];
+    flexibleClient = new Redis(redis.url, { enableOfflineQueue: false, enableAutoPipelining: true, maxRetriesPerRequest: 1 });
+  }
+  const service = await startServerChild('service', 'quota-server.ts', serviceArgs);
   run.onCleanup(() => service.stop());
-  const admin = redis.client();
-  const { Redis: RedisClient } = await import('ioredis');
-  const kinds: Kind[] = [
-    clientKind('slices', service.port, true),
-    clientKind('no-slices', service.port, false),
-    flexibleKind(redis.url, (url) => new RedisClient(url, { enableOfflineQueue: false, enableAutoPipelining: true, maxRetriesPerRequest: 1 })),
-  ];
+  const flexible = flexibleKind(flexibleClient);
+  // rate-limiter-flexible's key (`<prefix>:<key>`) may hash to another master: its own figures come from there.
+  if (values.cluster) flexible.node = flexibleNode;
+  const kinds: Kind[] = [clientKind('slices', service.port, true), clientKind('no-slices', service.port, false), flexible];
   run.onCleanup(async () => {
     for (const kind of kinds) await kind.close();
   });
@@ -87,7 +118,7 @@ async function main(run: BenchRun): Promise<number> {
   await new Promise((resolve) => setTimeout(resolve, 500));
 
   process.stdout.write(
-    `One hot identity (policy bench-hot: a tenant-wide token bucket that never runs dry, slices share 0.05, max_units 1000, ttl_ms 250) on one Redis ${redis.url};\n` +
+    `One hot identity (policy bench-hot: a tenant-wide token bucket that never runs dry, slices share 0.05, max_units 1000, ttl_ms 250) on ${where};\n` +
       `slices = the quota client (default batching) with slices; no-slices = the same with slices: false; flexible = rate-limiter-flexible RateLimiterRedis in this process, one key.\n` +
       `${seconds} s per point after ${warmup} s of warm-up; node ${process.version}, ${cpus().length} cpus, ${(totalmem() / 2 ** 30).toFixed(1)} GiB\n\n`,
   );
@@ -102,11 +133,12 @@ async function main(run: BenchRun): Promise<number> {
     for (const kind of kinds) {
       const call = () => kind.call();
       if (warmup > 0) await driveLoad({ call, concurrency, durationMs: warmup * 1000, graceMs: 5_000 });
-      const callsBefore = await scriptCalls(admin);
-      const cpuBefore = await redisCpuSeconds(admin);
+      const node = kind.node ?? admin;
+      const callsBefore = await scriptCalls(node);
+      const cpuBefore = await redisCpuSeconds(node);
       const result = await driveLoad({ call, concurrency, durationMs: seconds * 1000, graceMs: 5_000 });
-      const calls = (await scriptCalls(admin)) - callsBefore;
-      const cpu = (await redisCpuSeconds(admin)) - cpuBefore;
+      const calls = (await scriptCalls(node)) - callsBefore;
+      const cpu = (await redisCpuSeconds(node)) - cpuBefore;
       const decisions = result.calls;
       rates.set(kind.id, result.decisionsPerSecond);
       if (result.errors > 0) failed = true;

@@ -32,6 +32,13 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       '(INFO commandstats) per 1,000 decisions; Redis CPU is its user + system time per decision.',
   },
   {
+    id: 'slices-cluster',
+    title: "One hot identity on a Redis Cluster: the hot key's shard",
+    about:
+      "The same as above on a 3-master Redis Cluster: all of a hot identity's load lands on the master that serves its key, whose script calls and CPU " +
+      "per decision are shown (rate-limiter-flexible's: the master serving its own key).",
+  },
+  {
     id: 'batch',
     title: 'Batching client against one Allow per call',
     about:

@@ -32,6 +32,7 @@ const PLOTTED: Record<Profile, StepPlan[]> = {
 const PRINTED: StepPlan[] = [
   { id: 'flexible', file: 'flexible-run.ts', args: [] },
   { id: 'slices', file: 'slices-run.ts', args: [] },
+  { id: 'slices-cluster', file: 'slices-run.ts', args: ['--cluster'] },
   { id: 'batch', file: 'batch-run.ts', args: [] },
   { id: 'order-api', file: 'order-api-run.ts', args: [] },
   { id: 'unary', file: 'run.ts', args: [] },

@@ -33,7 +33,14 @@ describe('TakeSlice', () => {
   it('takes and gives back through the service; bad input names the field and takes nothing', async () => {
     const store = RedisStore.connect(redis().url);
     const service = await startTestService(store, policies);
-    const request = { policy: 'hot', identity: { tenant: 'acme' }, limit: 'hot', holder: 'client-1', giveBack: 0, giveBackOnly: false };
+    const request: { policy: string; identity: Record<string, string>; limit: string; holder: string; giveBack: number; giveBackOnly: boolean } = {
+      policy: 'hot',
+      identity: { tenant: 'acme' },
+      limit: 'hot',
+      holder: 'client-1',
+      giveBack: 0,
+      giveBackOnly: false,
+    };
     const remaining = async () => (await service.client.getQuota({ policy: 'hot', identity: { tenant: 'acme' } })).limits[0]!.remaining;
     const refused = async (changes: Partial<typeof request>) => {
       try {
