@@ -26,7 +26,9 @@ import { LeaseMetrics } from './metrics/lease-metrics.js';
 import { EMPTY_RLS_CONFIG, parseRlsConfig, readRlsTexts, RlsConfigError } from './api/envoy/rls-config.js';
 import type { RlsConfig } from './api/envoy/rls-rules.js';
 import { watchRlsConfig } from './api/envoy/rls-watcher.js';
-import { PolicyFileError, systemClock } from '@quota-service/core';
+import { PolicyFileError, SliceHolder, systemClock } from '@quota-service/core';
+import { serviceHolderName, storeSliceSource } from './engine/store-slice-source.js';
+import { registerSliceMetrics } from './metrics/slice-metrics.js';
 import { AuditLog } from './api/admin/audit.js';
 import { QuotaAdmin } from './api/admin/quota-admin.js';
 import { MemoryStateReset, RedisStateReset } from './api/admin/state-reset.js';
@@ -125,8 +127,12 @@ async function main(): Promise<void> {
   // Runtime overrides and resets (the admin API): in Redis when the state is, else in this process.
   const overrides = store instanceof RedisStore ? new RedisOverrides(store.client) : new MemoryOverrides(systemClock);
   const stateReset = store instanceof RedisStore ? new RedisStateReset(store.client) : new MemoryStateReset((store as MemoryStore).space);
+  // This replica's slices of hot limits (docs/policies.md, "Slices"): only a shared store is worth a slice.
+  const slices = store instanceof RedisStore ? new SliceHolder(storeSliceSource(store, serviceHolderName())) : undefined;
+  if (slices !== undefined) registerSliceMetrics(metrics.registry, () => slices.counters);
   const engine = new QuotaEngine(policies, store, {
     failure,
+    slices,
     overrides,
     onDecision: (policy, decision, seconds) => metrics.decided(policy, decision, seconds),
     leaseEvents: new LeaseMetrics(metrics.registry),
@@ -218,6 +224,8 @@ async function main(): Promise<void> {
     redisTlsWatcher?.close();
     await server.shutdown(config.QUOTA_SHUTDOWN_GRACE_MS);
     // Only now: a call still draining may need the store.
+    // Unused slice units go back before the store closes.
+    await slices?.close();
     await store.close();
     await failure.close();
     await metricsServer?.close();

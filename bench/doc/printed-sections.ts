@@ -23,6 +23,22 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'cores the ratio falls. `--calls` adds a kind that sends each batch as its own `AllowBatch` call.',
   },
   {
+    id: 'slices',
+    title: 'One hot identity: slices against every decision in Redis',
+    about:
+      'One tenant-wide token bucket that never runs dry (`slices: { share: 0.05, max_units: 1000, ttl_ms: 250 }`), one identity, at 1, 4, 16 and 64 calls in flight. ' +
+      '**slices** = the quota client deciding from slices it leases ([policies.md](policies.md#slices)); **no-slices** = the same client with `slices: false`; ' +
+      '**flexible** = rate-limiter-flexible `RateLimiterRedis` inside the load driver on one key of the same Redis. Redis calls are the script calls Redis ran ' +
+      '(INFO commandstats) per 1,000 decisions; Redis CPU is its user + system time per decision.',
+  },
+  {
+    id: 'slices-cluster',
+    title: "One hot identity on a Redis Cluster: the hot key's shard",
+    about:
+      "The same as above on a 3-master Redis Cluster: all of a hot identity's load lands on the master that serves its key, whose script calls and CPU " +
+      "per decision are shown (rate-limiter-flexible's: the master serving its own key).",
+  },
+  {
     id: 'batch',
     title: 'Batching client against one Allow per call',
     about:

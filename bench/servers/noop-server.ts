@@ -48,6 +48,9 @@ const noop: QuotaServiceHandlers = {
   async renew() {
     return { leaseExpiresInMs: 1000 };
   },
+  async takeSlice() {
+    return { taken: 0, validMs: 0, remaining: 0, returned: 0 };
+  },
 };
 
 /** Envoy's answer to a two-descriptor request under limits that never fill (bench/unary-cpu.ts): both OK, each with its limit. */

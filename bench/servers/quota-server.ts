@@ -60,6 +60,15 @@ policies:
         algorithm: fixed_window
         limit: 1000000000000
         window: minute
+  bench-hot:
+    description: Benchmark only; one tenant-wide bucket that never runs dry, with slices (bench/slices-run.ts).
+    limits:
+      - name: bench-hot
+        key_by: tenant
+        algorithm: token_bucket
+        capacity: 1000000000
+        refill_per_second: 1000000
+        slices: { share: 0.05, max_units: 1000, ttl_ms: 250 }
   bench-window:
     description: Benchmark only; a fixed window per user that never fills, the algorithm of the limiters it is compared with.
     limits:

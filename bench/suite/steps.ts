@@ -31,6 +31,8 @@ const PLOTTED: Record<Profile, StepPlan[]> = {
 /** The benches `make bench` ran before the plotted comparisons existed, each with its own defaults. */
 const PRINTED: StepPlan[] = [
   { id: 'flexible', file: 'flexible-run.ts', args: [] },
+  { id: 'slices', file: 'slices-run.ts', args: [] },
+  { id: 'slices-cluster', file: 'slices-run.ts', args: ['--cluster'] },
   { id: 'batch', file: 'batch-run.ts', args: [] },
   { id: 'order-api', file: 'order-api-run.ts', args: [] },
   { id: 'unary', file: 'run.ts', args: [] },

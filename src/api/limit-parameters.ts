@@ -41,7 +41,8 @@ export function toProtoParameters(algorithm: string, params: unknown): LimitPara
 export function toProtoLimit(limit: Limit): LimitDefinition {
   const plans =
     limit.plans === undefined ? [] : [...limit.plans].map(([name, plan]) => ({ name, parameters: toProtoParameters(plan.algorithm.name, plan.params) }));
-  return { name: limit.name, keyBy: limit.keyBy, ...toProtoParameters(limit.algorithm.name, limit.params), planBy: limit.planBy ?? '', plans };
+  const slices = limit.slices === undefined ? {} : { slices: { share: limit.slices.share, maxUnits: limit.slices.maxUnits, ttlMs: limit.slices.ttlMs } };
+  return { name: limit.name, keyBy: limit.keyBy, ...toProtoParameters(limit.algorithm.name, limit.params), planBy: limit.planBy ?? '', plans, ...slices };
 }
 
 /**

@@ -1,11 +1,11 @@
-import { decisionOf, type Decision, type LimitCall, type LimitOutcome, type Policy } from '@quota-service/core';
+import { decisionOf, type Decision, type LimitCall, type LimitOutcome, type Policy, type SliceHolder } from '@quota-service/core';
 import { decideOne, type QuotaStore } from '../store/store.js';
 import type { StoreFailurePolicy } from './failure.js';
 
 /** decideCalls' answer. */
 export interface CallsDecision {
   decision: Decision;
-  /** Per call its outcome, when a store decided (source store or local); undefined under fail_open and fail_closed. */
+  /** Per call its outcome, when a store or a slice decided (source store, local or slice); undefined under fail_open and fail_closed. */
   outcomes: readonly LimitOutcome[] | undefined;
 }
 
@@ -26,9 +26,13 @@ export function decideCalls(
   policy: Policy,
   calls: readonly LimitCall[],
   timeoutMs?: number,
+  slices?: SliceHolder,
 ): Promise<CallsDecision> {
   try {
     const limits = calls.map((call) => call.limit);
+    // Every call's limit has slices and its slice grants it: decided here, without the store.
+    const sliced = slices?.decide(calls);
+    if (sliced !== undefined) return Promise.resolve({ decision: { ...decisionOf(limits, sliced), source: 'slice' }, outcomes: sliced });
     // The outcomes the decision was made of, per store: a late answer of the
     // shared store after its budget (the failure mode decided) is not read.
     let fromShared: readonly LimitOutcome[] | undefined;

@@ -12,6 +12,8 @@ import {
   type Policy,
   type PolicySet,
   type SettleInput,
+  type SliceAnswer,
+  type SliceHolder,
   type SourcelessDecision,
 } from '@quota-service/core';
 import { createLogger } from '../logger.js';
@@ -21,6 +23,7 @@ import { isStaleOverrides, type OverrideView } from '../overrides/override.js';
 import type { DecideStep, QuotaStore } from '../store/store.js';
 import { type CallsDecision, chargeCalls, decideCalls } from './decide-calls.js';
 import { peekQuota } from './peek-quota.js';
+import { takeSlice, type TakeSliceInput } from './take-slice.js';
 import { RequestDecider, reservable } from './request-decider.js';
 import type { Indexed, Prepared } from './prepared.js';
 import { type LeaseEvents, Leases, observeLeases } from './leases.js';
@@ -48,6 +51,12 @@ export interface QuotaEngineOptions {
   onSettle?: (policy: string, event: SettlementEvent, reservation: boolean) => void;
   /** Told of every denial, with the door it came through (a log line, bounded per policy: src/engine/denial-log.ts). */
   denials?: DenialLog;
+  /**
+   * This replica's slices of hot limits (docs/policies.md, "Slices"): an Allow
+   * without a request id whose every limit has slices may be decided from
+   * them, without a store call (source 'slice'). Absent: every decision asks the store.
+   */
+  slices?: SliceHolder;
 }
 
 /** The decision: policy -> limits -> keys -> store call -> result. Transport-free. */
@@ -62,6 +71,7 @@ export class QuotaEngine {
   readonly leases: Leases;
   /** Requests decided with the limits as they apply to the identity now (src/engine/request-decider.ts). */
   private readonly decider: RequestDecider;
+  private readonly slices: SliceHolder | undefined;
 
   constructor(
     private policies: PolicySet,
@@ -75,6 +85,7 @@ export class QuotaEngine {
     this.onSettle = options.onSettle;
     this.denials = options.denials;
     this.overrides = options.overrides;
+    this.slices = options.slices;
     this.failure.timeCallsOf(store);
     this.leases = new Leases(() => this.policies, store, this.failure, this.overrides, options.leaseEvents);
     this.decider = new RequestDecider(store, this.overrides, () => this.policies, options.onReserve);
@@ -122,14 +133,15 @@ export class QuotaEngine {
         results[index] = { status: 'rejected', reason: error };
         continue;
       }
-      if (prepared.request.requestId === '') {
+      if (prepared.request.requestId === '' && !this.sliced(prepared)) {
         run ??= new Map();
         const partition = run.get(prepared.partition);
         if (partition === undefined) run.set(prepared.partition, [{ index, prepared }]);
         else partition.push({ index, prepared });
         continue;
       }
-      // A request id: decided on its own (it remembers its decision), after the ones before it.
+      // A request id (it remembers its decision), or a limit with slices (decided from
+      // them when they can): on its own, after the ones before it.
       if (run !== undefined) this.decideRun(run, map, results, waits, door);
       run = undefined;
       waits.push(settledInto(results, index, this.decidePrepared(prepared, map, door)));
@@ -178,6 +190,11 @@ export class QuotaEngine {
     }
   }
 
+  /** Whether this replica may decide the request from its slices: every limit has them. */
+  private sliced(prepared: Prepared): boolean {
+    return this.slices !== undefined && prepared.calls.every((call) => call.limit.slices !== undefined);
+  }
+
   /**
    * The answers of requests decided together (decideRun): each its decision,
    * or its error; a request the store found with a stale view of the overrides
@@ -221,6 +238,12 @@ export class QuotaEngine {
               observeLeases(this.leases.events, request.policy.name, prepared.limits, prepared.calls, decision.limits, decision.leasesExpired);
             return map === undefined ? decision : map(decision);
           };
+    // A hot limit's slice decides without the store; when it cannot grant, the store decides.
+    const sliced = request.requestId === '' ? this.slices?.decide(prepared.calls) : undefined;
+    if (sliced !== undefined) {
+      const decision: Decision = { ...decisionOf(prepared.limits, sliced), source: 'slice' };
+      return Promise.resolve(after === undefined ? decision : after(decision));
+    }
     // The store call starts synchronously from here (no await before it): the
     // requests of one AllowBatch reach the store in the same turn.
     return this.failure.decide(
@@ -241,9 +264,19 @@ export class QuotaEngine {
     return settleReservation(this.store, this.failure, this.policies, input, this.overrides, onRecord);
   }
 
+  /** A holder's slice of one limit for one identity (QuotaService.TakeSlice, src/engine/take-slice.ts). */
+  takeSlice(input: TakeSliceInput): Promise<SliceAnswer> {
+    try {
+      const prepared = this.decider.prepare({ policy: input.policy, identity: input.identity, cost: 0, requestId: '' });
+      return takeSlice(this.store, prepared, input);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
   /** An ad hoc set of limit calls decided all or nothing (decideCalls): Envoy's rate limit service. */
   decideCalls(policy: Policy, calls: readonly LimitCall[], timeoutMs?: number): Promise<CallsDecision> {
-    return decideCalls(this.store, this.failure, policy, calls, timeoutMs);
+    return decideCalls(this.store, this.failure, policy, calls, timeoutMs, this.slices);
   }
 
   /** Limit calls spent without a check, into debt if need be (chargeCalls): Envoy's charges after the response. */

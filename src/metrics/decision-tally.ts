@@ -2,8 +2,8 @@ import type { DecisionSource } from '@quota-service/core';
 
 export type DecisionResult = 'allowed' | 'rejected';
 
-const SOURCES: readonly DecisionSource[] = ['store', 'fail_open', 'fail_closed', 'local'];
-const SOURCE_INDEX: Readonly<Record<DecisionSource, number>> = { store: 0, fail_open: 1, fail_closed: 2, local: 3 };
+const SOURCES: readonly DecisionSource[] = ['store', 'fail_open', 'fail_closed', 'local', 'slice'];
+const SOURCE_INDEX: Readonly<Record<DecisionSource, number>> = { store: 0, fail_open: 1, fail_closed: 2, local: 3, slice: 4 };
 
 export interface DecisionLabels {
   policy: string;
@@ -31,7 +31,7 @@ export class DecisionTally {
     }
     let cells = byLimit.get(limit);
     if (cells === undefined) {
-      cells = [0, 0, 0, 0, 0, 0, 0, 0];
+      cells = new Array<number>(2 * SOURCES.length).fill(0);
       byLimit.set(limit, cells);
     }
     cells[(allowed ? 0 : SOURCES.length) + SOURCE_INDEX[source]]!++;

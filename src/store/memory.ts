@@ -1,4 +1,4 @@
-import { asError, decideInMemory, MemorySpace, systemClock, type Clock, type GroupDecision, type Memo } from '@quota-service/core';
+import { asError, decideInMemory, MemorySpace, sliceInMemory, systemClock, type Clock, type GroupDecision, type Memo } from '@quota-service/core';
 import { type DecideStep, type QuotaStore, tellRecord } from './store.js';
 
 /** How often expired keys are dropped when nobody reads them. */
@@ -55,6 +55,10 @@ export class MemoryStore implements QuotaStore {
         });
         tellRecord(step, decision, 0);
         return decision;
+      }
+      case 'slice': {
+        const slice = sliceInMemory(this.space, step.calls[0], step.holder, step.op, step.giveBack, now);
+        return { outcomes: [], nowMs: now, slice };
       }
       default:
         return decideInMemory(this.space, calls, step.mode, now);

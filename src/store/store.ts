@@ -1,4 +1,4 @@
-import type { GroupDecision, LimitCall, Memo, Settlement } from '@quota-service/core';
+import type { GroupDecision, LimitCall, Memo, Settlement, SliceOp } from '@quota-service/core';
 import type { EvictionRisk } from './redis/eviction-check.js';
 
 /**
@@ -30,7 +30,25 @@ export interface RequestRecords {
  * - `settle`: settles the reservation the request id remembered: its actual
  *   cost against its estimate, once (`settlement`).
  */
-export type DecideStep =
+export type DecideStep = ScriptedStep | SliceStep;
+
+/**
+ * A holder's slice of one limit (docs/policies.md, "Slices"), its one call
+ * (whose cost is ignored): `take` gives back `giveBack` units of the holder's
+ * previous slice, then takes a new one; `give-back` only gives back. The
+ * decision's `slice` says what happened; its `outcomes` are empty.
+ */
+export interface SliceStep {
+  readonly mode: 'slice';
+  readonly calls: readonly [LimitCall];
+  /** Names the holder: its slice's record (keys.md). */
+  readonly holder: string;
+  readonly op: SliceOp;
+  readonly giveBack: number;
+}
+
+/** Every step but a slice: the ones the decide driver runs. */
+export type ScriptedStep =
   | { readonly mode: 'spend'; readonly calls: readonly LimitCall[]; readonly records?: RequestRecords; readonly memo?: Memo }
   | { readonly mode: 'peek' | 'check' | 'charge' | 'release' | 'renew'; readonly calls: readonly LimitCall[] }
   | { readonly mode: 'refund'; readonly calls: readonly LimitCall[]; readonly spentAtMs: number; readonly memo?: Memo }
@@ -107,7 +125,7 @@ export function settlesEveryLimit(step: { readonly calls: readonly LimitCall[] }
 }
 
 /** Tells a settle step's onRecord of its record's answer, where the record is the limit at `index`. */
-export function tellRecord(step: Extract<DecideStep, { mode: 'settle' }>, decision: GroupDecision, index: number): void {
+export function tellRecord(step: Extract<ScriptedStep, { mode: 'settle' }>, decision: GroupDecision, index: number): void {
   const settlement = decision.settlement;
   if (settlement !== undefined && step.onRecord !== undefined && settlesEveryLimit(step, settlement))
     step.onRecord(settlement, settlement.spentAtMs[index] ?? 0);

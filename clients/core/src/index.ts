@@ -47,4 +47,23 @@ export {
   WINDOW_IS_THE_LIMITS,
 } from './policies/policy-schema.js';
 export * from './reservations-and-leases.js';
+export {
+  SLICE_ALGORITHMS,
+  SLICE_TTL_MAX_MS,
+  type SliceOptions,
+  type SlicesDefinition,
+  slicesRefusal,
+  slicesSchema,
+  slicesSupported,
+  toSliceOptions,
+} from './policies/slice-options.js';
+export {
+  DEFAULT_SLICE_THRESHOLD,
+  type SliceCounters,
+  SliceHolder,
+  type SliceHolderOptions,
+  type SliceSource,
+  type SliceTimers,
+} from './slices/slice-holder.js';
+export { type SliceAnswer, type SliceOp, type SliceRecord, sliceInMemory, sliceKeyOf, sliceRecordTtlMs } from './slices/slice-model.js';
 export { parseYaml, YAML_LIMITS, YamlLimitError, YamlTextError, yamlValue } from './yaml-text.js';

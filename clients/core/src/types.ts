@@ -6,6 +6,8 @@
 import type { Algorithm } from './algorithms/algorithm.js';
 import type { LimitOutcome } from './algorithms/outcome.js';
 import type { FailureModeName, LimitDefinition } from './policies/policy-schema.js';
+import type { SliceOptions } from './policies/slice-options.js';
+import type { SliceAnswer } from './slices/slice-model.js';
 
 export type { Algorithm, Decided } from './algorithms/algorithm.js';
 export type { LimitOutcome } from './algorithms/outcome.js';
@@ -36,6 +38,8 @@ export interface Limit<P = unknown> {
   readonly planBy?: string;
   /** This limit under each plan's parameters, by plan name (the value of the identity part planBy). */
   readonly plans?: ReadonlyMap<string, Limit<P>>;
+  /** Holders may lease slices of this limit (the policy file's `slices`); absent: never. */
+  readonly slices?: SliceOptions;
 }
 
 /** What a policy does when the store cannot be asked in time. */
@@ -122,6 +126,8 @@ export interface GroupDecision {
   pending?: boolean;
   /** Mode 'settle': what the reservation at the memo held and what became of it. */
   settlement?: Settlement;
+  /** A slice step: what was taken and given back. */
+  slice?: SliceAnswer;
 }
 
 /**
@@ -180,9 +186,10 @@ export interface LimitStatus {
 /**
  * Where a decision came from: 'store' = the shared store decided;
  * 'fail_open' / 'fail_closed' = the store could not be asked and the policy's
- * failure mode answered; 'local' = a per-process limit decided.
+ * failure mode answered; 'local' = a per-process limit decided; 'slice' = the
+ * holder decided from a slice it leased from the store (allowed, always).
  */
-export type DecisionSource = 'store' | 'fail_open' | 'fail_closed' | 'local';
+export type DecisionSource = 'store' | 'fail_open' | 'fail_closed' | 'local' | 'slice';
 
 export interface Decision {
   allowed: boolean;

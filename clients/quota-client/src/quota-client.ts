@@ -3,6 +3,7 @@ import { ChannelCredentials, ClientError, createChannel, createClientFactory, St
 import { DecisionSource as ProtoDecisionSource, type AllowResponse } from '@quota-service/contract';
 import { Batcher, unarySender, type Send } from './batcher.js';
 import { checkDeadlineMs, DeadlineExceeded } from './call-deadline.js';
+import { ClientSlices } from './client-slices.js';
 import { requestError } from './errors.js';
 import { createFallback, type Fallback } from './fallback.js';
 import { LeaseHandle } from './lease.js';
@@ -65,6 +66,7 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
   const client = factory.create(quotaClientDefinition, channel);
   const batcher = batch === false ? undefined : new Batcher(client, { ...batch, stream: options.stream ?? true });
   const send: Send = batcher?.send ?? unarySender(client);
+  const slices = options.slices === false ? undefined : new ClientSlices(client, deadlineMs);
 
   let closed = false;
   // Log transitions only: during an outage every call falls back, one line each would flood.
@@ -72,6 +74,8 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
 
   async function allow(params: AllowParams, callOptions: AllowOptions = {}): Promise<QuotaDecision> {
     if (closed) throw new Error('quota client is closed');
+    const sliced = slices?.decide(params);
+    if (sliced !== undefined) return sliced;
     const request = allowRequest(params);
     const callDeadlineMs = callOptions.deadlineMs ?? deadlineMs;
     checkDeadlineMs(callDeadlineMs);
@@ -159,6 +163,8 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
     listPolicies,
     async close() {
       closed = true;
+      // Unused slice units go back while the channel is still open.
+      await slices?.close().catch(() => {});
       batcher?.close();
       channel.close();
     },
@@ -187,6 +193,7 @@ const SOURCES: Partial<Record<ProtoDecisionSource, DecisionSource>> = {
   [ProtoDecisionSource.DECISION_SOURCE_FAIL_OPEN]: 'fail_open',
   [ProtoDecisionSource.DECISION_SOURCE_FAIL_CLOSED]: 'fail_closed',
   [ProtoDecisionSource.DECISION_SOURCE_LOCAL]: 'local',
+  [ProtoDecisionSource.DECISION_SOURCE_SLICE]: 'slice',
 };
 
 /** An `AllowResponse` as the `QuotaDecision` that `allow()` resolves with: for code that calls `Allow` itself (quotactl does). */

@@ -11,7 +11,7 @@ import {
 import { QuotaInvalidArgumentError } from './errors.js';
 import type { AllowParams } from './types.js';
 
-const { allow, allowBatch, allowStream, settle, release, renew, listPolicies } = QuotaServiceDefinition.methods;
+const { allow, allowBatch, allowStream, settle, release, renew, listPolicies, takeSlice } = QuotaServiceDefinition.methods;
 
 /**
  * The rpcs the client calls, as QuotaServiceDefinition has them, except
@@ -33,6 +33,8 @@ export const quotaClientDefinition = {
     renew: { ...renew, requestType: { encode: RenewRequest.encode, decode: RenewRequest.decode } },
     // Once at start, not per decision: the generated definition as it is.
     listPolicies,
+    // About once per slice's life for a hot identity: the generated definition as it is.
+    takeSlice,
   },
 } as const;
 

@@ -159,4 +159,10 @@ export interface QuotaClientOptions {
   leaseOnUnavailable?: LeaseOnUnavailable;
   /** The clock and timers leases renew themselves by; default the system's. */
   leaseTimers?: LeaseTimers;
+  /**
+   * Decide hot identities' Allows from slices leased from the service, for
+   * policies whose every limit has `slices` (docs/policies.md, "Slices"):
+   * default true; false: every Allow asks the service.
+   */
+  slices?: boolean;
 }

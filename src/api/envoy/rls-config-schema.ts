@@ -1,4 +1,15 @@
-import { bucketCapacity, PARAMETER_CHECKS, SLIDING_COUNTER_MAX_LIMIT, SLIDING_LOG_MAX_LIMIT, UNITS, windowLength } from '@quota-service/core';
+import {
+  bucketCapacity,
+  PARAMETER_CHECKS,
+  SLICE_ALGORITHMS,
+  SLIDING_COUNTER_MAX_LIMIT,
+  SLIDING_LOG_MAX_LIMIT,
+  type SlicesDefinition,
+  slicesSchema,
+  slicesSupported,
+  UNITS,
+  windowLength,
+} from '@quota-service/core';
 import { z } from 'zod';
 
 /**
@@ -109,6 +120,7 @@ export interface DescriptorDefinition {
   share_threshold: boolean;
   metadata?: Record<string, MetadataValue> | undefined;
   spend_when_over: boolean;
+  slices?: SlicesDefinition | undefined;
   descriptors: DescriptorDefinition[];
 }
 
@@ -136,6 +148,8 @@ const descriptor: z.ZodType<DescriptorDefinition> = z.lazy(() =>
         .transform((m) => (m === null || m === undefined || Object.keys(m).length === 0 ? undefined : m)),
       // Ours: hits spent even when they go over the limit (a charge after the response).
       spend_when_over: z.boolean().default(false),
+      // Ours: the service may decide this rule from slices it leases (docs/policies.md, "Slices").
+      slices: slicesSchema.optional(),
       descriptors: descriptorList(descriptor),
     })
     .refine((d) => d.rate_limit === undefined || d.limit === undefined, { message: 'give rate_limit or limit, not both', path: ['limit'] })
@@ -144,6 +158,10 @@ const descriptor: z.ZodType<DescriptorDefinition> = z.lazy(() =>
       path: ['spend_when_over'],
     })
     .refine((d) => !d.spend_when_over || !d.shadow_mode, { message: 'a shadow rule never spends over its limit', path: ['spend_when_over'] })
+    .refine((d) => d.slices === undefined || d.rate_limit !== undefined || (d.limit !== undefined && slicesSupported(d.limit.algorithm)), {
+      message: `only on a rule with rate_limit, or with a limit of ${SLICE_ALGORITHMS.join(', ')}`,
+      path: ['slices'],
+    })
     .refine((d) => !d.share_threshold || d.value?.includes('*') === true, {
       message: 'only meaningful on a descriptor whose value has a * wildcard (value: files/*)',
       path: ['share_threshold'],

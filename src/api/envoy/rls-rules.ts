@@ -6,6 +6,8 @@ import {
   type LimitDefinition,
   type Policy,
   rlsKeyPrefix,
+  type SlicesDefinition,
+  toSliceOptions,
   UNIT_MS,
   UNITS,
   type UnitName,
@@ -153,7 +155,7 @@ export function ruleOf(domain: string, definition: DescriptorDefinition, path: s
         keyPrefix: '',
       });
     }
-    const limit = windowLimit(name, rate.requests_per_unit, rate.unit);
+    const limit = withSlices(windowLimit(name, rate.requests_per_unit, rate.unit), definition.slices);
     return Object.freeze({
       ...common,
       name,
@@ -167,7 +169,7 @@ export function ruleOf(domain: string, definition: DescriptorDefinition, path: s
   if (definition.limit === undefined) return undefined;
   const own = definition.limit;
   const name = own.name ?? path;
-  const limit = algorithmLimit(name, own);
+  const limit = withSlices(algorithmLimit(name, own), definition.slices);
   return Object.freeze({
     ...common,
     name,
@@ -177,6 +179,11 @@ export function ruleOf(domain: string, definition: DescriptorDefinition, path: s
     report: projected(own),
     keyPrefix: rlsKeyPrefix(domain, `rule:${keyPath}:${own.algorithm}`),
   });
+}
+
+/** The rule's limit with its `slices` (the schema allows them only where the algorithm takes them). */
+function withSlices(limit: Limit, slices: SlicesDefinition | undefined): Limit {
+  return slices === undefined ? limit : Object.freeze({ ...limit, slices: toSliceOptions(slices) });
 }
 
 function deepFreeze<T>(value: T): T {

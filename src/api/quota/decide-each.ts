@@ -104,6 +104,7 @@ const SOURCES: Record<EngineDecisionSource, DecisionSource> = {
   fail_open: DecisionSource.DECISION_SOURCE_FAIL_OPEN,
   fail_closed: DecisionSource.DECISION_SOURCE_FAIL_CLOSED,
   local: DecisionSource.DECISION_SOURCE_LOCAL,
+  slice: DecisionSource.DECISION_SOURCE_SLICE,
 };
 
 export function toAllowResponse(decision: Decision): AllowResponse {

@@ -22,6 +22,7 @@ import { checkBatchSize, decideEach, lateMessage, shedEach, toAllowResponse } fr
 import { StaleRequests } from './stale-requests.js';
 import { DEFAULT_CLOCK_SKEW_ALLOWANCE_MS } from '../../config/stale-requests.js';
 import { settleHandler } from './settle-handler.js';
+import { takeSliceHandler } from './take-slice-handler.js';
 import type { QuotaServiceHandlers } from './service-definition.js';
 
 export { MAX_BATCH_SIZE } from './decide-each.js';
@@ -47,6 +48,7 @@ export function quotaService(
 ): QuotaServiceHandlers {
   return {
     ...leaseHandlers(engine, admission),
+    takeSlice: takeSliceHandler(engine, admission),
 
     // An AllowRequest has the engine's AllowInput fields (and the door's deadline_ms, sent_at_unix_ms): passed as it is, not copied.
     allow(request: AllowRequest, context: CallContext & CallerContext): Promise<AllowResponse> {

@@ -11,10 +11,11 @@ import {
   ReleaseRequest,
   RenewRequest,
   SettleRequest,
+  TakeSliceRequest,
 } from '@quota-service/contract';
 import { strictUtf8Decode } from '../../grpc/strict-utf8.js';
 
-const { allow, allowBatch, allowStream, getQuota, release, renew, settle } = QuotaServiceDefinition.methods;
+const { allow, allowBatch, allowStream, getQuota, release, renew, settle, takeSlice } = QuotaServiceDefinition.methods;
 
 /**
  * QuotaServiceDefinition as the server serves it.
@@ -56,6 +57,7 @@ export const quotaServiceDefinition = {
     release: { ...release, requestType: { ...release.requestType, decode: strictUtf8Decode(ReleaseRequest) } },
     renew: { ...renew, requestType: { ...renew.requestType, decode: strictUtf8Decode(RenewRequest) } },
     settle: { ...settle, requestType: { ...settle.requestType, decode: strictUtf8Decode(SettleRequest) } },
+    takeSlice: { ...takeSlice, requestType: { ...takeSlice.requestType, decode: strictUtf8Decode(TakeSliceRequest) } },
   },
 } as const;
 

@@ -24,7 +24,9 @@ import { oneSlot, slotGroups, slotOf } from './hash-slots.js';
 import { answerOf, scriptStepOf } from './script-steps.js';
 import { storeError } from './store-errors.js';
 import { PartitionTraffic } from './partition-traffic.js';
-import { type DecideStep, decideOne, type QuotaStore, type StoreParts } from '../store.js';
+import { type DecideStep, decideOne, type QuotaStore, type ScriptedStep, type StoreParts } from '../store.js';
+import { decideWithSlices } from '../slice-steps.js';
+import { SliceCalls } from './slice-calls.js';
 
 export interface RedisStoreOptions extends RedisConnectionOptions {
   /**
@@ -86,6 +88,8 @@ export class RedisStore implements QuotaStore {
   private readonly batcher: ScriptBatcher | undefined;
   /** One per partition: the node, or each master of a cluster. */
   private readonly traffic = new Map<string, PartitionTraffic>();
+  /** Slice steps: a script of their own, outside the batches. */
+  private readonly slices: SliceCalls;
 
   constructor(
     private readonly redis: RedisClient,
@@ -94,6 +98,7 @@ export class RedisStore implements QuotaStore {
     this.description = redis instanceof Cluster ? `redis cluster seeds ${describeSeeds(redis)}` : `redis ${redis.options.host}:${redis.options.port}`;
     // No numberOfKeys: the key count varies with the limits, so each call passes it first.
     redis.defineCommand(DECIDE_SCRIPT_NAME, { lua: decideLua });
+    this.slices = new SliceCalls(redis, options.clock);
     // Node batches on a cluster (cluster-node-batches.ts): one script call per master per turn.
     const nodeBatches =
       redis instanceof Cluster && options.batch !== false
@@ -131,10 +136,20 @@ export class RedisStore implements QuotaStore {
    * (one per master on a cluster), the saga's first phase included.
    */
   decide(steps: readonly DecideStep[]): Promise<Array<GroupDecision | Error>> {
+    return (
+      decideWithSlices(
+        steps,
+        (rest) => this.decideScripted(rest),
+        (step) => this.slices.run(step),
+      ) ?? this.decideScripted(steps as readonly ScriptedStep[])
+    );
+  }
+
+  private decideScripted(steps: readonly ScriptedStep[]): Promise<Array<GroupDecision | Error>> {
     try {
       if (!(this.redis instanceof Cluster)) return this.runScripts(steps.map(scriptStepOf));
       const direct: ScriptStep[] = [];
-      const apart: DecideStep[] = [];
+      const apart: ScriptedStep[] = [];
       /** Per step, its place among the direct steps (>= 0) or among those apart (< 0: ~place). */
       const places = new Array<number>(steps.length);
       for (let i = 0; i < steps.length; i++) {

@@ -1,10 +1,10 @@
 import { asError, type GroupDecision } from '@quota-service/core';
-import { type DecideStep, tellRecord } from '../store.js';
+import { type ScriptedStep, tellRecord } from '../store.js';
 import type { ScriptStep } from './cross-slot/saga.js';
 import { parseDecideReply, parseSettleReply } from './script/decide-reply.js';
 
 /** One script call for a step whose keys share a slot: the record of a request id at its first limit. */
-export function scriptStepOf(step: DecideStep): ScriptStep {
+export function scriptStepOf(step: ScriptedStep): ScriptStep {
   switch (step.mode) {
     case 'spend': {
       const placed = step.records?.memoAt(0);

@@ -3,6 +3,7 @@ import { algorithms, type AlgorithmName } from '../algorithms/registry.js';
 import { PARAMETER_SOURCE, type Limit, type Policy, type PolicySet } from '../types.js';
 import { parseYaml, YamlTextError, yamlValue } from '../yaml-text.js';
 import { PARAMETER_MODELS, parameterFields, parameterSchema } from './limit-parameters.js';
+import { toSliceOptions } from './slice-options.js';
 import { mergePlan, policyFileSchema, type LimitDefinition, type PolicyFile } from './policy-schema.js';
 
 export class PolicyFileError extends Error {
@@ -52,7 +53,13 @@ function checkLocalShare(source: string, policy: string, limits: readonly Limit[
 }
 
 function toLimit(definition: LimitDefinition): Limit {
-  const base = { name: definition.name, keyBy: definition.key_by, definition, algorithm: algorithms[definition.algorithm] };
+  const base = {
+    name: definition.name,
+    keyBy: definition.key_by,
+    definition,
+    algorithm: algorithms[definition.algorithm],
+    ...(definition.slices === undefined ? {} : { slices: toSliceOptions(definition.slices) }),
+  };
   const limit: Limit = { ...base, params: toParams(definition.algorithm, definition) };
   if (definition.plans === undefined || definition.plan_by === undefined) return Object.freeze(limit);
   const fields = parameterFields(definition.algorithm);

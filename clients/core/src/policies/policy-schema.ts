@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { KEY_SEGMENT_PATTERN } from '../keys.js';
 import { type AlgorithmFileName, PARAMETER_CHECKS, PARAMETER_SHAPES, parameterFields, parameterSchema, sameWindow } from './limit-parameters.js';
+import { slicesRefusal, slicesSchema, slicesSupported } from './slice-options.js';
 
 export { SLIDING_COUNTER_MAX_LIMIT, SLIDING_LOG_MAX_LIMIT } from './limit-parameters.js';
 
@@ -21,6 +22,8 @@ const limitCommon = {
   plan_by: keySegment.optional(),
   /** Per plan, the parameters that differ from the limit's own (checked whole, merged onto them). */
   plans: z.record(planName, z.record(z.string(), z.unknown())).optional(),
+  /** Off unless given: holders may lease slices of this limit (token bucket, GCRA and fixed window only). */
+  slices: slicesSchema.optional(),
 };
 
 /** At most this many plans per limit: each is looked up per decision, and listed by ListPolicies. */
@@ -40,7 +43,9 @@ export const WINDOW_IS_THE_LIMITS = "cannot differ from the limit's own window: 
 
 /** The fields every limit has that its checks read. */
 interface LimitCommonFields {
+  name: string;
   key_by: string;
+  slices?: unknown;
   plan_by?: string | undefined;
   plans?: Record<string, Record<string, unknown>> | undefined;
 }
@@ -53,6 +58,9 @@ function limitChecks(algorithm: AlgorithmFileName) {
   return (limit: LimitCommonFields, ctx: z.RefinementCtx): void => {
     const own = limit as unknown as Record<string, unknown>;
     check?.(own, ctx);
+    if (limit.slices !== undefined && !slicesSupported(algorithm)) {
+      ctx.addIssue({ code: 'custom', path: ['slices'], message: slicesRefusal(limit.name, algorithm) });
+    }
     if ((limit.plan_by === undefined) !== (limit.plans === undefined)) {
       ctx.addIssue({
         code: 'custom',

@@ -1,5 +1,5 @@
 import { asError, type GroupDecision, type LimitCall } from '@quota-service/core';
-import type { DecideStep } from '../../store.js';
+import type { ScriptedStep } from '../../store.js';
 import { EachGroup } from './each-group.js';
 import type { Saga, ScriptStep, ScriptSteps, SlotGroups } from './saga.js';
 import { SettleSaga } from './settle-saga.js';
@@ -35,7 +35,7 @@ import { SpendSaga } from './spend-saga.js';
  */
 export async function decideAcrossSlots(
   scripts: ScriptSteps,
-  steps: readonly DecideStep[],
+  steps: readonly ScriptedStep[],
   groupsOf: (calls: readonly LimitCall[]) => SlotGroups,
 ): Promise<Array<GroupDecision | Error>> {
   const sagas = steps.map((step) => sagaOf(step, groupsOf(step.calls), scripts));
@@ -75,7 +75,7 @@ export async function decideAcrossSlots(
   return Promise.all(sagas.map((saga) => saga.finish(scripts)));
 }
 
-function sagaOf(step: DecideStep, groups: SlotGroups, scripts: ScriptSteps): Saga {
+function sagaOf(step: ScriptedStep, groups: SlotGroups, scripts: ScriptSteps): Saga {
   switch (step.mode) {
     case 'spend': {
       const placed = step.records?.memoAt(groups[0]![0]!) ?? step.memo;

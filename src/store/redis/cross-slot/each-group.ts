@@ -1,5 +1,5 @@
 import type { DecideOptions, GroupDecision, LimitOutcome } from '@quota-service/core';
-import type { DecideStep } from '../../store.js';
+import type { ScriptedStep } from '../../store.js';
 import { type Emit, pick, place, type Saga, type ScriptStep, type SlotGroups } from './saga.js';
 
 /** Every other mode: each group on its own, in one phase; the first error fails the step. */
@@ -11,7 +11,7 @@ export class EachGroup implements Saga {
   private nowMs = 0;
 
   constructor(
-    private readonly step: DecideStep,
+    private readonly step: ScriptedStep,
     private readonly groups: SlotGroups,
   ) {
     this.outcomes = new Array<LimitOutcome>(step.calls.length);

@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type AllowParams,
+  type Decision,
+  identityKey,
+  type Limit,
+  type LimitCall,
+  type LimitStatus,
+  PARAMETER_SOURCE,
+  SliceHolder,
+  type SliceTimers,
+} from '@quota-service/core';
+import type { LimitDefinition, Policy } from '@quota-service/contract';
+import type { QuotaRpcClient } from './service-definition.js';
+
+/** How often the client reads again which policies' limits have slices (ListPolicies). */
+const POLICIES_REFRESH_MS = 30_000;
+
+/** A limit with slices as the client knows it from ListPolicies: enough for its holder and its status. */
+interface SlicedLimit {
+  limit: Limit;
+  capacity: number;
+}
+
+/** A limit call of the client's holder, with the request it came from: a slice is taken through that policy and identity. */
+interface ClientSliceCall extends LimitCall {
+  policy: string;
+  identity: Readonly<Record<string, string>>;
+}
+
+/**
+ * The quota client's slices (docs/policies.md, "Slices"): it learns from
+ * ListPolicies which policies have slices on every limit, and for those its
+ * holder takes slices through TakeSlice and decides hot identities' Allows
+ * from them, without a call. Everything else goes to the service as before:
+ * a request with a request id, a policy with a limit without slices or with
+ * plans (the client cannot tell which plan applies), a cost the slice cannot
+ * pay. A policy list not read yet means no slices.
+ */
+export class ClientSlices {
+  readonly holder: SliceHolder;
+  private policies = new Map<string, readonly SlicedLimit[]>();
+  private readAt = Number.NEGATIVE_INFINITY;
+  private reading = false;
+
+  constructor(
+    private readonly client: QuotaRpcClient,
+    private readonly deadlineMs: number,
+    timers?: SliceTimers,
+  ) {
+    const holder = `client:${randomUUID()}`;
+    this.holder = new SliceHolder(
+      {
+        slice: (call, op, giveBack) => {
+          const { policy, identity } = call as ClientSliceCall;
+          return client
+            .takeSlice(
+              { policy, identity, limit: call.limit.name, holder, giveBack, giveBackOnly: op === 'give-back' },
+              { signal: AbortSignal.timeout(deadlineMs) },
+            )
+            .then((answer) => ({ ...answer, nowMs: 0 }));
+        },
+      },
+      timers === undefined ? {} : { timers },
+    );
+    this.refresh();
+  }
+
+  /** A decision from slices (allowed, source 'slice'), or undefined: ask the service. */
+  decide(params: AllowParams): Decision | undefined {
+    this.refresh();
+    if (params.requestId !== undefined && params.requestId !== '') return undefined;
+    const limits = this.policies.get(params.policy);
+    if (limits === undefined) return undefined;
+    const cost = params.cost === undefined || params.cost === 0 ? 1 : params.cost;
+    if (!(cost > 0) || !Number.isFinite(cost)) return undefined;
+    const calls = new Array<ClientSliceCall>(limits.length);
+    for (let i = 0; i < limits.length; i++) {
+      const { limit } = limits[i]!;
+      const value = params.identity[limit.keyBy];
+      if (value === undefined || value === '') return undefined;
+      calls[i] = { limit, identityKey: identityKey(limit.name, limit.keyBy, value), cost, policy: params.policy, identity: params.identity };
+    }
+    const outcomes = this.holder.decide(calls);
+    if (outcomes === undefined) return undefined;
+    const statuses: LimitStatus[] = limits.map(({ limit, capacity }, i) => ({
+      name: limit.name,
+      algorithm: limit.algorithm.name,
+      limit: capacity,
+      remaining: outcomes[i]!.remaining,
+      resetAfterMs: 0,
+      applied: PARAMETER_SOURCE.default,
+      plan: '',
+      leasesHeld: 0,
+    }));
+    return { allowed: true, retryAfterMs: 0, deniedBy: '', limits: statuses, delayMs: 0, source: 'slice' };
+  }
+
+  /** Gives every slice's unused units back. */
+  close(): Promise<void> {
+    return this.holder.close();
+  }
+
+  /** Reads the policies in the background when they are older than POLICIES_REFRESH_MS; a failure keeps what was read. */
+  private refresh(): void {
+    const now = Date.now();
+    if (this.reading || now - this.readAt < POLICIES_REFRESH_MS) return;
+    this.reading = true;
+    this.readAt = now;
+    this.client
+      .listPolicies({}, { signal: AbortSignal.timeout(this.deadlineMs * 4) })
+      .then(
+        ({ policies }) => {
+          this.policies = slicedPolicies(policies);
+        },
+        () => {},
+      )
+      .finally(() => {
+        this.reading = false;
+      });
+  }
+}
+
+/** The policies whose every limit has slices (and no plans), with those limits. */
+function slicedPolicies(policies: readonly Policy[]): Map<string, readonly SlicedLimit[]> {
+  const out = new Map<string, readonly SlicedLimit[]>();
+  for (const policy of policies) {
+    const limits = policy.limits.map(slicedLimit);
+    if (limits.length > 0 && limits.every((limit) => limit !== undefined)) out.set(policy.name, limits as SlicedLimit[]);
+  }
+  return out;
+}
+
+function slicedLimit(definition: LimitDefinition): SlicedLimit | undefined {
+  const slices = definition.slices;
+  if (slices === undefined || definition.planBy !== '') return undefined;
+  const [algorithm, capacity] =
+    definition.tokenBucket !== undefined
+      ? ['token_bucket', definition.tokenBucket.capacity]
+      : definition.gcra !== undefined
+        ? ['gcra', definition.gcra.capacity]
+        : definition.fixedWindow !== undefined
+          ? ['fixed_window', definition.fixedWindow.limit]
+          : [undefined, 0];
+  if (algorithm === undefined) return undefined;
+  // Only what the holder reads: the name, the identity part, the slices; the service keeps the parameters.
+  const limit = {
+    name: definition.name,
+    keyBy: definition.keyBy,
+    algorithm: { name: algorithm },
+    params: undefined,
+    definition: undefined,
+    slices: { share: slices.share, maxUnits: slices.maxUnits, ttlMs: slices.ttlMs },
+  } as unknown as Limit;
+  return { limit, capacity };
+}

@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { createQuotaClient, type QuotaClientOptions } from '@quota-service/client';
+import { parsePolicies } from '@quota-service/core';
+import { RedisStore } from '../../src/store/redis/redis-store.js';
+import { startTestService } from '../support/quota-service.js';
+import { rpcCounter } from '../support/rpc-counter.js';
+import { useRedisServer } from '../support/use-redis.js';
+
+/**
+ * The quota client's slices: for a policy whose limits have slices, a hot
+ * identity's Allows are decided in the client's process (source 'slice'),
+ * taking and giving back slices with TakeSlice; with `slices: false`, for a
+ * policy without slices and for requests with a request id, every Allow goes
+ * to the service.
+ */
+const policies = parsePolicies(
+  stringify({
+    policies: {
+      tenant: {
+        limits: [
+          {
+            name: 'tenant',
+            key_by: 'tenant',
+            algorithm: 'token_bucket',
+            capacity: 10_000,
+            refill_per_second: 1_000,
+            slices: { share: 0.05, max_units: 50, ttl_ms: 250 },
+          },
+        ],
+      },
+      plain: { limits: [{ name: 'plain', key_by: 'tenant', algorithm: 'token_bucket', capacity: 10_000, refill_per_second: 1_000 }] },
+    },
+  }),
+);
+
+describe('the quota client decides hot identities from slices', () => {
+  const redis = useRedisServer();
+
+  async function run(policy: string, options: Partial<QuotaClientOptions> = {}, requestId = false) {
+    const store = RedisStore.connect(redis().url);
+    const service = await startTestService(store, policies);
+    const counter = rpcCounter();
+    const client = createQuotaClient({
+      address: `127.0.0.1:${service.server.port}`,
+      deadlineMs: 5_000,
+      middleware: counter.middleware,
+      batch: false,
+      ...options,
+    });
+    try {
+      // The client reads ListPolicies in the background at start.
+      for (let i = 0; i < 100 && counter.count('ListPolicies') === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const sources = new Map<string, number>();
+      for (let i = 0; i < 300; i++) {
+        const decision = await client.allow({ policy, identity: { tenant: `acme-${policy}` }, ...(requestId ? { requestId: `r-${i}` } : {}) });
+        expect(decision.allowed).toBe(true);
+        sources.set(decision.source, (sources.get(decision.source) ?? 0) + 1);
+        if (i % 25 === 0) await new Promise((resolve) => setImmediate(resolve));
+      }
+      await client.close();
+      // Everything given back: the bucket holds what the 300 decisions spent, less its refill.
+      const peek = await service.client.getQuota({ policy, identity: { tenant: `acme-${policy}` } });
+      return { sources, allows: counter.count('Allow'), slices: counter.count('TakeSlice'), remaining: peek.limits[0]!.remaining };
+    } finally {
+      await service.stop();
+      await store.close();
+    }
+  }
+
+  it('a hot identity: most Allows are decided in the client, with a TakeSlice call per slice', async () => {
+    const { sources, allows, slices, remaining } = await run('tenant');
+    expect(sources.get('slice')).toBeGreaterThan(200);
+    expect(allows).toBeLessThan(100);
+    expect(slices).toBeGreaterThan(0);
+    expect(slices).toBeLessThan(50);
+    // 300 units granted in all, none lost: what is missing from the full bucket is at most 300 (less the refill meanwhile).
+    expect(remaining).toBeGreaterThanOrEqual(10_000 - 300);
+  });
+
+  it('slices: false, a policy without slices, or a request id: every Allow asks the service', async () => {
+    expect((await run('tenant', { slices: false })).allows).toBe(300);
+    expect((await run('plain')).allows).toBe(300);
+    expect((await run('tenant', {}, true)).allows).toBe(300);
+  });
+});
