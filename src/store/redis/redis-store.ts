@@ -1,4 +1,3 @@
-import type { Socket } from 'node:net';
 import { Cluster, type Redis } from 'ioredis';
 import {
   algorithms,
@@ -24,6 +23,7 @@ import { oneSlot, slotGroups, slotOf } from './hash-slots.js';
 import { answerOf, scriptStepOf } from './script-steps.js';
 import { storeError } from './store-errors.js';
 import { PartitionTraffic } from './partition-traffic.js';
+import { describeSeeds, everyNodeAnswers, keyCount, resetConnection, stateNodes } from './redis-nodes.js';
 import { type DecideStep, decideOne, type QuotaStore, type ScriptedStep, type StoreParts } from '../store.js';
 import { decideWithSlices } from '../slice-steps.js';
 import { SliceCalls } from './slice-calls.js';
@@ -292,10 +292,8 @@ export class RedisStore implements QuotaStore {
   }
 
   /** Keys in the quota database (DBSIZE, O(1); summed over the masters of a cluster); for the state-keys metric. */
-  async keyCount(): Promise<number> {
-    if (!(this.redis instanceof Cluster)) return this.redis.dbsize();
-    const sizes = await Promise.all(this.redis.nodes('master').map((node) => node.dbsize()));
-    return sizes.reduce((sum, size) => sum + size, 0);
+  keyCount(): Promise<number> {
+    return keyCount(this.redis);
   }
 
   /**
@@ -310,8 +308,8 @@ export class RedisStore implements QuotaStore {
   async ready(): Promise<void> {
     for (;;) {
       try {
-        if (await this.answers()) {
-          this.eviction = await checkEviction(this.nodes());
+        if (await everyNodeAnswers(this.redis)) {
+          this.eviction = await checkEviction(stateNodes(this.redis));
           await this.warmUp();
           return;
         }
@@ -323,41 +321,12 @@ export class RedisStore implements QuotaStore {
   }
 
   private async warmUp(): Promise<void> {
-    await Promise.all([...this.nodes().values()].map((node) => node.script('LOAD', decideLua)));
+    await Promise.all([...stateNodes(this.redis).values()].map((node) => node.script('LOAD', decideLua)));
     const [answer] = await this.decide([{ mode: 'spend', calls: [WARM_UP_CHECK] }]);
     if (answer instanceof Error) throw answer;
-  }
-
-  private async answers(): Promise<boolean> {
-    if (this.redis.status !== 'ready') return false;
-    const nodes = [...this.nodes().values()];
-    if (nodes.length === 0) return false;
-    const pongs = await Promise.all(nodes.map((node) => node.ping()));
-    return pongs.every((pong) => pong === 'PONG');
-  }
-
-  /** The nodes that hold state, by host:port: the one node, or every master of the cluster. */
-  private nodes(): Map<string, Redis> {
-    const nodes = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
-    return new Map(nodes.map((node) => [`${node.options.host}:${node.options.port}`, node]));
   }
 
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
-}
-
-/** A TCP reset where the socket allows it (a TLS socket does not: it is closed as usual). */
-function resetConnection(stream: Socket): void {
-  try {
-    stream.resetAndDestroy();
-  } catch {
-    stream.destroy();
-  }
-}
-
-/** The seeds as given to the client (host:port only: credentials never reach a log line). */
-function describeSeeds(cluster: Cluster): string {
-  const seeds = (cluster as unknown as { startupNodes?: { host?: string; port?: number }[] }).startupNodes ?? [];
-  return seeds.map((seed) => `${seed.host}:${seed.port}`).join(',');
 }
