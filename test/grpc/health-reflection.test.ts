@@ -54,6 +54,6 @@ describe('standard gRPC services (what grpcurl uses)', () => {
       .getServiceList()[0]
       ?.getMethodList()
       .map((m) => m.getName());
-    expect(methods).toEqual(['Allow', 'ListPolicies', 'GetQuota', 'AllowBatch', 'AllowStream', 'Settle', 'Release', 'Renew']);
+    expect(methods).toEqual(['Allow', 'ListPolicies', 'GetQuota', 'AllowBatch', 'AllowStream', 'Settle', 'Release', 'Renew', 'TakeSlice']);
   });
 });
