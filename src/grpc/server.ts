@@ -37,7 +37,9 @@ export interface ServedServices {
 
 /**
  * Starts a gRPC server with the shared transport: logging, an optional audit,
- * error mapping and caller authentication as middleware; grpc.health.v1
+ * error mapping and caller authentication as middleware (the lean path,
+ * lean-unary.ts, takes the same steps for the unary handlers put on it: a new
+ * middleware belongs there too); grpc.health.v1
  * health (also on a plaintext health-only port when asked) and server
  * reflection. Health starts NOT_SERVING; call setServing(true) once the
  * store is ready.
