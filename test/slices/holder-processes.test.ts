@@ -93,12 +93,15 @@ async function hammer(where: string, admin: Redis | Cluster, tenant: string, rec
   // holder-2 decides until it holds a slice with units left, then stops and is killed.
   const holders = await Promise.all(Array.from({ length: 5 }, (_, i) => startHolder(where, `holder-${i}`, tenant, i === 2 ? 'hold' : '')));
   const start = await redisNow(admin);
-  for (const holder of holders) holder.go();
   const killed = holders[2]!;
+  // holder-2 first, on a full bucket, so that it surely holds a slice with units left when it is
+  // killed (started with the others, on a bucket they keep near empty, it may never get one).
+  killed.go();
   await Promise.race([killed.holding, new Promise((_, reject) => setTimeout(() => reject(new Error('holder-2 never held a slice with units left')), RUN_MS))]);
   killed.kill();
   await killed.child.exited;
   const heldAtKill = await recordsOf('holder-2');
+  for (const holder of holders) if (holder !== killed) holder.go();
   // T ends when every survivor has stopped deciding (before it gives its slices back).
   const survivorsOnly = holders.filter((holder) => holder !== killed);
   await Promise.all(survivorsOnly.map((holder) => holder.stopped));
