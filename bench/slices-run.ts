@@ -20,6 +20,7 @@ import { startRedisCluster } from '../test/support/redis-cluster.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { scriptCalls } from '../test/support/script-calls.js';
 import { benchMain, type BenchRun } from './bench-main.js';
+import { writeBenchOut } from './bench-out.js';
 import { startServerChild } from './children.js';
 import { driveLoad } from './load.js';
 
@@ -126,6 +127,7 @@ async function main(run: BenchRun): Promise<number> {
     '| in flight | kind | decisions/s | p50 ms | p99 ms | Redis calls / 1,000 decisions | Redis CPU µs / decision | errors |',
     '|---|---|---|---|---|---|---|---|',
   ];
+  const points: object[] = [];
   let met = true;
   let failed = false;
   for (const concurrency of concurrencies) {
@@ -141,6 +143,8 @@ async function main(run: BenchRun): Promise<number> {
       const cpu = (await redisCpuSeconds(node)) - cpuBefore;
       const decisions = result.calls;
       rates.set(kind.id, result.decisionsPerSecond);
+      const { decisionsPerSecond, p50Ms, p95Ms, p99Ms, calls: answered, errors } = result;
+      points.push({ kind: kind.id, concurrency, round: 1, decisionsPerSecond, p50Ms, p95Ms, p99Ms, calls: answered, errors });
       if (result.errors > 0) failed = true;
       rows.push(
         `| ${concurrency} | ${kind.id} | ${result.decisionsPerSecond.toFixed(0)} | ${result.p50Ms.toFixed(3)} | ${result.p99Ms.toFixed(3)} | ` +
@@ -153,6 +157,14 @@ async function main(run: BenchRun): Promise<number> {
     rows.push(`| ${concurrency} | slices / flexible | ${ratio.toFixed(1)}x | | | | | |`);
   }
   process.stdout.write(`${rows.join('\n')}\n\n`);
+  writeBenchOut({
+    kinds: [
+      { id: 'slices', label: 'quota client, slices' },
+      { id: 'no-slices', label: 'quota client, slices: false' },
+      { id: 'flexible', label: 'rate-limiter-flexible' },
+    ],
+    points,
+  });
   process.stdout.write(
     `goal: slices >= ${GOAL_RATIO}x flexible's decisions/s at every concurrency and <= ${GOAL_CALLS_PER_1000} Redis calls per 1,000 decisions: ${met ? 'MET' : 'NOT MET'}\n`,
   );

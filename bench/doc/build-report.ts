@@ -45,8 +45,8 @@ export function buildReport(results: Results): Report {
     HEADER,
     ...plotted.map((s) => s.markdown),
     '## More benches\n\nEach prints its own tables; shown here as printed, less the per-round lines.',
-    ...printed,
+    ...printed.map((s) => s.markdown),
     byHand,
   ].join('\n\n');
-  return { markdown: `${markdown}\n`, charts: plotted.flatMap((s) => s.charts) };
+  return { markdown: `${markdown}\n`, charts: [...plotted, ...printed].flatMap((s) => s.charts) };
 }

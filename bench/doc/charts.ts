@@ -10,6 +10,8 @@ import type { ClusterFigures, SweepFigures } from './results.js';
 /** Ours in blue, the libraries people pick instead in warm colours, no limiter in grey: the same in every plot. */
 const SERIES_COLOURS: Record<string, string> = {
   'quota client (batched)': '#1f6fb4',
+  'quota client, slices': '#1f6fb4',
+  'quota client, slices: false': '#7fb2de',
   'quota service': '#1f6fb4',
   'rate-limiter-flexible': '#e8743b',
   'express-rate-limit': '#e8743b',
@@ -69,7 +71,10 @@ function colourScale(series: readonly string[]): { domain: string[]; range: stri
 }
 
 /** Decisions/s against calls in flight: a line per limiter, x on a log scale (the concurrencies grow by factors). */
-export function throughputChart(figures: SweepFigures, text: { file: string; title: string; xTitle: string; yTitle: string; alt: string }): Chart {
+export function throughputChart(
+  figures: SweepFigures,
+  text: { file: string; title: string; xTitle: string; yTitle: string; alt: string; logY?: boolean },
+): Chart {
   const { medians, rounds } = sweepRows(figures);
   const colour = { field: 'series', type: 'nominal' as const, title: null, scale: colourScale(medians.map((m) => m.series)) };
   const concurrencies = [...new Set(medians.map((m) => m.concurrency))].sort((a, b) => a - b);
@@ -81,7 +86,17 @@ export function throughputChart(figures: SweepFigures, text: { file: string; tit
     scale: { type: 'log' as const, base: 2 },
     axis: { values: concurrencies },
   };
-  const y = { field: 'decisionsPerSecond', type: 'quantitative' as const, title: text.yTitle, axis: { format: ',d' } };
+  // A log scale when the kinds lie orders of magnitude apart (decisions taken locally against decisions with a hop).
+  const ticks = logTicks(rounds.map((r) => r.decisionsPerSecond));
+  const y = text.logY
+    ? {
+        field: 'decisionsPerSecond',
+        type: 'quantitative' as const,
+        title: text.yTitle,
+        scale: { type: 'log' as const, domain: [ticks[0] as number, ticks.at(-1) as number], nice: false },
+        axis: { values: ticks, format: '~s' },
+      }
+    : { field: 'decisionsPerSecond', type: 'quantitative' as const, title: text.yTitle, axis: { format: ',d' } };
   const spec = layered({ text: text.title, subtitle: 'lines: medians over the rounds; faint dots: the rounds' }, [
     // Lines first: the legend takes its symbols from the first layer, and the round dots are faint.
     { rows: medians, mark: { type: 'line', point: true, strokeWidth: 2.5 }, encoding: { x, y, color: colour } },

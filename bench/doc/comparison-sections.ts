@@ -22,7 +22,7 @@ function sweepOf(results: Results, id: string, target: 'make bench' | 'make benc
   return { figures: parsed.data, head: trouble ?? measuredLine(step) };
 }
 
-function image(chart: Chart): string {
+export function image(chart: Chart): string {
   return `![${chart.alt}](img/${chart.file})`;
 }
 

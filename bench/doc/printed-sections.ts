@@ -1,14 +1,18 @@
 // The benches that print their own tables (they write no figures file): the
 // report shows what each printed, less the per-round lines, under a heading and
 // a note on what it measures and how to read it.
+import { type Chart, throughputChart } from './charts.js';
+import { image, type Section } from './comparison-sections.js';
 import { measuredLine, missingOrFailed } from './measured.js';
-import type { Results } from './results.js';
+import { type Results, sweepFiguresSchema } from './results.js';
 
 interface PrintedBench {
   id: string;
   title: string;
   /** What it measures and how to read it: no figures here, they come from the run. */
   about: string;
+  /** Decisions/s against calls in flight, on a log scale, from the figures it writes (bench/sweep.ts's shape). */
+  plot?: { file: string; title: string; alt: string };
 }
 
 export const PRINTED_BENCHES: readonly PrintedBench[] = [
@@ -30,6 +34,11 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       '**slices** = the quota client deciding from slices it leases ([policies.md](policies.md#slices)); **no-slices** = the same client with `slices: false`; ' +
       '**flexible** = rate-limiter-flexible `RateLimiterRedis` inside the load driver on one key of the same Redis. Redis calls are the script calls Redis ran ' +
       '(INFO commandstats) per 1,000 decisions; Redis CPU is its user + system time per decision.',
+    plot: {
+      file: 'bench-slices.svg',
+      title: 'One hot identity on one Redis: decisions/s against calls in flight',
+      alt: 'Decisions per second against calls in flight for one hot identity on one Redis: the quota client with slices, without, and rate-limiter-flexible',
+    },
   },
   {
     id: 'slices-cluster',
@@ -37,6 +46,11 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
     about:
       "The same as above on a 3-master Redis Cluster: all of a hot identity's load lands on the master that serves its key, whose script calls and CPU " +
       "per decision are shown (rate-limiter-flexible's: the master serving its own key).",
+    plot: {
+      file: 'bench-slices-cluster.svg',
+      title: 'One hot identity on a Redis Cluster: decisions/s against calls in flight',
+      alt: 'Decisions per second against calls in flight for one hot identity on a Redis Cluster: the quota client with slices, without, and rate-limiter-flexible',
+    },
   },
   {
     id: 'batch',
@@ -148,11 +162,20 @@ export const BY_HAND = [
   ['`npx tsx bench/client-profile.ts`', 'only the batching client, to profile its CPU per decision (`node --cpu-prof`)'],
 ] as const;
 
-export function printedSection(results: Results, bench: PrintedBench): string {
+export function printedSection(results: Results, bench: PrintedBench): Section {
   const step = results.steps[bench.id];
   const trouble = missingOrFailed(step, 'make bench');
   const body = step === undefined ? '' : printedOutput(step.output);
-  return [`### ${bench.title}`, bench.about, trouble ?? (step === undefined ? '' : measuredLine(step)), body].filter((p) => p !== '').join('\n\n');
+  const figures = bench.plot === undefined ? undefined : sweepFiguresSchema.safeParse(step?.figures);
+  const charts: Chart[] =
+    bench.plot !== undefined && figures?.success === true
+      ? [throughputChart(figures.data, { ...bench.plot, xTitle: 'calls in flight (closed loop)', yTitle: 'decisions/s (log scale)', logY: true })]
+      : [];
+  const images = charts.map(image).join('\n\n');
+  const markdown = [`### ${bench.title}`, bench.about, trouble ?? (step === undefined ? '' : measuredLine(step)), images, body]
+    .filter((p) => p !== '')
+    .join('\n\n');
+  return { markdown, charts };
 }
 
 /**

@@ -79,6 +79,33 @@ describe('the quota client decides hot identities from slices', () => {
     expect(remaining).toBeGreaterThanOrEqual(10_000 - 300);
   });
 
+  it('requests a slice cannot pay while the next one is on its way wait for it instead of asking the service', async () => {
+    const store = RedisStore.connect(redis().url);
+    const service = await startTestService(store, policies);
+    const counter = rpcCounter();
+    const client = createQuotaClient({ address: `127.0.0.1:${service.server.port}`, deadlineMs: 5_000, middleware: counter.middleware, batch: false });
+    try {
+      for (let i = 0; i < 100 && counter.count('ListPolicies') === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      const identity = { tenant: 'acme-waits' };
+      // Hot until the first decision from a slice: it tells what the slice has left.
+      let first = await client.allow({ policy: 'tenant', identity });
+      for (let i = 0; i < 100 && first.source !== 'slice'; i++) first = await client.allow({ policy: 'tenant', identity });
+      expect(first.source).toBe('slice');
+      const left = first.limits[0]!.remaining;
+      const allowsBefore = counter.count('Allow');
+      // All in one turn: the slice pays `left` of them; past half of it the next slice is
+      // asked for, and the 10 it cannot pay wait for that one.
+      const decisions = await Promise.all(Array.from({ length: left + 10 }, () => client.allow({ policy: 'tenant', identity })));
+      expect(decisions.every((d) => d.allowed && d.source === 'slice')).toBe(true);
+      expect(counter.count('Allow')).toBe(allowsBefore);
+      expect(counter.count('TakeSlice')).toBe(2);
+    } finally {
+      await client.close();
+      await service.stop();
+      await store.close();
+    }
+  });
+
   it('slices: false, a policy without slices, or a request id: every Allow asks the service', async () => {
     expect((await run('tenant', { slices: false })).allows).toBe(300);
     expect((await run('plain')).allows).toBe(300);

@@ -124,12 +124,14 @@ function expectWithinTheLimit(limit: Limit, run: Run): void {
 
 /**
  * The documented bound: per slice ttl, at most what the other holders can
- * hold, (holders - 1) x share of the limit's capacity (and x max_units), can
- * be denied while held elsewhere; requests cost at least 1.
+ * hold, (holders - 1) x one and a half slices (a slice and the rest of the one
+ * before it), a slice being share x the limit's capacity and at most
+ * max_units, can be denied while held elsewhere; requests cost at least 1.
  */
 function expectUnderGrantBounded(limit: Limit, run: Run): void {
   const options = limit.slices!;
-  const perTtl = (HOLDERS - 1) * Math.min(options.share * limit.algorithm.capacity(limit.params), options.maxUnits);
+  const slice = Math.min(options.share * limit.algorithm.capacity(limit.params), options.maxUnits);
+  const perTtl = (HOLDERS - 1) * 1.5 * slice;
   expect(run.deniedWhileHeldElsewhere).toBeLessThanOrEqual(perTtl * Math.ceil(run.elapsedMs / options.ttlMs));
 }
 

@@ -49,19 +49,55 @@ describe('SliceHolder', () => {
   });
 
   it('a hot identity: the 11th decision within a ttl takes a slice, the next ones are local until it runs dry', async () => {
-    const { timers, calls, holder, remaining } = setup();
+    const { calls, holder, remaining } = setup();
     for (let i = 0; i < 11; i++) expect(holder.decide([callOf(bucket, 'acme')])).toBeUndefined();
     await settle();
     expect(calls.n).toBe(1);
     expect(holder.counters).toMatchObject({ slicesTaken: 1, unitsTaken: 50 });
     expect(await remaining()).toBe(950); // spent from the bucket before any is granted
     for (let i = 0; i < 48; i++) expect(holder.decide([callOf(bucket, 'acme')])?.[0]).toMatchObject({ allowed: true, remaining: 49 - i });
-    // 2 units left: a cost of 3 goes to the store (never denied by the slice), and the slice is done.
+    // 2 units left: a cost of 3 goes to the store (never denied by the slice).
     expect(holder.decide([callOf(bucket, 'acme', 3)])).toBeUndefined();
-    expect(holder.decide([callOf(bucket, 'acme')])).toBeUndefined();
+    expect(holder.counters.unitsGrantedLocally).toBe(48);
+  });
+
+  it('takes the next slice once half of one is granted, and grants the rest of the first before it', async () => {
+    const { calls, holder, remaining } = setup();
+    const acme = callOf(bucket, 'acme').identityKey;
+    for (let i = 0; i < 11; i++) holder.decide([callOf(bucket, 'acme')]);
     await settle();
-    expect(holder.counters).toMatchObject({ unitsGrantedLocally: 48, unitsReturned: 2, slicesTaken: 2 });
-    timers.advance(1);
+    for (let i = 0; i < 24; i++) holder.decide([callOf(bucket, 'acme')]);
+    await settle();
+    expect(calls.n).toBe(1); // 26 of 50 left: not yet
+    expect(holder.decide([callOf(bucket, 'acme')])?.[0]).toMatchObject({ remaining: 25 });
+    await settle();
+    expect(calls.n).toBe(2); // half granted: the next slice (5% of 950), without waiting for this one to run dry
+    expect(await remaining()).toBe(903);
+    expect(holder.unitsHeld(acme)).toBe(72);
+    for (let i = 0; i < 25; i++) expect(holder.decide([callOf(bucket, 'acme')])?.[0]).toMatchObject({ allowed: true, remaining: 71 - i });
+    expect(holder.unitsHeld(acme)).toBe(47); // the first slice's rest went first
+    expect(calls.n).toBe(2);
+    // A cost the slice cannot pay goes to the store; the slice is done: its units go back with a new take.
+    expect(holder.decide([callOf(bucket, 'acme', 60)])).toBeUndefined();
+    await settle();
+    expect(calls.n).toBe(3);
+    expect(holder.counters).toMatchObject({ unitsGrantedLocally: 50, unitsReturned: 47, unitsLapsed: 0, slicesTaken: 3 });
+    expect(await remaining()).toBe(903);
+  });
+
+  it("a slice's rest that is not granted by its end lapses: the store holds no record of it", async () => {
+    const { timers, holder, remaining } = setup();
+    const acme = callOf(bucket, 'acme').identityKey;
+    for (let i = 0; i < 11; i++) holder.decide([callOf(bucket, 'acme')]);
+    await settle();
+    for (let i = 0; i < 25; i++) holder.decide([callOf(bucket, 'acme')]);
+    await settle();
+    expect(holder.unitsHeld(acme)).toBe(72);
+    timers.advance(250); // both slices end: the second one's 47 go back (with a new take: still hot), the first one's rest (25) lapses
+    await settle();
+    expect(holder.counters).toMatchObject({ unitsReturned: 47, unitsLapsed: 25, slicesTaken: 3 });
+    // 1000 - 50 - 47 taken, + 25 refilled, + 47 given back = 975; the 25 lapsed stay spent; then 5% of 975 taken.
+    expect(await remaining()).toBe(975 - 48);
   });
 
   it('gives back the unused units at the ttl, and takes anew while the identity stays hot', async () => {

@@ -22,6 +22,15 @@ interface SlicedLimit {
   capacity: number;
 }
 
+/** A policy whose every limit has slices, with the limit calls of the identities seen lately (their keys built once). */
+interface SlicedPolicy {
+  limits: readonly SlicedLimit[];
+  calls: Map<string, ClientSliceCall[]>;
+}
+
+/** Identities per policy whose limit calls are kept; past it the policy's calls are dropped and built anew. */
+const CALLS_KEPT = 10_000;
+
 /** A limit call of the client's holder, with the request it came from: a slice is taken through that policy and identity. */
 interface ClientSliceCall extends LimitCall {
   policy: string;
@@ -39,8 +48,8 @@ interface ClientSliceCall extends LimitCall {
  */
 export class ClientSlices {
   readonly holder: SliceHolder;
-  private policies = new Map<string, readonly SlicedLimit[]>();
-  private readAt = Number.NEGATIVE_INFINITY;
+  private policies = new Map<string, SlicedPolicy>();
+  private readonly refreshTimer: ReturnType<typeof setInterval>;
   private reading = false;
 
   constructor(
@@ -64,23 +73,22 @@ export class ClientSlices {
       timers === undefined ? {} : { timers },
     );
     this.refresh();
+    this.refreshTimer = setInterval(() => this.refresh(), POLICIES_REFRESH_MS);
+    this.refreshTimer.unref();
   }
 
   /** A decision from slices (allowed, source 'slice'), or undefined: ask the service. */
   decide(params: AllowParams): Decision | undefined {
-    this.refresh();
     if (params.requestId !== undefined && params.requestId !== '') return undefined;
-    const limits = this.policies.get(params.policy);
-    if (limits === undefined) return undefined;
+    const policy = this.policies.get(params.policy);
+    if (policy === undefined) return undefined;
     const cost = params.cost === undefined || params.cost === 0 ? 1 : params.cost;
     if (!(cost > 0) || !Number.isFinite(cost)) return undefined;
-    const calls = new Array<ClientSliceCall>(limits.length);
-    for (let i = 0; i < limits.length; i++) {
-      const { limit } = limits[i]!;
-      const value = params.identity[limit.keyBy];
-      if (value === undefined || value === '') return undefined;
-      calls[i] = { limit, identityKey: identityKey(limit.name, limit.keyBy, value), cost, policy: params.policy, identity: params.identity };
-    }
+    const calls = callsOf(policy, params);
+    if (calls === undefined) return undefined;
+    // The holder reads a call's cost only while it decides: the kept calls take this request's.
+    for (const call of calls) call.cost = cost;
+    const limits = policy.limits;
     const outcomes = this.holder.decide(calls);
     if (outcomes === undefined) return undefined;
     const statuses: LimitStatus[] = limits.map(({ limit, capacity }, i) => ({
@@ -96,17 +104,36 @@ export class ClientSlices {
     return { allowed: true, retryAfterMs: 0, deniedBy: '', limits: statuses, delayMs: 0, source: 'slice' };
   }
 
+  /**
+   * The takes on their way for the identity of a request `decide` could not
+   * answer, or undefined: ask the service now. Once they are in, `decide` may
+   * answer it after all.
+   */
+  taking(params: AllowParams): Promise<unknown> | undefined {
+    const policy = this.policies.get(params.policy);
+    const calls = policy === undefined ? undefined : callsOf(policy, params);
+    return calls === undefined ? undefined : this.holder.taking(calls);
+  }
+
+  /**
+   * Whether a decision from slices should be answered on the next turn of the
+   * event loop: while a take is on its way, so that a caller whose every call
+   * is answered from slices (one that spins on them) lets the take's answer in.
+   */
+  answerNextTurn(): boolean {
+    return this.holder.calling();
+  }
+
   /** Gives every slice's unused units back. */
   close(): Promise<void> {
+    clearInterval(this.refreshTimer);
     return this.holder.close();
   }
 
-  /** Reads the policies in the background when they are older than POLICIES_REFRESH_MS; a failure keeps what was read. */
+  /** Reads the policies in the background (at start, then every POLICIES_REFRESH_MS); a failure keeps what was read. */
   private refresh(): void {
-    const now = Date.now();
-    if (this.reading || now - this.readAt < POLICIES_REFRESH_MS) return;
+    if (this.reading) return;
     this.reading = true;
-    this.readAt = now;
     this.client
       .listPolicies({}, { signal: AbortSignal.timeout(this.deadlineMs * 4) })
       .then(
@@ -121,12 +148,36 @@ export class ClientSlices {
   }
 }
 
+/** The limit calls of a request's identity under a sliced policy (kept per identity), or undefined when it lacks a part a limit is keyed by. */
+function callsOf(policy: SlicedPolicy, params: AllowParams): ClientSliceCall[] | undefined {
+  const { limits } = policy;
+  let id = '';
+  for (let i = 0; i < limits.length; i++) {
+    const value = params.identity[limits[i]!.limit.keyBy];
+    if (value === undefined || value === '') return undefined;
+    id = i === 0 ? value : `${id}\u0000${value}`;
+  }
+  let calls = policy.calls.get(id);
+  if (calls === undefined) {
+    if (policy.calls.size >= CALLS_KEPT) policy.calls.clear();
+    calls = limits.map(({ limit }) => ({
+      limit,
+      identityKey: identityKey(limit.name, limit.keyBy, params.identity[limit.keyBy]!),
+      cost: 1,
+      policy: params.policy,
+      identity: params.identity,
+    }));
+    policy.calls.set(id, calls);
+  }
+  return calls;
+}
+
 /** The policies whose every limit has slices (and no plans), with those limits. */
-function slicedPolicies(policies: readonly Policy[]): Map<string, readonly SlicedLimit[]> {
-  const out = new Map<string, readonly SlicedLimit[]>();
+function slicedPolicies(policies: readonly Policy[]): Map<string, SlicedPolicy> {
+  const out = new Map<string, SlicedPolicy>();
   for (const policy of policies) {
     const limits = policy.limits.map(slicedLimit);
-    if (limits.length > 0 && limits.every((limit) => limit !== undefined)) out.set(policy.name, limits as SlicedLimit[]);
+    if (limits.length > 0 && limits.every((limit) => limit !== undefined)) out.set(policy.name, { limits: limits as SlicedLimit[], calls: new Map() });
   }
   return out;
 }

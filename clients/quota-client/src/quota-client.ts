@@ -10,6 +10,7 @@ import { LeaseHandle } from './lease.js';
 import { systemLeaseTimers } from './lease-timers.js';
 import { ReservationHandle } from './reservation.js';
 import { allowRequest, quotaClientDefinition } from './service-definition.js';
+import { nextTurn, waitAtMost } from './waiting.js';
 import type {
   AcquireOptions,
   AcquireParams,
@@ -74,12 +75,26 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
 
   async function allow(params: AllowParams, callOptions: AllowOptions = {}): Promise<QuotaDecision> {
     if (closed) throw new Error('quota client is closed');
-    const sliced = slices?.decide(params);
-    if (sliced !== undefined) return sliced;
-    const request = allowRequest(params);
-    const callDeadlineMs = callOptions.deadlineMs ?? deadlineMs;
+    let callDeadlineMs = callOptions.deadlineMs ?? deadlineMs;
     checkDeadlineMs(callDeadlineMs);
     const signal = callOptions.signal;
+    if (slices !== undefined) {
+      const sliced = slices.decide(params);
+      if (sliced !== undefined) {
+        if (slices.answerNextTurn()) await nextTurn();
+        return sliced;
+      }
+      const taking = slices.taking(params);
+      if (taking !== undefined) {
+        // A take of this identity is on its way: wait for it (within the call's
+        // deadline) rather than ask the service what the new slice will answer.
+        const waitedMs = await waitAtMost(taking, callDeadlineMs, signal);
+        const afterTake = slices.decide(params);
+        if (afterTake !== undefined) return afterTake;
+        callDeadlineMs = Math.max(1, callDeadlineMs - waitedMs);
+      }
+    }
+    const request = allowRequest(params);
     let response: AllowResponse;
     try {
       response = await send(request, callDeadlineMs, signal);

@@ -1,5 +1,6 @@
 import type { LimitOutcome } from '../algorithms/outcome.js';
 import type { LimitCall } from '../types.js';
+import { countDecision, grantUnits, isHot, type KeyState, newKeyState, type Slice, unitsLeft } from './key-state.js';
 import type { SliceAnswer, SliceOp } from './slice-model.js';
 
 /**
@@ -13,6 +14,13 @@ import type { SliceAnswer, SliceOp } from './slice-model.js';
  * goes to the store again (the shared state is the truth: a slice never
  * denies on its own), and the unused units go back: at the ttl, at close,
  * or with the next take, in the same call.
+ *
+ * A busy key does not wait for its next slice: once half of a slice is
+ * granted, the next one is taken in the background, and the rest of the
+ * current one (its tail) is granted first. A tail is not given back (its
+ * record in the store is replaced by the new slice's): what it has not
+ * granted by its end lapses. A holder so holds at most one and a half
+ * slices of a key.
  *
  * I/O-free: the store is reached through `SliceSource`, time through `SliceTimers`.
  */
@@ -52,6 +60,9 @@ export interface SliceCounters {
  */
 export const DEFAULT_SLICE_THRESHOLD = 10;
 
+/** The next slice is taken once a slice has this share of its units left (or less). */
+const TAKE_NEXT_AT = 0.5;
+
 const systemTimers: SliceTimers = {
   now: () => Date.now(),
   setTimeout: (callback, ms) => {
@@ -61,28 +72,6 @@ const systemTimers: SliceTimers = {
   },
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
-
-interface Slice {
-  /** Units left to grant. */
-  left: number;
-  /** Local time after which it grants nothing. */
-  expiresAt: number;
-  timer: unknown;
-}
-
-interface KeyState {
-  call: LimitCall;
-  /** Decisions seen in the current count window, which starts at windowStart and lasts the limit's ttl_ms. */
-  seen: number;
-  /** Decisions seen in the window before it. */
-  seenBefore: number;
-  windowStart: number;
-  slice?: Slice;
-  /** A take or give-back of this key is on its way: no second one. */
-  busy: boolean;
-  /** After a failed take, no new one before this local time (a slice's ttl later). */
-  quietUntil: number;
-}
 
 export interface SliceHolderOptions {
   /** Decisions per ttl after which a slice is taken (DEFAULT_SLICE_THRESHOLD). */
@@ -125,19 +114,22 @@ export class SliceHolder {
     }
     const now = this.timers.now();
     this.sweep(now);
-    const states = calls.map((call) => this.count(call, now));
+    const states = new Array<KeyState>(calls.length);
     let local = true;
     for (let i = 0; i < calls.length; i++) {
-      const slice = states[i]!.slice;
-      if (slice === undefined || now >= slice.expiresAt || slice.left < calls[i]!.cost) local = false;
+      const state = this.count(calls[i]!, now);
+      states[i] = state;
+      if (this.liveUnits(state, now) < calls[i]!.cost) local = false;
     }
     if (local) {
       const outcomes = new Array<LimitOutcome>(calls.length);
       for (let i = 0; i < calls.length; i++) {
-        const slice = states[i]!.slice!;
-        slice.left -= calls[i]!.cost;
+        const state = states[i]!;
         this.counters.unitsGrantedLocally += calls[i]!.cost;
-        outcomes[i] = { allowed: true, retryAfterMs: 0, remaining: slice.left, resetAfterMs: 0 };
+        const remaining = grantUnits(state, calls[i]!.cost);
+        outcomes[i] = { allowed: true, retryAfterMs: 0, remaining, resetAfterMs: 0 };
+        const slice = state.slice;
+        if (slice !== undefined && state.tail === undefined && slice.left <= slice.taken * TAKE_NEXT_AT) this.takeNext(state);
       }
       return outcomes;
     }
@@ -146,7 +138,7 @@ export class SliceHolder {
     for (let i = 0; i < calls.length; i++) {
       const state = states[i]!;
       const slice = state.slice;
-      if (slice !== undefined && (now >= slice.expiresAt || slice.left < calls[i]!.cost)) this.renew(state);
+      if (slice !== undefined && (now >= slice.expiresAt || this.liveUnits(state, now) < calls[i]!.cost)) this.renew(state);
       else if (slice === undefined && now >= state.quietUntil && this.hot(state)) this.renew(state);
     }
     return undefined;
@@ -155,7 +147,10 @@ export class SliceHolder {
   /** Gives back every slice's unused units; decides nothing locally after. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const state of this.states.values()) if (state.slice !== undefined && !state.busy) this.renew(state);
+    for (const state of this.states.values()) {
+      if (state.tail !== undefined) this.dropTail(state);
+      if (state.slice !== undefined && !state.busy) this.renew(state);
+    }
     await this.idle();
   }
 
@@ -164,10 +159,29 @@ export class SliceHolder {
     while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
   }
 
+  /** Whether a take or give-back is on its way to the store. */
+  calling(): boolean {
+    return this.inFlight.size > 0;
+  }
+
+  /**
+   * The takes on their way for a request's limits (settled, never rejected, once
+   * their slices are in place), or undefined when none is: a request its slices
+   * could not pay for may wait for them, then ask `decide` again.
+   */
+  taking(calls: readonly LimitCall[]): Promise<unknown> | undefined {
+    const pending: Promise<void>[] = [];
+    for (const call of calls) {
+      const taking = this.states.get(call.identityKey)?.taking;
+      if (taking !== undefined) pending.push(taking);
+    }
+    return pending.length === 0 ? undefined : pending.length === 1 ? pending[0] : Promise.all(pending);
+  }
+
   /** Units left unused in the live slices of one limit and identity (its state key), for tests and measurements. */
   unitsHeld(identityKey: string): number {
-    const slice = this.states.get(identityKey)?.slice;
-    return slice === undefined || this.timers.now() >= slice.expiresAt ? 0 : slice.left;
+    const state = this.states.get(identityKey);
+    return state === undefined ? 0 : unitsLeft(state, this.timers.now());
   }
 
   /** Slices held now, for tests and the holder's gauge. */
@@ -177,32 +191,30 @@ export class SliceHolder {
     return n;
   }
 
+  /** The units the key holds now; a tail that is done lapses here. */
+  private liveUnits(state: KeyState, now: number): number {
+    const tail = state.tail;
+    if (tail !== undefined && (now >= tail.expiresAt || tail.left <= 0)) this.dropTail(state);
+    return unitsLeft(state, now);
+  }
+
   private count(call: LimitCall, now: number): KeyState {
-    const key = call.identityKey;
-    let state = this.states.get(key);
+    let state = this.states.get(call.identityKey);
     if (state === undefined) {
-      state = { call, seen: 0, seenBefore: 0, windowStart: now, busy: false, quietUntil: Number.NEGATIVE_INFINITY };
-      this.states.set(key, state);
+      state = newKeyState(call, now);
+      this.states.set(call.identityKey, state);
     }
-    state.call = call;
-    const ttl = call.limit.slices!.ttlMs;
-    if (now - state.windowStart >= ttl) {
-      state.seenBefore = now - state.windowStart >= 2 * ttl ? 0 : state.seen;
-      state.seen = 0;
-      state.windowStart = now - ((now - state.windowStart) % ttl);
-    }
-    state.seen++;
+    countDecision(state, call, now);
     return state;
   }
 
-  /** More than `threshold` decisions in the count window of now or the one before it. */
   private hot(state: KeyState): boolean {
-    if (this.closed) return false;
-    const age = this.timers.now() - state.windowStart;
-    const ttl = state.call.limit.slices!.ttlMs;
-    if (age >= 2 * ttl) return false;
-    if (age >= ttl) return state.seen > this.threshold;
-    return state.seen > this.threshold || state.seenBefore > this.threshold;
+    return !this.closed && isHot(state, this.timers.now(), this.threshold);
+  }
+
+  private dropTail(state: KeyState): void {
+    this.counters.unitsLapsed += state.tail!.left;
+    state.tail = undefined;
   }
 
   /**
@@ -211,6 +223,7 @@ export class SliceHolder {
    */
   private renew(state: KeyState): void {
     if (state.busy) return;
+    if (state.tail !== undefined) this.dropTail(state);
     const slice = state.slice;
     state.slice = undefined;
     const giveBack = slice === undefined ? 0 : slice.left;
@@ -225,15 +238,8 @@ export class SliceHolder {
         state.busy = false;
         this.counters.unitsReturned += answer.returned;
         this.counters.unitsLapsed += giveBack - answer.returned;
-        if (answer.taken <= 0) return;
-        this.counters.slicesTaken++;
-        this.counters.unitsTaken += answer.taken;
         // From when it was asked for: the store took it later, so it ends here no later than there.
-        const expiresAt = sentAt + answer.validMs;
-        const next: Slice = { left: answer.taken, expiresAt, timer: undefined };
-        state.slice = next;
-        if (this.closed) this.renew(state);
-        else next.timer = this.timers.setTimeout(() => this.expire(state, next), Math.max(0, expiresAt - this.timers.now()));
+        if (answer.taken > 0) this.install(state, answer.taken, sentAt + answer.validMs);
       },
       (error: unknown) => {
         state.busy = false;
@@ -243,8 +249,58 @@ export class SliceHolder {
         this.options.onError?.(error);
       },
     );
-    const tracked = done.finally(() => this.inFlight.delete(tracked));
+    this.track(state, done, op === 'take');
+  }
+
+  /**
+   * Takes the key's next slice while its current one still grants, giving
+   * nothing back: the current one becomes the tail once the answer is in
+   * (its record in the store is replaced by the new slice's).
+   */
+  private takeNext(state: KeyState): void {
+    if (state.busy || this.closed || !this.hot(state)) return;
+    state.busy = true;
+    const sentAt = this.timers.now();
+    const call = state.call;
+    const done = this.source.slice(call, 'take', 0).then(
+      (answer) => {
+        state.busy = false;
+        const current = state.slice;
+        if (current !== undefined) {
+          this.timers.clearTimeout(current.timer);
+          state.slice = undefined;
+          if (state.tail !== undefined) this.dropTail(state);
+          state.tail = current;
+        }
+        if (answer.taken > 0) this.install(state, answer.taken, sentAt + answer.validMs);
+      },
+      (error: unknown) => {
+        // The current slice keeps granting and goes back at its end as usual.
+        state.busy = false;
+        state.quietUntil = this.timers.now() + call.limit.slices!.ttlMs;
+        this.options.onError?.(error);
+      },
+    );
+    this.track(state, done, true);
+  }
+
+  /** A slice the store gave: the key's current one until it runs dry or `expiresAt`. */
+  private install(state: KeyState, taken: number, expiresAt: number): void {
+    this.counters.slicesTaken++;
+    this.counters.unitsTaken += taken;
+    const next: Slice = { taken, left: taken, expiresAt, timer: undefined };
+    state.slice = next;
+    if (this.closed) this.renew(state);
+    else next.timer = this.timers.setTimeout(() => this.expire(state, next), Math.max(0, expiresAt - this.timers.now()));
+  }
+
+  private track(state: KeyState, done: Promise<void>, take: boolean): void {
+    const tracked = done.finally(() => {
+      this.inFlight.delete(tracked);
+      if (state.taking === tracked) state.taking = undefined;
+    });
     this.inFlight.add(tracked);
+    if (take) state.taking = tracked;
   }
 
   private expire(state: KeyState, slice: Slice): void {
@@ -256,7 +312,10 @@ export class SliceHolder {
     if (now - this.sweptAt < 1_000) return;
     this.sweptAt = now;
     for (const [key, state] of this.states) {
-      if (state.slice === undefined && !state.busy && now - state.windowStart >= 2 * state.call.limit.slices!.ttlMs) this.states.delete(key);
+      if (state.slice === undefined && !state.busy && now - state.windowStart >= 2 * state.call.limit.slices!.ttlMs) {
+        if (state.tail !== undefined) this.dropTail(state);
+        this.states.delete(key);
+      }
     }
   }
 }
