@@ -1,3 +1,4 @@
+import type { CallOptions, ClientMiddlewareCall } from 'nice-grpc';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createQuotaClient, type QuotaClientOptions } from '@quota-service/client';
@@ -99,6 +100,31 @@ describe('the quota client decides hot identities from slices', () => {
       expect(decisions.every((d) => d.allowed && d.source === 'slice')).toBe(true);
       expect(counter.count('Allow')).toBe(allowsBefore);
       expect(counter.count('TakeSlice')).toBe(2);
+    } finally {
+      await client.close();
+      await service.stop();
+      await store.close();
+    }
+  });
+
+  it('slices are taken and given back for the identity they were asked for, though the caller changes its object after', async () => {
+    const store = RedisStore.connect(redis().url);
+    const service = await startTestService(store, policies);
+    const takes: Array<{ identity: Record<string, string>; giveBackOnly: boolean }> = [];
+    async function* recorder<Request, Response>(call: ClientMiddlewareCall<Request, Response>, options: CallOptions) {
+      if (call.method.path.endsWith('/TakeSlice')) takes.push(structuredClone(call.request) as never);
+      return yield* call.next(call.request as never, options);
+    }
+    const client = createQuotaClient({ address: `127.0.0.1:${service.server.port}`, deadlineMs: 5_000, middleware: recorder, batch: false });
+    try {
+      const identity = { tenant: 'acme-mutable' };
+      let decision = await client.allow({ policy: 'tenant', identity });
+      for (let i = 0; i < 200 && decision.source !== 'slice'; i++) decision = await client.allow({ policy: 'tenant', identity });
+      expect(decision.source).toBe('slice');
+      identity.tenant = 'someone-else';
+      await client.close();
+      expect(takes.some((take) => take.giveBackOnly)).toBe(true);
+      expect(takes.map((take) => take.identity['tenant'])).toEqual(takes.map(() => 'acme-mutable'));
     } finally {
       await client.close();
       await service.stop();

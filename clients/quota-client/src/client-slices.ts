@@ -160,12 +160,14 @@ function callsOf(policy: SlicedPolicy, params: AllowParams): ClientSliceCall[] |
   let calls = policy.calls.get(id);
   if (calls === undefined) {
     if (policy.calls.size >= CALLS_KEPT) policy.calls.clear();
+    // A copy: the caller may change its object later, and the slices of this key must be taken for this identity.
+    const identity = { ...params.identity };
     calls = limits.map(({ limit }) => ({
       limit,
-      identityKey: identityKey(limit.name, limit.keyBy, params.identity[limit.keyBy]!),
+      identityKey: identityKey(limit.name, limit.keyBy, identity[limit.keyBy]!),
       cost: 1,
       policy: params.policy,
-      identity: params.identity,
+      identity,
     }));
     policy.calls.set(id, calls);
   }
