@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
@@ -24,6 +25,9 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Each test file starts its own Redis processes, so files run in parallel safely.
     pool: 'forks',
+    // Most files wait on the processes they start (Redis, services, clients), not on the
+    // CPU: more files at once than cores (vitest's default is one less than the cores).
+    maxWorkers: Math.max(3, availableParallelism()),
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
       { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: TIMING, sequence: { groupOrder: 0 } } },

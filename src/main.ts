@@ -209,7 +209,6 @@ async function main(): Promise<void> {
       'no caller authentication (QUOTA_AUTH_TOKENS unset) on a non-loopback address: any client may spend any quota',
     );
   }
-  logger.info({ addr: config.QUOTA_GRPC_ADDR, port: server.port }, 'quota service listening');
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -234,6 +233,8 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  // Only once a signal would drain it: whoever waits for this line may stop the service at once.
+  logger.info({ addr: config.QUOTA_GRPC_ADDR, port: server.port }, 'quota service listening');
   reportStarted();
 
   const waiting = setTimeout(() => logger.warn({ store: store.description }, 'store not answering yet: health stays NOT_SERVING'), STARTUP_BUDGET_MS);
