@@ -100,7 +100,7 @@ async function main(run: BenchRun): Promise<number> {
   // 8 calls in flight keep the service busy; many more only queue, and a call that waits in
   // the queue past this door's store budget (10 ms) is answered by its failure mode, not measured.
   const options = parseOptions(argv.some((a) => a.startsWith('--concurrency')) ? argv : [...argv, '--concurrency', '8']);
-  run.watchdog(benchBudgetMs(options, 4));
+  run.watchdog(benchBudgetMs(options, 6));
   const redis = await startRedisServer();
   run.onCleanup(() => redis.stop());
   const service = await startServerChild('service', 'quota-server.ts', [redis.url]);
@@ -132,25 +132,33 @@ async function main(run: BenchRun): Promise<number> {
   // round of one kind, so the report gives the median over the rounds and the worst round beside it.
   // h2load when installed (make bench installs it): a client whose own pauses do not count as the service's.
   const withH2load = h2loadAvailable();
+  // The same open loop against a no-op server of the same gRPC stack, at the same rate: what
+  // the client, the network and this machine's wake-ups cost before any decision.
+  const noop = withH2load ? await startServerChild('noop', 'noop-server.ts', []) : undefined;
+  if (noop !== undefined) run.onCleanup(() => noop.stop());
   process.stdout.write(
     withH2load
-      ? 'latency: h2load, one connection, one descriptor value\n\n'
+      ? 'latency: h2load, one connection, one descriptor value; no-op = the same calls at the same rate to a no-op server of the same gRPC stack\n\n'
       : 'latency: the Node client (h2load not found): its own garbage collection pauses count as latency\n\n',
   );
   const half = (kind: (typeof kinds)[number]) => Math.max(1, Math.floor(median(rates[kind]) / 2));
-  const latencies: Record<(typeof kinds)[number], { p50: number; p99: number; errors: number }[]> = { Allow: [], ShouldRateLimit: [] };
+  type Latency = { p50: number; p99: number; errors: number };
+  const latencies: Record<(typeof kinds)[number], Latency[]> = { Allow: [], ShouldRateLimit: [] };
+  const noopLatencies: Record<(typeof kinds)[number], Latency[]> = { Allow: [], ShouldRateLimit: [] };
   for (let round = 0; round < options.rounds; round++) {
     for (const kind of kinds) {
+      const frame = framed(requestOf[kind]('bench-user-0'));
       const latency = withH2load
-        ? await h2loadOpenLoop(service.port, PATHS[kind], framed(requestOf[kind]('bench-user-0')), half(kind), options.seconds)
+        ? await h2loadOpenLoop(service.port, PATHS[kind], frame, half(kind), options.seconds)
         : await openLoop(callersOf[kind].call, half(kind), options.seconds);
       latencies[kind].push(latency);
       failed += latency.errors;
+      if (noop !== undefined) noopLatencies[kind].push(await h2loadOpenLoop(noop.port, PATHS[kind], frame, half(kind), options.seconds));
     }
   }
   const rows: string[] = [
-    '| call | max decisions/s | rate for latency | p50 ms | p99 ms (median of rounds) | p99 ms (worst round) | errors (max, latency) |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    '| call | max decisions/s | rate for latency | p50 ms | p99 ms (median of rounds) | p99 ms (worst round) | no-op p50 / p99 ms, same rate | errors (max, latency) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const kind of kinds) {
     const rounds = latencies[kind];
@@ -158,8 +166,10 @@ async function main(run: BenchRun): Promise<number> {
     const p99 = median(rounds.map((r) => r.p99));
     const worst = Math.max(...rounds.map((r) => r.p99));
     const errors = rounds.reduce((sum, r) => sum + r.errors, 0);
+    const floor = noopLatencies[kind];
+    const noopCell = floor.length === 0 ? 'n/a' : `${median(floor.map((r) => r.p50)).toFixed(2)} / ${median(floor.map((r) => r.p99)).toFixed(2)}`;
     rows.push(
-      `| ${kind} | ${median(rates[kind]).toFixed(0)} | ${half(kind)}/s | ${p50.toFixed(2)} | ${p99.toFixed(2)} | ${worst.toFixed(2)} | ${closedErrors[kind]}, ${errors} |`,
+      `| ${kind} | ${median(rates[kind]).toFixed(0)} | ${half(kind)}/s | ${p50.toFixed(2)} | ${p99.toFixed(2)} | ${worst.toFixed(2)} | ${noopCell} | ${closedErrors[kind]}, ${errors} |`,
     );
   }
   process.stdout.write(`${rows.join('\n')}\n\nShouldRateLimit / Allow max: ${(median(rates.ShouldRateLimit) / median(rates.Allow)).toFixed(2)}\n`);
