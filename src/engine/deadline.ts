@@ -36,7 +36,8 @@ export type SilenceProbe = ((partition: string) => number) | undefined;
  * after the timer: the poll phase comes between), and the time the timer
  * fired late (this process could not run: a busy loop, a starved CPU) is not
  * held against the store. Otherwise the timer is set again for the rest of
- * the budget.
+ * the budget. A store without a probe of its silence gets no such allowance:
+ * its calls fail when the timer fires, however late.
  */
 export class TurnDeadlines {
   private current: SharedDeadline | undefined;
@@ -141,7 +142,8 @@ class SharedDeadline implements Deadline {
   private readonly check = (): void => {
     if (this.refs <= 0) return;
     // A timer that fires late means this process could not run (a busy event
-    // loop, a starved CPU): that time is not held against the store.
+    // loop, a starved CPU): that time is not held against a store whose silence
+    // is measured.
     const late = Math.max(0, performance.now() - this.dueAt);
     let wait = Number.POSITIVE_INFINITY;
     // One reading per partition: calls raced on the same partition (a breaker's
@@ -154,7 +156,9 @@ class SharedDeadline implements Deadline {
       const partition = this.partitions[i]!;
       let silent = silences.get(partition);
       if (silent === undefined) {
-        silent = this.silence(partition) - late;
+        // Without a probe nothing tells whether the store answered while this process
+        // could not run: the whole wait counts against it, a late timer included.
+        silent = this.silentFor === undefined ? this.ms : this.silentFor(partition) - late;
         silences.set(partition, silent);
       }
       if (silent >= this.ms) {

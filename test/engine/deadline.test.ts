@@ -50,6 +50,18 @@ describe('turn deadlines', () => {
     expect([inner.state, outer.state]).toEqual(['timeout', 'timeout']);
   });
 
+  it('a store without a silence probe: its calls fail when the timer fires, also when it fires late', async () => {
+    const deadlines = new TurnDeadlines(20);
+    const call = track(deadlines.start().race(hung(), 'p'));
+    // This process cannot run for 30 ms (real time, which the timer's lateness is read in).
+    const until = performance.now() + 30;
+    while (performance.now() < until) {
+      // busy: a stalled event loop
+    }
+    await advance(20);
+    expect(call.state).toBe('timeout');
+  });
+
   it('a call started in a later turn gets its own full budget, not the rest of an earlier one', async () => {
     const deadlines = new TurnDeadlines(20);
     const first = track(deadlines.start().race(hung(), 'p'));
