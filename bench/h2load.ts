@@ -9,6 +9,14 @@ export function h2loadAvailable(): boolean {
   return spawnSync('h2load', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
+/** A message in gRPC's length-prefixed framing, as h2load sends it as a request body. */
+export function grpcFrame(message: Uint8Array): Buffer {
+  const frame = Buffer.alloc(5 + message.length);
+  frame.writeUInt32BE(message.length, 1);
+  frame.set(message, 5);
+  return frame;
+}
+
 /**
  * An open loop by h2load: `rate` unary gRPC calls per second for `seconds`
  * on one HTTP/2 connection (as a proxy keeps one to its rate limit service),

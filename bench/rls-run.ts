@@ -16,7 +16,7 @@ import { startServerChild } from './children.js';
 import { type Call, driveLoad } from './load.js';
 import { parseOptions } from './options.js';
 import { rawUnaryCaller } from './raw-unary.js';
-import { h2loadAvailable, h2loadOpenLoop } from './h2load.js';
+import { grpcFrame, h2loadAvailable, h2loadOpenLoop } from './h2load.js';
 import { benchBudgetMs } from './rounds.js';
 import { median, percentile } from './stats.js';
 
@@ -39,14 +39,6 @@ function callers(port: number): Record<'Allow' | 'ShouldRateLimit', { call: Call
     Allow: rawUnaryCaller(port, PATHS.Allow, users.map(requestOf.Allow)),
     ShouldRateLimit: rawUnaryCaller(port, PATHS.ShouldRateLimit, users.map(requestOf.ShouldRateLimit)),
   };
-}
-
-/** One call's request in gRPC framing (h2load sends the same one each time). */
-function framed(message: Uint8Array): Buffer {
-  const frame = Buffer.alloc(5 + message.length);
-  frame.writeUInt32BE(message.length, 1);
-  frame.set(message, 5);
-  return frame;
 }
 
 /**
@@ -147,7 +139,7 @@ async function main(run: BenchRun): Promise<number> {
   const noopLatencies: Record<(typeof kinds)[number], Latency[]> = { Allow: [], ShouldRateLimit: [] };
   for (let round = 0; round < options.rounds; round++) {
     for (const kind of kinds) {
-      const frame = framed(requestOf[kind]('bench-user-0'));
+      const frame = grpcFrame(requestOf[kind]('bench-user-0'));
       const latency = withH2load
         ? await h2loadOpenLoop(service.port, PATHS[kind], frame, half(kind), options.seconds)
         : await openLoop(callersOf[kind].call, half(kind), options.seconds);

@@ -14,7 +14,7 @@ import { rlsRequestBytes } from '../test/support/rls-client.js';
 import { benchMain, type BenchRun } from './bench-main.js';
 import { startServerChild, type ServerChild } from './children.js';
 import { processCpuMs } from './cpu.js';
-import { h2loadAvailable, h2loadClosedLoop } from './h2load.js';
+import { grpcFrame, h2loadAvailable, h2loadClosedLoop } from './h2load.js';
 import { median } from './stats.js';
 
 const PATHS = {
@@ -31,14 +31,6 @@ const REQUESTS: Record<Method, Uint8Array> = {
   }),
 };
 
-/** A message in gRPC's length-prefixed framing, as h2load sends it. */
-function framed(message: Uint8Array): Buffer {
-  const frame = Buffer.alloc(5 + message.length);
-  frame.writeUInt32BE(message.length, 1);
-  frame.set(message, 5);
-  return frame;
-}
-
 interface Measured {
   cpuUsPerCall: number;
   callsPerSecond: number;
@@ -48,7 +40,7 @@ interface Measured {
 /** Server CPU per call at full load, then mean latency one call at a time. */
 async function measure(server: ServerChild, method: Method, seconds: number): Promise<Measured> {
   const url = `http://127.0.0.1:${server.port}${PATHS[method]}`;
-  const body = framed(REQUESTS[method]);
+  const body = grpcFrame(REQUESTS[method]);
   const before = processCpuMs(server.pid!);
   // A deadline as a proxy sends one (1 s: a store budget of 750 ms), so that a busy machine does not
   // turn decisions into failure-mode answers, which cost the service something else.

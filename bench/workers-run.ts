@@ -12,7 +12,7 @@ import { startRedisServer } from '../test/support/redis-server.js';
 import { rlsRequestBytes } from '../test/support/rls-client.js';
 import { benchMain, type BenchRun } from './bench-main.js';
 import { processCpuMs, redisCpuMs } from './cpu.js';
-import { h2loadAvailable, h2loadClosedLoop } from './h2load.js';
+import { grpcFrame, h2loadAvailable, h2loadClosedLoop } from './h2load.js';
 import { rawUnaryCaller } from './raw-unary.js';
 import { median } from './stats.js';
 import { startWorkersService, type WorkersService } from './workers-service.js';
@@ -26,13 +26,6 @@ const request = rlsRequestBytes({
   domain: 'bench',
   descriptors: [{ entries: [{ key: 'user', value: 'bench-user' }] }, { entries: [{ key: 'tenant', value: 'bench-tenant' }] }],
 });
-
-function framed(message: Uint8Array): Buffer {
-  const frame = Buffer.alloc(5 + message.length);
-  frame.writeUInt32BE(message.length, 1);
-  frame.set(message, 5);
-  return frame;
-}
 
 /** h2load counts HTTP answers, not gRPC statuses: one call through a client that reads the status first. */
 async function checkAnswers(service: WorkersService): Promise<void> {
@@ -90,7 +83,7 @@ async function main(run: BenchRun): Promise<number> {
       `h2load closed loop, ${LOAD.clients} connections x ${LOAD.streams} calls in flight, ${rounds} alternating rounds x ${seconds} s ` +
       `after ${warmup} s of warm-up each; node ${process.version}, ${cpus().length} cpus; load average before: ${loadBefore}\n\n`,
   );
-  const frame = framed(request);
+  const frame = grpcFrame(request);
   if (warmup > 0)
     for (const workers of kinds) await h2loadClosedLoop(`http://127.0.0.1:${services.get(workers)!.port}${PATH}`, frame, { ...LOAD, seconds: warmup });
   const rates = new Map<number, number[]>(kinds.map((workers) => [workers, []]));

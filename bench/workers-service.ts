@@ -5,19 +5,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { own } from '../test/support/owned-child.js';
 import { compileServers, OUT_DIR } from './compiled.js';
+import { BENCH_POLICIES_YAML } from './servers/bench-policies.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
-
-/** Buckets that never run dry: every call is a real allowed decision through the Lua script. */
-const POLICIES_YAML = `policies:
-  bench:
-    limits:
-      - name: bench
-        key_by: user
-        algorithm: token_bucket
-        capacity: 1000000000
-        refill_per_second: 1000000
-`;
 
 /** Two descriptors per call, as Envoy sends them for a route with a per-user and a per-tenant limit. */
 const RLS_YAML = `domain: bench
@@ -45,7 +35,7 @@ export interface WorkersService {
 export async function startWorkersService(workers: number, redisUrl: string): Promise<WorkersService> {
   await compileServers(REPO_ROOT);
   const dir = await mkdtemp(join(tmpdir(), 'quota-workers-bench-'));
-  await writeFile(join(dir, 'policies.yaml'), POLICIES_YAML);
+  await writeFile(join(dir, 'policies.yaml'), BENCH_POLICIES_YAML);
   await mkdir(join(dir, 'rls'));
   await writeFile(join(dir, 'rls', 'bench.yaml'), RLS_YAML);
   const child = spawn(process.execPath, ['--max-semi-space-size=32', join(REPO_ROOT, OUT_DIR, 'src', 'main.js')], {

@@ -11,14 +11,13 @@ import { MemoryStateReset } from '../../src/api/admin/state-reset.js';
 import { parseCallers, tokenSha256 } from '../../src/config/callers.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { isLoopback } from '../../src/api/admin/admin-access.js';
-import { reflectionDefinition } from '../../src/grpc/reflection.js';
+import { listedServices, reflect } from '../support/reflection.js';
 import { type QuotaServer, startQuotaServer } from '../../src/quota-server.js';
 import { createLogger } from '../../src/logger.js';
 import { MemoryOverrides } from '../../src/overrides/memory-overrides.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { T0 } from '../support/store-fixtures.js';
 
-const { ServerReflectionRequest } = await import('nice-grpc-server-reflection/lib/proto/grpc/reflection/v1/reflection_pb.js');
 const { FileDescriptorProto } = await import('google-protobuf/google/protobuf/descriptor_pb.js');
 
 /**
@@ -319,24 +318,12 @@ describe('admin API with caller authentication', () => {
   });
 
   it('reflection lists and describes quota.v1.QuotaAdminService', async () => {
-    const reflection = createClient(reflectionDefinition('v1'), createChannel(`127.0.0.1:${server.port}`));
-    const ask = async (configure: (r: InstanceType<typeof ServerReflectionRequest>) => void) => {
-      const request = new ServerReflectionRequest();
-      configure(request);
-      for await (const response of reflection.serverReflectionInfo(
-        (async function* () {
-          yield request;
-        })(),
-      ))
-        return response;
-      throw new Error('no reflection response');
-    };
-    const names = (await ask((r) => r.setListServices('*')))
-      .getListServicesResponse()!
-      .getServiceList()
-      .map((s: { getName(): string }) => s.getName());
+    const channel = createChannel(`127.0.0.1:${server.port}`);
+    const names = await listedServices(channel);
     expect(names).toEqual(expect.arrayContaining(['quota.v1.QuotaService', 'quota.v1.QuotaAdminService']));
-    const files = (await ask((r) => r.setFileContainingSymbol('quota.v1.QuotaAdminService'))).getFileDescriptorResponse()!.getFileDescriptorProtoList_asU8();
+    const files = (await reflect(channel, (r) => r.setFileContainingSymbol('quota.v1.QuotaAdminService')))
+      .getFileDescriptorResponse()!
+      .getFileDescriptorProtoList_asU8();
     const admin = files.map((f: Uint8Array) => FileDescriptorProto.deserializeBinary(f)).find((f) => f.getName() === 'quota/v1/admin.proto')!;
     expect(
       admin

@@ -1,12 +1,10 @@
 import { createClient } from 'nice-grpc';
 import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reflectionDefinition } from '../../src/grpc/reflection.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
+import { listedServices, reflect } from '../support/reflection.js';
 
-// The reflection client speaks the google-protobuf classes that nice-grpc-server-reflection ships.
-const { ServerReflectionRequest } = await import('nice-grpc-server-reflection/lib/proto/grpc/reflection/v1/reflection_pb.js');
 const { FileDescriptorProto } = await import('google-protobuf/google/protobuf/descriptor_pb.js');
 
 let service: TestService;
@@ -24,28 +22,13 @@ describe('standard gRPC services (what grpcurl uses)', () => {
     expect((await health.check({ service: 'quota.v1.QuotaService' })).status).toBe(1);
   });
 
-  async function reflect(configure: (request: InstanceType<typeof ServerReflectionRequest>) => void, version: 'v1' | 'v1alpha' = 'v1') {
-    const reflection = createClient(reflectionDefinition(version), service.channel);
-    const request = new ServerReflectionRequest();
-    configure(request);
-    async function* one() {
-      yield request;
-    }
-    for await (const response of reflection.serverReflectionInfo(one())) return response;
-    throw new Error('no reflection response');
-  }
-
   it.each(['v1', 'v1alpha'] as const)('server reflection %s lists the services (grpcurl list)', async (version) => {
-    const response = await reflect((r) => r.setListServices('*'), version);
-    const names = response
-      .getListServicesResponse()!
-      .getServiceList()
-      .map((s: { getName(): string }) => s.getName());
+    const names = await listedServices(service.channel, version);
     expect(names).toEqual(expect.arrayContaining(['quota.v1.QuotaService', 'grpc.health.v1.Health']));
   });
 
   it('server reflection describes quota.v1.QuotaService (grpcurl describe)', async () => {
-    const response = await reflect((r) => r.setFileContainingSymbol('quota.v1.QuotaService'));
+    const response = await reflect(service.channel, (r) => r.setFileContainingSymbol('quota.v1.QuotaService'));
     const files = response.getFileDescriptorResponse()!.getFileDescriptorProtoList_asU8();
     expect(files).toHaveLength(1);
     const file = FileDescriptorProto.deserializeBinary(files[0]!);

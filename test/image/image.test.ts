@@ -4,12 +4,9 @@ import { HealthDefinition } from 'nice-grpc-server-health';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DecisionSource, QuotaServiceDefinition } from '@quota-service/contract';
-import { reflectionDefinition } from '../../src/grpc/reflection.js';
+import { listedServices } from '../support/reflection.js';
 import { docker, dockerLogs, imageTestsReady, publishedPort, testImage } from '../support/docker.js';
 import { chartPod, type ChartPod } from './chart-pod.js';
-
-// The reflection client speaks the google-protobuf classes that nice-grpc-server-reflection ships.
-const { ServerReflectionRequest } = await import('nice-grpc-server-reflection/lib/proto/grpc/reflection/v1/reflection_pb.js');
 
 const ready = imageTestsReady();
 const SERVING = 1;
@@ -129,20 +126,7 @@ describe.skipIf(!ready.ok)(`the service's image, run as the chart runs it${ready
   });
 
   it('lists its services through server reflection (grpcurl list)', async () => {
-    const reflection = createClient(reflectionDefinition('v1'), channel);
-    const request = new ServerReflectionRequest();
-    request.setListServices('*');
-    async function* one() {
-      yield request;
-    }
-    let names: string[] = [];
-    for await (const response of reflection.serverReflectionInfo(one())) {
-      names = response
-        .getListServicesResponse()!
-        .getServiceList()
-        .map((s: { getName(): string }) => s.getName());
-      break;
-    }
+    const names = await listedServices(channel);
     expect(names).toEqual(
       expect.arrayContaining(['quota.v1.QuotaService', 'quota.v1.QuotaAdminService', 'envoy.service.ratelimit.v3.RateLimitService', 'grpc.health.v1.Health']),
     );

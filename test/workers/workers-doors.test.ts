@@ -3,14 +3,12 @@ import { ChannelCredentials, ClientError, createClient, Metadata, Status, type C
 import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OverrideMatch, QuotaAdminServiceDefinition, QuotaServiceDefinition } from '@quota-service/contract';
-import { reflectionDefinition } from '../../src/grpc/reflection.js';
+import { listedServices } from '../support/reflection.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import { rlsClient, rlsConfigDir } from '../support/rls-client.js';
 import { startServiceProcess } from '../support/service-process.js';
 import { createTestCertificates, LOOPBACK_SERVER } from '../support/test-certificates.js';
 import { answeredBy, ownConnection, sharedBucketPolicies, twoReadyWorkers } from '../support/worker-processes.js';
-
-const { ServerReflectionRequest } = await import('nice-grpc-server-reflection/lib/proto/grpc/reflection/v1/reflection_pb.js');
 
 const APP_TOKEN = 'app-token-4b8c1d2e3f405162';
 const SUPPORT_TOKEN = 'support-token-9a8b7c6d5e4f3a2b';
@@ -79,20 +77,9 @@ describe('QUOTA_WORKERS=2: every door on every worker', { timeout: 90_000 }, () 
       pids.add(await answeredBy(service, `doors-${i}`));
       expect(await codeOf(quota.allow({ policy: 'shared', identity: { user: 'u' } }, bearer('unknown-token-0000000000')))).toBe('UNAUTHENTICATED');
 
-      const request = new ServerReflectionRequest();
-      request.setListServices('*');
-      const reflection = createClient(reflectionDefinition('v1'), channel);
-      for await (const response of reflection.serverReflectionInfo(
-        (async function* () {
-          yield request;
-        })(),
-      )) {
-        const names = response
-          .getListServicesResponse()!
-          .getServiceList()
-          .map((entry: { getName(): string }) => entry.getName());
-        expect(names).toEqual(expect.arrayContaining(['quota.v1.QuotaService', 'quota.v1.QuotaAdminService', 'envoy.service.ratelimit.v3.RateLimitService']));
-      }
+      expect(await listedServices(channel)).toEqual(
+        expect.arrayContaining(['quota.v1.QuotaService', 'quota.v1.QuotaAdminService', 'envoy.service.ratelimit.v3.RateLimitService']),
+      );
     }
     expect([...pids].sort()).toEqual([...workers].sort());
 

@@ -1,8 +1,8 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createChannel, createClient } from 'nice-grpc';
+import { createChannel } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reflectionDefinition } from '../../../src/grpc/reflection.js';
+import { listedServices } from '../../support/reflection.js';
 import { d, header, type RlsClient, rlsClient, rlsConfigDir } from '../../support/rls-client.js';
 import { startServiceProcess, type ServiceProcess } from '../../support/service-process.js';
 
@@ -11,7 +11,6 @@ import { startServiceProcess, type ServiceProcess } from '../../support/service-
  * per domain, the metrics per domain and rule, reflection, and the global
  * switches (shadow mode, RateLimit headers off). Real service processes.
  */
-const { ServerReflectionRequest } = await import('nice-grpc-server-reflection/lib/proto/grpc/reflection/v1/reflection_pb.js');
 
 const EDGE = (n: number) => `domain: edge\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: ${n} }\n`;
 const ENVOY_TOKEN = 'envoy-token-0123456789';
@@ -53,20 +52,7 @@ describe('a service with a configuration directory, callers and metrics', () => 
 
   it('reflection lists the service beside QuotaService', async () => {
     const channel = createChannel(`127.0.0.1:${await service.port}`);
-    const reflection = createClient(reflectionDefinition('v1'), channel);
-    const request = new ServerReflectionRequest();
-    request.setListServices('*');
-    async function* one() {
-      yield request;
-    }
-    let names: string[] = [];
-    for await (const response of reflection.serverReflectionInfo(one())) {
-      names = response
-        .getListServicesResponse()!
-        .getServiceList()
-        .map((s: { getName(): string }) => s.getName());
-      break;
-    }
+    const names = await listedServices(channel);
     channel.close();
     expect(names).toEqual(expect.arrayContaining(['envoy.service.ratelimit.v3.RateLimitService', 'quota.v1.QuotaService']));
   });
