@@ -7,8 +7,10 @@ const SOURCE_CONDITION = '@quota-service/source';
 
 /**
  * Tests that judge how fast a service answers while a fault lasts (a partition,
- * a stall, a starved CPU, a hung store): they run after the others, one file
- * at a time, so that the rest of the suite does not take their CPU.
+ * a stall, a starved CPU, a hung store), and property tests whose Redis keys
+ * expire on Redis's real clock within milliseconds of the virtual time they
+ * compare at: they run after the others, one file at a time, so that the rest
+ * of the suite does not take their CPU.
  */
 const TIMING = [
   'test/faults/**/*.test.ts',
@@ -16,6 +18,7 @@ const TIMING = [
   'test/api/envoy/rls-store-failure.test.ts',
   'test/api/envoy/rls-cold-start.test.ts',
   'test/api/envoy/rls-deadline.test.ts',
+  'test/settle/reserve-settle-property.test.ts',
 ];
 
 export default defineConfig({
