@@ -16,7 +16,7 @@ import { quotaClientCaller } from './quota-client-caller.js';
 import { formatCpuTable, formatTable, summarize, type Kind } from './report.js';
 import { median } from './stats.js';
 
-/** The client's default batch: flush at the end of the event-loop turn, at most 100 per batch. */
+/** The client's default batch: no wait when nothing is in flight, at most 100 per batch. */
 const BATCH = { maxDelayMs: 0, maxSize: 100 };
 
 async function main(run: BenchRun): Promise<number> {

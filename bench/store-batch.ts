@@ -1,5 +1,5 @@
 // The store layer alone: RedisStore decisions with the driver's batch mode
-// (one script call per event-loop turn, src/store/redis/script-batcher.ts) vs one
+// (one script call per round, src/store/redis/script-batcher.ts) vs one
 // script call per decision, kinds alternating round by round on the same
 // Redis. Each wave issues WAVE decisions at once, as one AllowBatch of the
 // quota client does. Reports decisions/s, this process's CPU per decision,

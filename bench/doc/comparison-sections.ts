@@ -46,7 +46,7 @@ export function limitersSection(results: Results): Section {
   const intro = [
     '## The quota client against rate-limiter-flexible',
     "Both limiters run in the caller's process and decide on one Redis. **quota client (batched)** = `@quota-service/client` with its " +
-      'default batching (the calls of one event-loop turn go as one batch on one `AllowStream`) to the quota service, which decides in ' +
+      'default batching (a call goes at once when no batch is in flight, and the calls made meanwhile ride the next batch, on one `AllowStream`) to the quota service, which decides in ' +
       'Redis; **rate-limiter-flexible** = `RateLimiterRedis` as its README sets it up on ioredis (auto-pipelining on). Both keep a fixed ' +
       'window per user over 10,000 users that never fills, so every call is an allowed decision of the same algorithm.',
   ].join('\n\n');
@@ -84,7 +84,7 @@ export function limitersSection(results: Results): Section {
     versionsLine(figures),
     'The batched path spreads each decision over three processes (caller, quota service, Redis) and two loopback hops; ' +
       "rate-limiter-flexible takes one hop from the caller's thread. With few calls in flight the hops set the pace; with many, batching " +
-      'shares each hop and script call among the calls of a turn. Both need free cores: on a busy machine every figure falls, the ' +
+      'shares each hop and script call among the calls that wait together. Both need free cores: on a busy machine every figure falls, the ' +
       'three-process path the most.',
   ];
   return { markdown: markdown.filter((p) => p !== '').join('\n\n'), charts };
@@ -143,7 +143,7 @@ export function httpSection(results: Results): Section {
     versionsLine(figures),
     'Each request through the quota service takes two more loopback hops (to the service, on to Redis) than the bare route, and the ' +
       "frameworks' own limiters one (to Redis). What the quota service buys for its hop: one place for every policy, all-or-nothing " +
-      'multi-limit decisions, failure modes, and batching that shares that hop among the requests of an event-loop turn.',
+      'multi-limit decisions, failure modes, and batching that shares that hop among the requests in flight together.',
   ];
   return { markdown: markdown.filter((p) => p !== '').join('\n\n'), charts };
 }

@@ -33,29 +33,56 @@ export function unarySender(client: QuotaRpcClient): Send {
 }
 
 /**
- * Coalesces concurrent calls into batches: the first queued call opens a
- * window of `maxDelayMs` (0: until the current event-loop turn ends), and the
- * window closes early when `maxSize` calls are queued. Each batch goes out as
- * one message of a long-lived AllowStream (allow-stream.ts), or, with
- * `stream: false` or against a service without AllowStream, as one AllowBatch
- * call (a window holding a single call then sends a plain Allow). Each caller
- * keeps its own deadline: a call whose deadline passes or whose signal aborts
- * settles at once; an RPC is cancelled only when every call in it has given up
- * (a stream's batch is not: its late answer is ignored).
+ * With `maxDelayMs: 0`: how many batches may be unanswered at once before new
+ * calls wait for one to answer, and how long at most they wait (a slow answer
+ * does not hold back the calls behind it longer than that).
+ */
+export const BATCHES_IN_FLIGHT = 1;
+export const HOLD_MS = 2;
+
+/**
+ * Coalesces concurrent calls into batches. With `maxDelayMs: 0` (the default)
+ * a call that finds no batch in flight goes out as soon as the current turn's
+ * synchronous work and promise reactions are done (process.nextTick after
+ * them, before any I/O), with every call made by then; calls made while a
+ * batch is unanswered ride the next one, sent when it answers
+ * (BATCHES_IN_FLIGHT) or HOLD_MS later at the latest. Alone, a call waits for
+ * nothing; under load the batches grow on their own. With `maxDelayMs > 0`
+ * the first queued call opens
+ * a window of that length instead. Either way a batch goes at once when
+ * `maxSize` calls are queued.
+ *
+ * Each batch goes out as one message of a long-lived AllowStream
+ * (allow-stream.ts), or, with `stream: false` or against a service without
+ * AllowStream, as one AllowBatch call (a batch holding a single call then
+ * sends a plain Allow). Each caller keeps its own deadline: a call whose
+ * deadline passes or whose signal aborts settles at once; an RPC is cancelled
+ * only when every call in it has given up (a stream's batch is not: its late
+ * answer is ignored), and a batch nobody waits for no longer holds back the
+ * next.
  */
 export class Batcher {
   private queue: Pending[] = [];
-  private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  /** A flush is queued with process.nextTick. */
+  private tickScheduled = false;
+  /** Stream batches and AllowBatch calls not yet answered, failed or abandoned. */
+  private batchesInFlight = 0;
   /** Set when the server lacks AllowStream (UNIMPLEMENTED): from then on, AllowBatch calls. */
   private streamUnsupported: boolean;
   /** Set when the server lacks AllowBatch (UNIMPLEMENTED): from then on, one Allow per call. */
   private unaryOnly = false;
   private stream: AllowStream | undefined;
   private readonly flushNow = () => this.flush();
+  private readonly flushOnTick = () => {
+    this.tickScheduled = false;
+    this.flush();
+  };
 
   constructor(
     private readonly client: QuotaRpcClient,
-    private readonly options: BatchOptions & { stream: boolean; streamTiming?: StreamTiming },
+    /** `holdMs`: HOLD_MS unless given (tests). */
+    private readonly options: BatchOptions & { stream: boolean; streamTiming?: StreamTiming; holdMs?: number },
   ) {
     this.streamUnsupported = !options.stream;
   }
@@ -75,16 +102,41 @@ export class Batcher {
       if (signal !== undefined) watch(signal, item);
       this.queue.push(item);
       if (this.queue.length >= this.options.maxSize) this.flush();
-      else if (this.timer === undefined) {
-        this.timer = this.options.maxDelayMs > 0 ? setTimeout(this.flushNow, this.options.maxDelayMs) : setImmediate(this.flushNow);
-      }
+      else this.schedule();
     });
+
+  /**
+   * When what is queued goes: a window's end; or this turn's end, unless a
+   * batch is in flight, then when one answers, or HOLD_MS later at the latest.
+   */
+  private schedule(): void {
+    if (this.tickScheduled || this.queue.length === 0) return;
+    if (this.options.maxDelayMs > 0) {
+      this.timer ??= setTimeout(this.flushNow, this.options.maxDelayMs);
+    } else if (this.batchesInFlight < BATCHES_IN_FLIGHT) {
+      this.tickScheduled = true;
+      process.nextTick(this.flushOnTick);
+    } else {
+      this.timer ??= setTimeout(this.flushNow, this.options.holdMs ?? HOLD_MS);
+    }
+  }
+
+  /** Counts a batch in flight; the function it returns counts it out (once) and lets the queue go. */
+  private inFlight(): () => void {
+    this.batchesInFlight++;
+    let landed = false;
+    return () => {
+      if (landed) return;
+      landed = true;
+      this.batchesInFlight--;
+      this.schedule();
+    };
+  }
 
   /** Sends whatever is queued now. */
   flush(): void {
     if (this.timer !== undefined) {
-      clearTimeout(this.timer as NodeJS.Timeout);
-      clearImmediate(this.timer as NodeJS.Immediate);
+      clearTimeout(this.timer);
       this.timer = undefined;
     }
     const items = this.queue.filter(isWaiting);
@@ -131,13 +183,21 @@ export class Batcher {
     }
     const sentAt = performance.now();
     const requests = stamped(items, sentAt);
+    const landed = this.inFlight();
     const id = stream.send({
       requests,
-      resolve: (results) => this.deliver(items, results, 'AllowStream'),
-      reject: (error) => this.streamFailed(items, error, mayResend),
+      resolve: (results) => {
+        landed();
+        this.deliver(items, results, 'AllowStream');
+      },
+      reject: (error) => {
+        landed();
+        this.streamFailed(items, error, mayResend);
+      },
     });
     const sentOn = stream;
     rideIn(items, (reason) => {
+      landed();
       sentOn.forget(id);
       // Every caller's deadline passed and the stream has answered nothing
       // since this batch left: it looks hung (a stuck instance keeps its
@@ -179,10 +239,12 @@ export class Batcher {
     const controller = new AbortController();
     rideIn(items, () => controller.abort());
     const requests = stamped(items, performance.now());
+    const landed = this.inFlight();
     let results: AllowBatchResult[];
     try {
       ({ results } = await this.client.allowBatch({ requests }, { signal: controller.signal }));
     } catch (error) {
+      landed();
       if (error instanceof ClientError && error.code === Status.UNIMPLEMENTED) {
         // An older service: fall back to one Allow per call, for good.
         this.unaryOnly = true;
@@ -192,6 +254,7 @@ export class Batcher {
       for (const item of items) this.fail(item, error);
       return;
     }
+    landed();
     this.deliver(items, results, 'AllowBatch');
   }
 

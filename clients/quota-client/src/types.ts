@@ -111,7 +111,11 @@ export interface LocalLimitOptions {
 export type OnUnavailable = 'fail_open' | 'fail_closed' | { local: LocalLimitOptions };
 
 export interface BatchOptions {
-  /** How long the first queued call waits for others; 0 = until the current event-loop turn ends. */
+  /**
+   * How long the first queued call waits for others. 0: no wait; a call goes as
+   * soon as the current turn's work is done, unless a batch is unanswered, in
+   * which case it rides the next batch, sent when that one answers.
+   */
   maxDelayMs: number;
   /** A batch is sent as soon as it holds this many calls (1..1000, the service's bound). */
   maxSize: number;

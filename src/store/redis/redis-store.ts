@@ -36,8 +36,8 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
    */
   clock?: Clock;
   /**
-   * Coalesce one event-loop turn's script calls into one (default true; one
-   * per master on a cluster). Off: one script call per step, the baseline
+   * Coalesce the script calls that wait together into one (default true; one
+   * per master on a cluster; script-batcher.ts). Off: one script call per step, the baseline
    * the batching is measured against (bench/store-batch.ts).
    */
   batch?: boolean;
@@ -75,8 +75,8 @@ const SINGLE_NODE = 'redis';
  * a freshly promoted replica). On a cluster, ioredis routes each script call by
  * its key's slot and follows MOVED and ASK.
  *
- * The script calls issued within one event-loop turn go as one script call
- * (ScriptBatcher, driver batch mode): an AllowBatch of 100 requests costs
+ * The script calls that wait together go as one script call (ScriptBatcher:
+ * one round in flight, the next gathering behind it; driver batch mode): an AllowBatch of 100 requests costs
  * Redis one EVALSHA instead of 100. On a cluster, one per master: a node
  * batch, sent on that master's own connection, reaches keys of every slot the
  * master serves, and a call whose slot it no longer serves comes back unrun

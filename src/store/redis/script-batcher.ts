@@ -1,4 +1,4 @@
-import { batchArguments, NotRunHere, splitBatchReply } from './script/decide-batch.js';
+import { type BatchCall, batchArguments, NotRunHere, splitBatchReply } from './script/decide-batch.js';
 import type { ScriptCall } from './script/decide-script.js';
 import { SlotsApart } from './store-errors.js';
 import { asError } from '@quota-service/core';
@@ -60,11 +60,22 @@ interface Waiting {
 }
 
 /**
- * Coalesces the driver calls issued within one event-loop turn into one
- * script call in batch mode (decide.lua): the calls queue up and are flushed
- * on setImmediate, after the turn's microtasks (so the engine's 100 allow
- * calls of one AllowBatch, each a few awaits deep, are all queued) and
- * before any timer, so no call waits past the current turn. A lone call goes
+ * How many rounds of script calls may be unanswered at once before new calls
+ * wait for one to answer, and how long at most they wait (a slow answer does
+ * not hold back the calls behind it longer than that).
+ */
+export const ROUNDS_IN_FLIGHT = 1;
+export const HOLD_MS = 2;
+
+/**
+ * Coalesces driver calls into script calls in batch mode (decide.lua). A call
+ * that finds no round in flight is sent at the end of the current turn's
+ * synchronous work and promise reactions (process.nextTick after them, before
+ * any I/O or timer), with every call queued by then (so the engine's 100
+ * allow calls of one AllowBatch, each a few awaits deep, go together). Calls
+ * that come while a round is unanswered queue, and go as the next round when
+ * it answers (ROUNDS_IN_FLIGHT) or HOLD_MS later at the latest. Alone, a call
+ * waits for nothing; under load the rounds grow on their own. A lone call goes
  * as an ordinary driver call.
  *
  * Each call keeps its own outcome: the batch reply holds one reply per call,
@@ -72,13 +83,18 @@ interface Waiting {
  * script error, and an error of the whole script call (connection, LOADING,
  * BUSY, timeout) rejects every call in it, as it would have each separate call.
  *
- * With `routes` (a Redis Cluster) the turn's calls become one node batch per
+ * With `routes` (a Redis Cluster) a round's calls become one node batch per
  * master, in the order they came; a call its node did not run (NotRunHere),
  * or every call of a node batch that never ran (BatchNotRun), goes again alone.
  */
 export class ScriptBatcher {
   private queue: Waiting[] = [];
+  /** A flush is queued with process.nextTick. */
   private scheduled = false;
+  /** The latest a queue held behind a round in flight goes. */
+  private holdTimer: NodeJS.Timeout | undefined;
+  /** Rounds sent and not yet answered in full. */
+  private roundsInFlight = 0;
 
   constructor(
     private readonly send: ScriptSender,
@@ -113,19 +129,42 @@ export class ScriptBatcher {
 
   private enqueue(call: ScriptCall, settle: Settle, index: number): void {
     this.queue.push({ call, settle, index });
-    if (!this.scheduled) {
+    this.schedule();
+  }
+
+  /** The next round at the end of this turn; or, behind a round in flight, when it answers or HOLD_MS later. */
+  private schedule(): void {
+    if (this.scheduled || this.queue.length === 0) return;
+    if (this.roundsInFlight < ROUNDS_IN_FLIGHT) {
       this.scheduled = true;
-      setImmediate(this.flush);
+      process.nextTick(this.flush);
+    } else {
+      this.holdTimer ??= setTimeout(this.flush, HOLD_MS);
     }
   }
 
   private readonly flush = (): void => {
     this.scheduled = false;
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    if (this.queue.length === 0) return;
     const queue = this.queue;
     this.queue = [];
+    this.roundsInFlight++;
+    const round = new Round(this.roundAnswered);
+    this.route(queue, round);
+    round.answered();
+  };
+
+  private readonly roundAnswered = (): void => {
+    this.roundsInFlight--;
+    this.schedule();
+  };
+
+  private route(queue: Waiting[], round: Round): void {
     const routes = this.routes;
     if (routes === undefined) {
-      this.split(queue, undefined);
+      this.split(queue, undefined, round);
       return;
     }
     // One batch per master, its calls in the order they came.
@@ -140,33 +179,40 @@ export class ScriptBatcher {
     for (const [node, list] of byNode) {
       // No known master: each call alone, routed by its slot (the client finds the node).
       if (node === undefined) for (const waiting of list) this.resend(waiting);
-      else this.split(list, node);
+      else this.split(list, node, round);
     }
-  };
+  }
 
   /** The calls for one node, in script calls of at most the batch limits. */
-  private split(queue: Waiting[], node: string | undefined): void {
+  private split(queue: Waiting[], node: string | undefined, round: Round): void {
     let start = 0;
     let keys = 0;
     for (let i = 0; i < queue.length; i++) {
       const size = (queue[i] as Waiting).call.keys.length;
       if (i > start && (i - start === this.limits.calls || keys + size > this.limits.keys)) {
-        this.dispatch(queue.slice(start, i), node);
+        this.dispatch(queue.slice(start, i), node, round);
         start = i;
         keys = 0;
       }
       keys += size;
     }
-    if (start < queue.length) this.dispatch(start === 0 ? queue : queue.slice(start), node);
+    if (start < queue.length) this.dispatch(start === 0 ? queue : queue.slice(start), node, round);
   }
 
-  private dispatch(waiting: Waiting[], node: string | undefined): void {
+  private dispatch(waiting: Waiting[], node: string | undefined, round: Round): void {
+    round.sent();
     // A call across slots runs only in a node batch, even alone.
     if (waiting.length === 1 && (node === undefined || waiting[0]!.call.acrossSlots !== true)) {
       const [only] = waiting as [Waiting];
       this.send(only.call, false, 1, node).then(
-        (reply) => only.settle(true, reply, only.index),
-        (error: unknown) => only.settle(false, error, only.index),
+        (reply) => {
+          only.settle(true, reply, only.index);
+          round.answered();
+        },
+        (error: unknown) => {
+          only.settle(false, error, only.index);
+          round.answered();
+        },
       );
       return;
     }
@@ -176,25 +222,31 @@ export class ScriptBatcher {
     );
     this.send(batch, true, waiting.length, node).then(
       (reply) => {
-        const replies = splitBatchReply(reply, batch);
-        if (replies instanceof Error) {
-          for (const w of waiting) w.settle(false, replies, w.index);
-          return;
-        }
-        for (let i = 0; i < waiting.length; i++) {
-          const w = waiting[i]!;
-          const one = replies[i];
-          if (one instanceof Error) w.settle(false, this.callError(one), w.index);
-          else if (one instanceof NotRunHere) this.resend(w);
-          else w.settle(true, one, w.index);
-        }
+        this.answerBatch(waiting, batch, reply);
+        round.answered();
       },
       (error: unknown) => {
         // Never ran: each call goes again, alone. Anything else may have run, and is never sent again.
         if (error instanceof BatchNotRun) for (const w of waiting) this.resend(w);
         else for (const w of waiting) w.settle(false, error, w.index);
+        round.answered();
       },
     );
+  }
+
+  private answerBatch(waiting: Waiting[], batch: BatchCall, reply: unknown): void {
+    const replies = splitBatchReply(reply, batch);
+    if (replies instanceof Error) {
+      for (const w of waiting) w.settle(false, replies, w.index);
+      return;
+    }
+    for (let i = 0; i < waiting.length; i++) {
+      const w = waiting[i]!;
+      const one = replies[i];
+      if (one instanceof Error) w.settle(false, this.callError(one), w.index);
+      else if (one instanceof NotRunHere) this.resend(w);
+      else w.settle(true, one, w.index);
+    }
   }
 
   /**
@@ -211,5 +263,21 @@ export class ScriptBatcher {
       (reply) => waiting.settle(true, reply, waiting.index),
       (error: unknown) => waiting.settle(false, error, waiting.index),
     );
+  }
+}
+
+/** One flush's script calls: answered once each of them is, and the flush has sent them all. */
+class Round {
+  /** The flush itself holds one until it has sent every call. */
+  private unanswered = 1;
+
+  constructor(private readonly onAnswered: () => void) {}
+
+  sent(): void {
+    this.unanswered++;
+  }
+
+  answered(): void {
+    if (--this.unanswered === 0) this.onAnswered();
   }
 }

@@ -1,0 +1,89 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { ScriptCall } from '../../src/store/redis/script/decide-script.js';
+import { HOLD_MS, ScriptBatcher } from '../../src/store/redis/script-batcher.js';
+
+/**
+ * When the script batcher sends: a call that finds no round in flight goes at
+ * the end of the current turn (before any I/O or timer); calls that come
+ * while a round is unanswered ride the next, which goes when it answers, or
+ * HOLD_MS later at the latest. What Redis makes of the rounds is
+ * script-batch.test.ts's; here the sender only records what it is given and
+ * answers when the test says.
+ */
+interface Sent {
+  weight: number;
+  answer(reply: unknown): void;
+  fail(error: Error): void;
+}
+
+const call = (key: string): ScriptCall => ({ keys: [key], args: ['x'] });
+const endOfTurn = () => new Promise<void>((resolve) => process.nextTick(resolve));
+const nextIoTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('script batcher rounds', () => {
+  let sent: Sent[];
+  let batcher: ScriptBatcher;
+  const weights = () => sent.map((s) => s.weight);
+
+  beforeEach(() => {
+    // Only the hold timer is faked: it fires when a test moves the clock.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    sent = [];
+    batcher = new ScriptBatcher(
+      (_call, _binary, weight) => new Promise((resolve, reject) => sent.push({ weight, answer: resolve, fail: reject })),
+      (error) => error,
+    );
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('a call alone goes at the end of its turn, before the next I/O turn', async () => {
+    const answer = batcher.run(call('a'));
+    await endOfTurn();
+    expect(weights()).toEqual([1]);
+    sent[0]!.answer('reply');
+    expect(await answer).toBe('reply');
+  });
+
+  it('the calls of one turn go together', async () => {
+    const answers = [batcher.run(call('a')), batcher.run(call('b')), batcher.run(call('c'))].map((p) => p.catch((e: Error) => e.message));
+    await endOfTurn();
+    expect(weights()).toEqual([3]);
+    sent[0]!.fail(new Error('down'));
+    expect(await Promise.all(answers)).toEqual(['down', 'down', 'down']);
+  });
+
+  it('calls of later turns wait while a round is unanswered, and go together when it answers', async () => {
+    const first = batcher.run(call('a'));
+    await endOfTurn();
+    const later: Array<Promise<unknown>> = [];
+    for (const key of ['b', 'c', 'd']) {
+      await nextIoTurn();
+      later.push(batcher.run(call(key)).catch((e: Error) => e.message));
+    }
+    await nextIoTurn();
+    expect(weights()).toEqual([1]);
+
+    sent[0]!.answer('reply');
+    expect(await first).toBe('reply');
+    await endOfTurn();
+    expect(weights()).toEqual([1, 3]);
+    sent[1]!.fail(new Error('down'));
+    expect(await Promise.all(later)).toEqual(['down', 'down', 'down']);
+  });
+
+  it('a round that does not answer holds the calls behind it HOLD_MS at the most', async () => {
+    void batcher.run(call('a'));
+    await endOfTurn();
+    await nextIoTurn();
+    const held = batcher.run(call('b'));
+    await nextIoTurn();
+    vi.advanceTimersByTime(HOLD_MS - 1);
+    expect(weights()).toEqual([1]);
+    vi.advanceTimersByTime(1);
+    expect(weights()).toEqual([1, 1]);
+    sent[1]!.answer('reply b');
+    expect(await held).toBe('reply b');
+  });
+});
