@@ -48,9 +48,8 @@ export const HOLD_MS = 2;
  * batch is unanswered ride the next one, sent when it answers
  * (BATCHES_IN_FLIGHT) or HOLD_MS later at the latest. Alone, a call waits for
  * nothing; under load the batches grow on their own. With `maxDelayMs > 0`
- * the first queued call opens
- * a window of that length instead. Either way a batch goes at once when
- * `maxSize` calls are queued.
+ * the first queued call opens a window of that length instead. Either way a
+ * batch goes at once when `maxSize` calls are queued.
  *
  * Each batch goes out as one message of a long-lived AllowStream
  * (allow-stream.ts), or, with `stream: false` or against a service without
