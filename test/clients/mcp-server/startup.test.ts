@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { type CallToolResult, Client } from '@modelcontextprotocol/client';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { VirtualClock } from '@quota-service/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadPolicyFile } from '../../../src/config/policies.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { own } from '../../support/owned-child.js';
@@ -115,14 +115,21 @@ describe('the audit trail of the reference MCP server', () => {
         })) as CallToolResult;
         expect(result.isError, JSON.stringify(result)).toBeFalsy();
       }
-      const failures = lines(stderr()).filter((line) => /audit record/.test(line));
-      expect(failures, stderr()).toHaveLength(1);
+      // The log line comes on stderr, a pipe of its own: it can reach the test after the answer does.
+      const failures = await vi.waitFor(
+        () => {
+          const found = lines(stderr()).filter((line) => /audit record/.test(line));
+          expect(found, stderr()).toHaveLength(1);
+          return found;
+        },
+        { timeout: 10_000 },
+      );
       expect(failures[0]).toContain(`audit records cannot be written to ${file}: EISDIR`);
       expect(stderr()).not.toMatch(/"stack"|^\s+at /m);
 
       await rm(file, { recursive: true });
       await client.callTool({ name: 'create_ticket', arguments: { title: 'after' } });
-      expect(lines(stderr()).filter((line) => /audit records are written again/.test(line))).toHaveLength(1);
+      await vi.waitFor(() => expect(lines(stderr()).filter((line) => /audit records are written again/.test(line))).toHaveLength(1), { timeout: 10_000 });
     } finally {
       await client.close();
     }
