@@ -26,6 +26,7 @@ export function grpcFrame(message: Uint8Array): Buffer {
  * gRPC statuses: `errors` are calls that failed or timed out on the wire; a
  * gRPC error answer (trailers only, fast) counts as a call here, which is why
  * the closed-loop phase, whose client reads every call's status, counts those.
+ * `headers` go on every call (`name: value`).
  */
 export async function h2loadOpenLoop(
   port: number,
@@ -33,6 +34,7 @@ export async function h2loadOpenLoop(
   frame: Uint8Array,
   rate: number,
   seconds: number,
+  headers: readonly string[] = [],
 ): Promise<{ p50: number; p99: number; sent: number; errors: number }> {
   const dir = await mkdtemp(join(tmpdir(), 'h2load-'));
   try {
@@ -43,6 +45,7 @@ export async function h2loadOpenLoop(
     const args = [
       ...['-n', String(total), '-c', '1', '-m', '256', '--rps', String(rate)],
       ...['-d', body, '-H', 'content-type: application/grpc', '-H', 'te: trailers', `--log-file=${log}`],
+      ...headers.flatMap((header) => ['-H', header]),
       `http://127.0.0.1:${port}${path}`,
     ];
     const output = await run('h2load', args);

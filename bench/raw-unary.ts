@@ -9,12 +9,18 @@ import type { Call } from './load.js';
  * the service's, not this process's own garbage collection (grpc-js leaves
  * tens of kilobytes of garbage per call). A call succeeds when its status
  * (trailers, or a trailers-only answer) is grpc-status 0; the answer is not
- * decoded.
+ * decoded. A failed call rejects with `grpc-status <code>`. `extraHeaders` go on
+ * every call (e.g. `grpc-timeout`, as a proxy sends its deadline).
  */
-export function rawUnaryCaller(port: number, path: string, requests: readonly Uint8Array[]): { call: Call; close(): void } {
+export function rawUnaryCaller(
+  port: number,
+  path: string,
+  requests: readonly Uint8Array[],
+  extraHeaders: Readonly<Record<string, string>> = {},
+): { call: Call; close(): void } {
   const session = http2.connect(`http://127.0.0.1:${port}`);
   session.on('error', () => {});
-  const headers = { ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' };
+  const headers = { ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...extraHeaders };
   const frames = requests.map((message) => {
     const frame = Buffer.alloc(5 + message.length);
     frame.writeUInt32BE(message.length, 1);

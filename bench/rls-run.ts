@@ -3,7 +3,11 @@
 // (closed loop), then p50/p99 of each at half its own maximum (open loop: calls
 // sent on a fixed schedule, as a proxy's traffic arrives, latency measured
 // from each call's scheduled time), rounds alternating. Envoy's default timeout
-// for this call is 20 ms; p99 at half load has to stay far below it.
+// for this call is 20 ms; p99 at half load has to stay far below it. Every
+// call of both kinds carries that deadline, as Envoy sends it: the store budget
+// is what is left of it. A call that outlives it (answered DEADLINE_EXCEEDED,
+// or UNAVAILABLE by the failure mode once the budget is spent) is what Envoy
+// would see as a timeout: counted apart, neither a decision nor an error.
 //
 //   npx tsx bench/rls-run.ts [--seconds 4] [--concurrency 8] [--rounds 3] [--warmup 2]
 import { cpus } from 'node:os';
@@ -33,12 +37,31 @@ const requestOf = {
   ShouldRateLimit: (user: string) => rlsRequestBytes({ domain: 'bench', descriptors: [{ entries: [{ key: 'user', value: user }] }] }),
 };
 
-function callers(port: number): Record<'Allow' | 'ShouldRateLimit', { call: Call; close(): void }> {
+/** Envoy's default timeout for a rate limit call (20 ms), as Envoy sends its deadline; the same for both kinds. */
+const DEADLINE_HEADERS = { 'grpc-timeout': '20m' };
+const DEADLINE_HEADER_LINES = Object.entries(DEADLINE_HEADERS).map(([name, value]) => `${name}: ${value}`);
+
+/** The answers of a call that outlived that deadline: DEADLINE_EXCEEDED, or the failure mode's UNAVAILABLE once the store budget is spent. */
+const TIMED_OUT = new Set(['grpc-status 4', 'grpc-status 14']);
+
+type Kind = keyof typeof PATHS;
+
+/**
+ * One lean caller per kind; a call that outlived its deadline is counted in
+ * `timedOut` before it fails like any other error.
+ */
+function callers(port: number, timedOut: Record<Kind, number>): Record<Kind, { call: Call; close(): void }> {
   const users = Array.from({ length: USERS }, (_, i) => `bench-user-${i}`);
-  return {
-    Allow: rawUnaryCaller(port, PATHS.Allow, users.map(requestOf.Allow)),
-    ShouldRateLimit: rawUnaryCaller(port, PATHS.ShouldRateLimit, users.map(requestOf.ShouldRateLimit)),
+  const caller = (kind: Kind) => {
+    const raw = rawUnaryCaller(port, PATHS[kind], users.map(requestOf[kind]), DEADLINE_HEADERS);
+    const call: Call = (signal) =>
+      raw.call(signal).catch((error: unknown) => {
+        if (error instanceof Error && TIMED_OUT.has(error.message)) timedOut[kind]++;
+        throw error;
+      });
+    return { call, close: raw.close };
   };
+  return { Allow: caller('Allow'), ShouldRateLimit: caller('ShouldRateLimit') };
 }
 
 /**
@@ -97,7 +120,8 @@ async function main(run: BenchRun): Promise<number> {
   run.onCleanup(() => redis.stop());
   const service = await startServerChild('service', 'quota-server.ts', [redis.url]);
   run.onCleanup(() => service.stop());
-  const callersOf = callers(service.port);
+  const timedOut: Record<Kind, number> = { Allow: 0, ShouldRateLimit: 0 };
+  const callersOf = callers(service.port, timedOut);
   run.onCleanup(() => Object.values(callersOf).forEach((c) => c.close()));
   process.stdout.write(
     `ShouldRateLimit vs Allow: one service process, Redis ${redis.url}, one descriptor / one token bucket limit per call, ${USERS} values\n` +
@@ -108,18 +132,23 @@ async function main(run: BenchRun): Promise<number> {
   for (const kind of kinds) {
     await driveLoad({ call: callersOf[kind].call, concurrency: options.concurrency, durationMs: options.warmupSeconds * 1000, graceMs: 5_000 });
   }
-  const rates: Record<(typeof kinds)[number], number[]> = { Allow: [], ShouldRateLimit: [] };
-  const closedErrors: Record<(typeof kinds)[number], number> = { Allow: 0, ShouldRateLimit: 0 };
+  timedOut.Allow = timedOut.ShouldRateLimit = 0;
+  const rates: Record<Kind, number[]> = { Allow: [], ShouldRateLimit: [] };
+  const closedErrors: Record<Kind, number> = { Allow: 0, ShouldRateLimit: 0 };
   let failed = 0;
   for (let round = 0; round < options.rounds; round++) {
     for (const kind of kinds) {
+      const timedOutBefore = timedOut[kind];
       const result = await driveLoad({ call: callersOf[kind].call, concurrency: options.concurrency, durationMs: options.seconds * 1000, graceMs: 5_000 });
       rates[kind].push(result.decisionsPerSecond);
-      closedErrors[kind] += result.errors;
-      failed += result.errors;
-      if (result.firstError !== undefined) process.stderr.write(`${kind}: ${result.errors} failed calls, the first: ${result.firstError}\n`);
+      // A call past its deadline is what Envoy would have timed out: counted apart, never as a decision.
+      const errors = result.errors - (timedOut[kind] - timedOutBefore);
+      closedErrors[kind] += errors;
+      failed += errors;
+      if (errors > 0) process.stderr.write(`${kind}: ${errors} failed calls, the first: ${result.firstError}\n`);
     }
   }
+  const timedOutAtMax = { ...timedOut };
   // Latency at half of each one's max, rounds alternating: a stall of this shared machine lands in one
   // round of one kind, so the report gives the median over the rounds and the worst round beside it.
   // h2load when installed (make bench installs it): a client whose own pauses do not count as the service's.
@@ -133,24 +162,24 @@ async function main(run: BenchRun): Promise<number> {
       ? 'latency: h2load, one connection, one descriptor value; no-op = the same calls at the same rate to a no-op server of the same gRPC stack\n\n'
       : 'latency: the Node client (h2load not found): its own garbage collection pauses count as latency\n\n',
   );
-  const half = (kind: (typeof kinds)[number]) => Math.max(1, Math.floor(median(rates[kind]) / 2));
+  const half = (kind: Kind) => Math.max(1, Math.floor(median(rates[kind]) / 2));
   type Latency = { p50: number; p99: number; errors: number };
-  const latencies: Record<(typeof kinds)[number], Latency[]> = { Allow: [], ShouldRateLimit: [] };
-  const noopLatencies: Record<(typeof kinds)[number], Latency[]> = { Allow: [], ShouldRateLimit: [] };
+  const latencies: Record<Kind, Latency[]> = { Allow: [], ShouldRateLimit: [] };
+  const noopLatencies: Record<Kind, Latency[]> = { Allow: [], ShouldRateLimit: [] };
   for (let round = 0; round < options.rounds; round++) {
     for (const kind of kinds) {
       const frame = grpcFrame(requestOf[kind]('bench-user-0'));
       const latency = withH2load
-        ? await h2loadOpenLoop(service.port, PATHS[kind], frame, half(kind), options.seconds)
+        ? await h2loadOpenLoop(service.port, PATHS[kind], frame, half(kind), options.seconds, DEADLINE_HEADER_LINES)
         : await openLoop(callersOf[kind].call, half(kind), options.seconds);
       latencies[kind].push(latency);
       failed += latency.errors;
-      if (noop !== undefined) noopLatencies[kind].push(await h2loadOpenLoop(noop.port, PATHS[kind], frame, half(kind), options.seconds));
+      if (noop !== undefined) noopLatencies[kind].push(await h2loadOpenLoop(noop.port, PATHS[kind], frame, half(kind), options.seconds, DEADLINE_HEADER_LINES));
     }
   }
   const rows: string[] = [
-    '| call | max decisions/s | rate for latency | p50 ms | p99 ms (median of rounds) | p99 ms (worst round) | no-op p50 / p99 ms, same rate | errors (max, latency) |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| call | max decisions/s | rate for latency | p50 ms | p99 ms (median of rounds) | p99 ms (worst round) | no-op p50 / p99 ms, same rate | past the 20 ms deadline (max) | errors (max, latency) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const kind of kinds) {
     const rounds = latencies[kind];
@@ -161,7 +190,7 @@ async function main(run: BenchRun): Promise<number> {
     const floor = noopLatencies[kind];
     const noopCell = floor.length === 0 ? 'n/a' : `${median(floor.map((r) => r.p50)).toFixed(2)} / ${median(floor.map((r) => r.p99)).toFixed(2)}`;
     rows.push(
-      `| ${kind} | ${median(rates[kind]).toFixed(0)} | ${half(kind)}/s | ${p50.toFixed(2)} | ${p99.toFixed(2)} | ${worst.toFixed(2)} | ${noopCell} | ${closedErrors[kind]}, ${errors} |`,
+      `| ${kind} | ${median(rates[kind]).toFixed(0)} | ${half(kind)}/s | ${p50.toFixed(2)} | ${p99.toFixed(2)} | ${worst.toFixed(2)} | ${noopCell} | ${timedOutAtMax[kind]} | ${closedErrors[kind]}, ${errors} |`,
     );
   }
   process.stdout.write(`${rows.join('\n')}\n\nShouldRateLimit / Allow max: ${(median(rates.ShouldRateLimit) / median(rates.Allow)).toFixed(2)}\n`);

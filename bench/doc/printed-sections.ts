@@ -84,6 +84,9 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       "one connection as a proxy keeps one (a client in C: no garbage collector of its own adds pauses), to set against Envoy's " +
       'default 20 ms timeout for this call, and beside it the same calls at the same rate to a no-op server of the same gRPC stack: ' +
       "the floor this machine's client, loopback and process wake-ups set before any decision. " +
+      "Every call carries Envoy's 20 ms deadline, as Envoy sends it; a call that outlives it (answered DEADLINE_EXCEEDED, or " +
+      'UNAVAILABLE by the failure mode once what is left of it for the store is spent) is what Envoy would time out: it is counted ' +
+      'in its own column, not as a decision or an error. ' +
       'The service runs as its image runs it (docs/operations.md, "Memory and latency"). ' +
       'The worst round shows what one stall of this shared machine does to a 4 s round; the median of the rounds is the figure.',
   },
