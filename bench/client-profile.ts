@@ -6,8 +6,11 @@
 //
 // Prints decisions/s and the driver's CPU µs per decision, and the measured
 // window on the monotonic clock V8's profiles use (bench/cpu-breakdown.ts
-// reads it). `--service-profile DIR`: the service child writes a CPU profile
-// there too.
+// reads it), the time Redis spent in the decide script per script call (its
+// command statistics), and per decision what the scheduler counted for the
+// main thread of each process (bench/sched.ts): time on a CPU, time waiting
+// for one, sleeps.
+// `--service-profile DIR`: the service child writes a CPU profile there too.
 import { parseArgs } from 'node:util';
 import { benchMain, type BenchRun } from './bench-main.js';
 import { startRedisServer } from '../test/support/redis-server.js';
@@ -16,6 +19,7 @@ import { driveLoad } from './load.js';
 import { quotaClientCaller } from './quota-client-caller.js';
 import { ROUND_GRACE_MS } from './rounds.js';
 import { redisCpuMs } from './cpu.js';
+import { type SchedSample, sampleSched, schedPer } from './sched.js';
 
 async function main(run: BenchRun): Promise<number> {
   const { values } = parseArgs({
@@ -44,19 +48,34 @@ async function main(run: BenchRun): Promise<number> {
   const before = process.cpuUsage();
   const redisClient = redis.client();
   const redisBefore = await redisCpuMs(redisClient);
+  await redisClient.config('RESETSTAT');
+  const pids = { caller: process.pid, service: service.pid, redis: redis.pid };
+  const sample = () => Object.entries(pids).map(([, pid]) => (pid === undefined ? undefined : sampleSched(pid)));
+  const schedBefore = sample();
   const windowStart = process.hrtime.bigint() / 1000n;
   const result = await load(seconds);
   const windowEnd = process.hrtime.bigint() / 1000n;
+  const schedAfter = sample();
   const cpu = process.cpuUsage(before);
   const redisMs = (await redisCpuMs(redisClient)) - redisBefore;
+  const evalsha = /^cmdstat_evalsha:calls=(\d+),usec=(\d+)/m.exec(await redisClient.info('commandstats'));
   redisClient.disconnect();
   const cpuUs = cpu.user + cpu.system;
   process.stdout.write(
     `batch ${values.batch}, concurrency ${concurrency}: ${result.decisionsPerSecond.toFixed(0)} decisions/s, ` +
       `p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, driver ${(cpuUs / result.calls).toFixed(1)} µs/decision, errors ${result.errors}\n` +
-      `window ${windowStart}-${windowEnd} µs, decisions ${result.calls}, redis ${((redisMs * 1000) / result.calls).toFixed(1)} µs/decision\n`,
+      `window ${windowStart}-${windowEnd} µs, decisions ${result.calls}, redis ${((redisMs * 1000) / result.calls).toFixed(1)} µs/decision\n` +
+      `redis script ${evalsha === null ? 'n/a' : (Number(evalsha[2]) / Number(evalsha[1])).toFixed(1)} µs/call, ${evalsha === null ? 'n/a' : (Number(evalsha[1]) / result.calls).toFixed(3)} calls/decision\n` +
+      Object.keys(pids)
+        .map((name, i) => `sched ${name} ${formatSched(schedPer(schedBefore[i], schedAfter[i], result.calls))}\n`)
+        .join(''),
   );
   return result.errors > 0 ? 1 : 0;
+}
+
+/** `on-cpu <µs> wait <µs> sleeps <n>` per decision, or `n/a` (bench/cpu-breakdown.ts reads it). */
+function formatSched(per: SchedSample | undefined): string {
+  return per === undefined ? 'n/a' : `on-cpu ${per.onCpuUs.toFixed(1)} wait ${per.waitUs.toFixed(1)} sleeps ${per.sleeps.toFixed(2)}`;
 }
 
 benchMain(main);

@@ -4,6 +4,10 @@
 // driver) and of the service, and this bench sums each profile's samples inside
 // the measured window by what they ran (gRPC and HTTP/2, protobuf, ioredis and
 // the socket writes, our code by layer, garbage collection), in µs per decision.
+// Then each point once more without profiles, for what a latency is made of:
+// per decision, each process's main thread on a CPU and waiting for one, how
+// often it slept (each sleep is a wake-up: a hop), and Redis's time in the
+// decide script per script call, set against the mean time of a decision.
 //
 //   npx tsx bench/cpu-breakdown.ts [--concurrencies 1,4,16] [--seconds 4]
 import { spawn } from 'node:child_process';
@@ -39,13 +43,17 @@ function categoryTimes(profile: CpuProfile, from: number, to: number): Map<Categ
   return times;
 }
 
-/** The main thread's profile: the one with the most samples (tsx's module loader has a thread, and a profile, of its own). */
-async function mainThreadProfile(dir: string): Promise<CpuProfile> {
+/**
+ * The main thread's times inside [from, to]: the profile busiest there (tsx's
+ * module loader has a thread, and a profile, of its own, busiest at startup).
+ */
+async function mainThreadTimes(dir: string, from: number, to: number): Promise<Map<Category, number>> {
   const files = (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile'));
   const profiles = await Promise.all(files.map(async (f) => JSON.parse(await readFile(join(dir, f), 'utf8')) as CpuProfile));
-  const largest = profiles.sort((a, b) => b.samples.length - a.samples.length)[0];
-  if (largest === undefined) throw new Error(`no CPU profile in ${dir}`);
-  return largest;
+  const busy = (times: Map<Category, number>) => CATEGORIES.reduce((sum, c) => sum + (times.get(c) ?? 0), 0);
+  const busiest = profiles.map((profile) => categoryTimes(profile, from, to)).sort((a, b) => busy(b) - busy(a))[0];
+  if (busiest === undefined) throw new Error(`no CPU profile in ${dir}`);
+  return busiest;
 }
 
 function run(args: string[]): Promise<string> {
@@ -64,7 +72,7 @@ async function main(run_: BenchRun): Promise<number> {
   });
   const concurrencies = values.concurrencies.split(',').map(Number);
   const seconds = Number(values.seconds);
-  run_.watchdog(concurrencies.length * (seconds + 60) * 1000);
+  run_.watchdog(2 * concurrencies.length * (seconds + 60) * 1000);
   process.stdout.write(
     `CPU µs per decision by what ran, quota client (batched, one AllowStream) -> service -> one Redis; ${seconds} s per point; ` +
       `node ${process.version}, ${cpus().length} cpus, load average ${loadavg()[0]!.toFixed(2)}\n\n`,
@@ -81,7 +89,8 @@ async function main(run_: BenchRun): Promise<number> {
       '--import',
       'tsx',
       'bench/client-profile.ts',
-      ...['--concurrency', String(concurrency), '--seconds', String(seconds), '--warmup', '1', '--service-profile', dir],
+      ...pointArgs(concurrency, seconds),
+      ...['--service-profile', dir],
     ]);
     const figures = /(\d+) decisions\/s, p50 ([0-9.]+) ms/.exec(output);
     const window = /window (\d+)-(\d+) µs, decisions (\d+), redis ([0-9.]+) µs\/decision/.exec(output);
@@ -91,7 +100,7 @@ async function main(run_: BenchRun): Promise<number> {
       ['caller', 'caller'],
       ['service', 'service'],
     ] as const) {
-      const times = categoryTimes(await mainThreadProfile(join(dir, sub)), from, to);
+      const times = await mainThreadTimes(join(dir, sub), from, to);
       const per = (category: Category) => (times.get(category) ?? 0) / decisions;
       const busy = CATEGORIES.reduce((sum, c) => sum + per(c), 0);
       const lead = name === 'caller' ? [String(concurrency), figures[1]!, figures[2]!] : ['', '', ''];
@@ -101,7 +110,36 @@ async function main(run_: BenchRun): Promise<number> {
     await rm(dir, { recursive: true, force: true });
   }
   process.stdout.write(`\nidle time is left out; load average after: ${loadavg()[0]!.toFixed(2)}\n`);
+  process.stdout.write(
+    '\nThe same points without profiles: per decision, each main thread on a CPU, waiting for one (runnable, not running) and ' +
+      'how often it slept; the mean time of a decision (calls in flight / decisions/s); Redis: time in the decide script per call\n\n',
+  );
+  const schedHeader = ['in flight', 'decisions/s', 'mean ms', 'process', 'on a CPU µs', 'waiting for a CPU µs', 'sleeps', 'script µs/call (calls/decision)'];
+  process.stdout.write(`| ${schedHeader.join(' | ')} |\n|${schedHeader.map(() => '---').join('|')}|\n`);
+  for (const concurrency of concurrencies) {
+    const output = await run(['--conditions=@quota-service/source', '--import', 'tsx', 'bench/client-profile.ts', ...pointArgs(concurrency, seconds)]);
+    process.stdout.write(schedRows(concurrency, output).join('\n') + '\n');
+  }
   return 0;
+}
+
+function pointArgs(concurrency: number, seconds: number): string[] {
+  return ['--concurrency', String(concurrency), '--seconds', String(seconds), '--warmup', '1'];
+}
+
+/** The scheduler table's rows of one point, from client-profile's output. */
+function schedRows(concurrency: number, output: string): string[] {
+  const figures = /(\d+) decisions\/s, p50/.exec(output);
+  const script = /redis script (\S+) µs\/call, (\S+) calls\/decision/.exec(output);
+  if (figures === null || script === null) throw new Error(`client-profile printed no figures:\n${output}`);
+  const rate = Number(figures[1]);
+  return (['caller', 'service', 'redis'] as const).map((name, i) => {
+    const sched = new RegExp(`^sched ${name} on-cpu (\\S+) wait (\\S+) sleeps (\\S+)$`, 'm').exec(output);
+    const lead = i === 0 ? [String(concurrency), String(rate), ((concurrency / rate) * 1000).toFixed(3)] : ['', '', ''];
+    const cells = sched === null ? ['n/a', 'n/a', 'n/a'] : [sched[1]!, sched[2]!, sched[3]!];
+    const scriptCell = name === 'redis' ? `${script[1]} (${script[2]})` : '';
+    return `| ${[...lead, name, ...cells, scriptCell].join(' | ')} |`;
+  });
 }
 
 benchMain(main);

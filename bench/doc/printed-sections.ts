@@ -108,7 +108,14 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'the caller (client and load driver) and the service: each profile summed over the measured seconds by what ran, in µs per ' +
       "decision. **gRPC + HTTP/2** is grpc-js, nice-grpc and Node's HTTP/2; **Redis I/O** is ioredis and the socket writes to Redis " +
       '(the write system call is counted there); **native** is V8\'s "(program)": the event loop and system calls outside JavaScript. ' +
-      'Set each row against the hop floor below: at one call in flight the time is mostly the hops, not the decision.',
+      'Set each row against the hop floor below. ' +
+      "The second table runs the same points without profiles and reads the kernel's scheduler figures of each process's main " +
+      "thread, per decision: time on a CPU (its JavaScript, and the kernel's work for its sockets: a loopback write runs the " +
+      "receiver's TCP work too), time runnable but waiting for a core, and sleeps (each one a wake-up, that is a hop); and Redis's " +
+      'time in the decide script per script call. With one batch in flight at a time the caller, the service and Redis run one ' +
+      'after another, so the mean time of a decision is about the sum of their times on a CPU and waiting. At one call in flight ' +
+      'that sum is the whole decision: the time is CPU on a serial path of three processes, mostly paid per batch rather than per ' +
+      'decision (compare 1 and 16 in flight), which is what batching shares and what a call alone pays in full.',
   },
   {
     id: 'workers',
