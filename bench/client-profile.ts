@@ -50,7 +50,7 @@ async function main(run: BenchRun): Promise<number> {
   const redisBefore = await redisCpuMs(redisClient);
   await redisClient.config('RESETSTAT');
   const pids = { caller: process.pid, service: service.pid, redis: redis.pid };
-  const sample = () => Object.entries(pids).map(([, pid]) => (pid === undefined ? undefined : sampleSched(pid)));
+  const sample = () => Object.values(pids).map((pid) => (pid === undefined ? undefined : sampleSched(pid)));
   const schedBefore = sample();
   const windowStart = process.hrtime.bigint() / 1000n;
   const result = await load(seconds);
