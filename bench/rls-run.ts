@@ -53,7 +53,12 @@ type Kind = keyof typeof PATHS;
 function callers(port: number, timedOut: Record<Kind, number>): Record<Kind, { call: Call; close(): void }> {
   const users = Array.from({ length: USERS }, (_, i) => `bench-user-${i}`);
   const caller = (kind: Kind) => {
-    const raw = rawUnaryCaller(port, PATHS[kind], users.map(requestOf[kind]), DEADLINE_HEADERS);
+    const raw = rawUnaryCaller(
+      port,
+      PATHS[kind],
+      users.map((user): Uint8Array => requestOf[kind](user)),
+      DEADLINE_HEADERS,
+    );
     const call: Call = (signal) =>
       raw.call(signal).catch((error: unknown) => {
         if (error instanceof Error && TIMED_OUT.has(error.message)) timedOut[kind]++;
