@@ -6,74 +6,14 @@
 // floors: the limiter adds one such hop, plus Redis's.
 //
 //   npx tsx bench/hop-floor.ts [--seconds 3] [--rounds 3] [--warmup 1]
-import { connect, type Socket } from 'node:net';
 import { parseArgs } from 'node:util';
-import { credentials, makeGenericClientConstructor, type ClientDuplexStream } from '@grpc/grpc-js';
 import { cpus } from 'node:os';
 import { benchMain, type BenchRun } from './bench-main.js';
 import { startServerChild } from './children.js';
 import { cpuBetween, sampleCpu } from './cpu.js';
-import { driveLoad, type Call, type LoadResult } from './load.js';
+import { grpcHops, tcpHop } from './hops.js';
+import { driveLoad, type LoadResult } from './load.js';
 import { median } from './stats.js';
-import { ECHO_SERVICE } from './servers/echo-service.js';
-
-const PAYLOAD = Buffer.from('0123456789abcdef');
-
-interface Hop {
-  readonly name: string;
-  readonly call: Call;
-  readonly serverPid: number | undefined;
-  close(): void;
-}
-
-/** One request in flight at a time: each kind answers the next pending resolve in order. */
-function replies(): { wait(): Promise<boolean>; answer(): void } {
-  let pending: ((value: boolean) => void) | undefined;
-  return {
-    wait: () => new Promise<boolean>((resolve) => (pending = resolve)),
-    answer: () => {
-      const resolve = pending;
-      pending = undefined;
-      resolve?.(true);
-    },
-  };
-}
-
-async function tcpHop(port: number, pid: number | undefined): Promise<Hop> {
-  const socket: Socket = connect(port, '127.0.0.1');
-  socket.setNoDelay(true);
-  await new Promise((resolve) => socket.once('connect', resolve));
-  const reply = replies();
-  socket.on('data', reply.answer);
-  return { name: 'tcp', serverPid: pid, call: () => (socket.write(PAYLOAD), reply.wait()), close: () => socket.destroy() };
-}
-
-function grpcHops(port: number, pid: number | undefined): Hop[] {
-  const Echo = makeGenericClientConstructor(ECHO_SERVICE, 'Echo');
-  const client = new Echo(`127.0.0.1:${port}`, credentials.createInsecure());
-  const unary: Call = () =>
-    new Promise((resolve, reject) =>
-      client.makeUnaryRequest(
-        ECHO_SERVICE.unary.path,
-        (b: Buffer) => b,
-        (b: Buffer) => b,
-        PAYLOAD,
-        (error) => (error ? reject(error) : resolve(true)),
-      ),
-    );
-  const stream = client.makeBidiStreamRequest(
-    ECHO_SERVICE.stream.path,
-    (b: Buffer) => b,
-    (b: Buffer) => b,
-  ) as ClientDuplexStream<Buffer, Buffer>;
-  stream.on('error', () => {});
-  const reply = replies();
-  stream.on('data', reply.answer);
-  return [
-    { name: 'grpc unary', serverPid: pid, call: unary, close: () => client.close() },
-    { name: 'grpc stream', serverPid: pid, call: () => (stream.write(PAYLOAD), reply.wait()), close: () => (stream.end(), client.close()) },
-  ];
-}
 
 async function main(run: BenchRun): Promise<number> {
   const { values } = parseArgs({

@@ -4,6 +4,10 @@
 // keep a fixed window per user over 10,000 users that never fills, so every
 // call is an allowed decision of the same algorithm.
 //
+// With 1 in flight among the concurrencies, it then measures in the same run
+// the floor of the quota client's two hops at one call in flight: a message on
+// an open grpc-js stream to an echo server, plus a Redis round trip (PING).
+//
 //   npx tsx bench/limiters-run.ts [--concurrencies 1,4,16,64,256,1024] [--rounds 3] [--seconds 3] [--warmup 2]
 import { cpus, totalmem } from 'node:os';
 import { startRedisServer } from '../test/support/redis-server.js';
@@ -16,6 +20,9 @@ import { packageVersions } from './package-versions.js';
 import { formatPointLine, type SweepKind, sweep, sweepBudgetMs } from './sweep.js';
 import { parseSweepOptions } from './sweep-options.js';
 import { formatSweepTable, sweepMedians } from './sweep-table.js';
+import { grpcHops, type Hop, tcpHop } from './hops.js';
+import { driveLoad } from './load.js';
+import { median } from './stats.js';
 
 const USAGE = 'usage: npx tsx bench/limiters-run.ts [--concurrencies 1,4,16,64,256,1024] [--rounds 3] [--seconds 3] [--warmup 2]';
 /** The quota client's default batch, as in bench/batch-run.ts. */
@@ -52,12 +59,50 @@ async function main(run: BenchRun): Promise<number> {
     kinds.map((k) => k.id),
   );
   process.stdout.write(`\nmedians over ${options.rounds} rounds, decisions/s (p99):\n${formatSweepTable(medians, labels)}\n`);
-  writeBenchOut({ kinds: kinds.map(({ id, label }) => ({ id, label })), versions: packageVersions(['rate-limiter-flexible', 'ioredis']), points });
+  const alone = medians.find((m) => m.kind === 'quota' && m.concurrency === 1);
+  const floor = alone === undefined ? undefined : await twoHopFloor(run, redis.port, options);
+  if (alone !== undefined && floor !== undefined) {
+    const sum = floor.streamHopMs + floor.redisRoundTripMs;
+    process.stdout.write(
+      `\nquota client p50 at 1 in flight: ${alone.p50Ms.toFixed(3)} ms; its two hops' floor, same run: a message on an open grpc-js stream ` +
+        `${floor.streamHopMs.toFixed(3)} ms + a Redis round trip ${floor.redisRoundTripMs.toFixed(3)} ms = ${sum.toFixed(3)} ms; ` +
+        `${(alone.p50Ms / sum).toFixed(2)}x the floor\n`,
+    );
+  }
+  writeBenchOut({ kinds: kinds.map(({ id, label }) => ({ id, label })), versions: packageVersions(['rate-limiter-flexible', 'ioredis']), points, floor });
   if (points.some((p) => p.errors > 0)) {
     process.stderr.write('bench: some calls failed; the figures above are not trustworthy\n');
     return 1;
   }
   return 0;
+}
+
+/**
+ * p50 at one call in flight of a message on an open grpc-js stream to an echo
+ * server child and of a Redis round trip (PING on a socket of its own to the
+ * bench's Redis), medians over the rounds, kinds alternating.
+ */
+async function twoHopFloor(
+  run: BenchRun,
+  redisPort: number,
+  options: { rounds: number; seconds: number; warmupSeconds: number },
+): Promise<{ streamHopMs: number; redisRoundTripMs: number }> {
+  const echo = await startServerChild('echo-grpc', 'echo-server.ts', ['grpc']);
+  run.onCleanup(() => echo.stop());
+  const stream = grpcHops(echo.port, echo.pid).find((hop) => hop.name === 'grpc stream')!;
+  const ping = await tcpHop(redisPort, undefined, Buffer.from('PING\r\n'), 'redis');
+  const hops: Hop[] = [stream, ping];
+  run.onCleanup(() => hops.forEach((hop) => hop.close()));
+  const p50s = new Map<Hop, number[]>(hops.map((hop) => [hop, []]));
+  for (const hop of hops) await driveLoad({ call: hop.call, concurrency: 1, durationMs: options.warmupSeconds * 1000, graceMs: 5_000 });
+  for (let round = 0; round < options.rounds; round++) {
+    for (const hop of hops) {
+      const load = await driveLoad({ call: hop.call, concurrency: 1, durationMs: options.seconds * 1000, graceMs: 5_000 });
+      if (load.errors > 0) throw new Error(`${hop.name}: ${load.errors} calls failed: ${load.firstError ?? ''}`);
+      p50s.get(hop)!.push(load.p50Ms);
+    }
+  }
+  return { streamHopMs: median(p50s.get(stream)!), redisRoundTripMs: median(p50s.get(ping)!) };
 }
 
 benchMain(main);

@@ -42,6 +42,20 @@ function ratioRow(medians: readonly SweepMedian[], over: string, under: string, 
   return `| ${label} | ${cells.join(' | ')} |`;
 }
 
+/** The quota client's p50 at one call in flight against the floor of its two hops measured in the same run, when the run has both. */
+function floorLine(figures: SweepFigures, medians: readonly SweepMedian[], kind: string | undefined): string {
+  const alone = medians.find((m) => m.kind === kind && m.concurrency === 1);
+  if (figures.floor === undefined || alone === undefined) return '';
+  const { streamHopMs, redisRoundTripMs } = figures.floor;
+  const sum = streamHopMs + redisRoundTripMs;
+  return (
+    `At 1 in flight the quota client answers in p50 ${alone.p50Ms.toFixed(3)} ms. The floor of its two hops, measured in the same run ` +
+    `with one call in flight: a message on an open grpc-js stream to an echo server, ${streamHopMs.toFixed(3)} ms, plus a Redis round ` +
+    `trip (PING), ${redisRoundTripMs.toFixed(3)} ms: ${sum.toFixed(3)} ms. The client takes ${(alone.p50Ms / sum).toFixed(2)}× that floor; ` +
+    'the rest is the work of the client, the service and the decide script (see "Where the CPU time of one decision goes").'
+  );
+}
+
 export function limitersSection(results: Results): Section {
   const intro = [
     '## The quota client against rate-limiter-flexible',
@@ -81,6 +95,7 @@ export function limitersSection(results: Results): Section {
     head,
     ...charts.map(image),
     `Medians over the rounds, decisions/s (p99):\n\n${table}${ratio === '' ? '' : `\n${ratio}`}`,
+    floorLine(figures, medians, ours?.id),
     versionsLine(figures),
     'The batched path spreads each decision over three processes (caller, quota service, Redis) and two loopback hops; ' +
       "rate-limiter-flexible takes one hop from the caller's thread. With few calls in flight the hops set the pace; with many, batching " +

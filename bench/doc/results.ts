@@ -64,6 +64,8 @@ export const sweepFiguresSchema = z.object({
     .min(1),
   /** Versions of the libraries compared, by package name. */
   versions: z.record(z.string(), z.string()).optional(),
+  /** bench/limiters-run.ts: the floor of the quota client's two hops at one call in flight, p50 in ms, same run. */
+  floor: z.object({ streamHopMs: finite, redisRoundTripMs: finite }).optional(),
   points: z.array(
     z.object({
       kind: z.string(),

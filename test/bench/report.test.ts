@@ -120,6 +120,17 @@ describe('the benchmark report', () => {
     for (const chart of charts) expect(markdown).toContain(`](img/${chart.file})`);
   });
 
+  it("sets the quota client's p50 at 1 in flight against its two hops' floor when the limiters bench measured it", () => {
+    expect(buildReport(fullResults()).markdown).not.toContain('The floor of its two hops');
+    const results = fullResults();
+    const limiters = results.steps['limiters'] as { figures: Record<string, unknown> };
+    limiters.figures = { ...limiters.figures, floor: { streamHopMs: 0.1, redisRoundTripMs: 0.15 } };
+    const { markdown } = buildReport(results);
+    // p50 at 1 in flight is 0.5 ms in every round (sweepPoints): 0.5 / (0.1 + 0.15).
+    expect(markdown).toContain('At 1 in flight the quota client answers in p50 0.500 ms.');
+    expect(markdown).toContain('0.100 ms, plus a Redis round trip (PING), 0.150 ms: 0.250 ms. The client takes 2.00× that floor');
+  });
+
   it('reports the cluster as the median of per-round ratios to one node, with the lines the bench printed around its table', () => {
     const { markdown } = buildReport(fullResults());
     // Rounds: 0.9, 0.5, 0.7 -> median 0.7; the ratio of the medians (900/1000) would be 0.9.
