@@ -7,7 +7,7 @@ import { DEFAULT_ADMISSION, type AdmissionLimits } from './config/admission-limi
 import { Admission } from './grpc/admission.js';
 import { int64RangeMiddleware } from './grpc/checked-int64.js';
 import { type QuotaServer, startGrpcServer } from './grpc/server.js';
-import { ALLOW_PATH, quotaService } from './api/quota/quota-service.js';
+import { ALLOW_PATH, ALLOW_STREAM_PATH, quotaService } from './api/quota/quota-service.js';
 import type { StaleRequests } from './api/quota/stale-requests.js';
 import { quotaServiceDefinition } from './api/quota/service-definition.js';
 import { RATE_LIMIT_SERVICE, rateLimitServiceDefinition, SHOULD_RATE_LIMIT_PATH } from './api/envoy/envoy-codec.js';
@@ -56,8 +56,8 @@ export function startQuotaServer(options: {
   rls?: RlsServing;
   /** Also serve quota.v1.QuotaAdminService, to admins only (src/api/admin/admin-access.ts), every call audited (src/api/admin/admin-audit.ts). */
   admin?: { admin: QuotaAdmin; audit: AuditLog };
-  /** Serve Allow and ShouldRateLimit on the lean path (default) or through the middleware (src/grpc/server.ts). */
-  leanUnary?: boolean;
+  /** Serve Allow, ShouldRateLimit and AllowStream on the lean path (default) or through the middleware (src/grpc/server.ts). */
+  lean?: boolean;
 }): Promise<QuotaServer> {
   const { engine, logger, admin } = options;
   return startGrpcServer({
@@ -70,7 +70,7 @@ export function startQuotaServer(options: {
     audit: admin ? adminAuditMiddleware(admin.audit) : undefined,
     // Envoy sends its timeout with every call: the rate limit service sizes its store budget from it.
     deadlinePaths: [SHOULD_RATE_LIMIT_PATH],
-    leanUnary: options.leanUnary,
+    lean: options.lean,
     services: {
       add(server, draining, lean) {
         // One admission for both doors: their decisions share the bounds on pending decisions.
@@ -80,9 +80,11 @@ export function startQuotaServer(options: {
         const rls = options.rls ?? NO_RLS;
         const rateLimit = rateLimitService(engine, rls.config, admission, logger.child({ component: 'rls' }), rls);
         server.add(rateLimitServiceDefinition(), rateLimit);
-        // The hot unary calls (Envoy's, and every caller that is not the batching client) on the lean path.
-        lean.set(ALLOW_PATH, quota.allow);
-        lean.set(SHOULD_RATE_LIMIT_PATH, rateLimit.shouldRateLimit);
+        // The hot calls on the lean path: the unary ones (Envoy's, and every caller that is not
+        // the batching client) and the batching client's stream.
+        lean.unary.set(ALLOW_PATH, quota.allow);
+        lean.unary.set(SHOULD_RATE_LIMIT_PATH, rateLimit.shouldRateLimit);
+        lean.bidi.set(ALLOW_STREAM_PATH, quota.allowStream);
         // The admin check on the admin service alone: after the auth middleware, at no cost to the quota API.
         if (admin) {
           server

@@ -48,7 +48,7 @@ function toServerError(error: unknown, method: string, logger: Logger): ServerEr
 /**
  * The status a call that failed with `error` answers: expected errors keep
  * their message; anything else is logged and INTERNAL. As plain data, so the
- * lean path (lean-unary.ts) makes no error object (and no stack trace) per
+ * lean path (lean-path.ts) makes no error object (and no stack trace) per
  * failed call, which an outage answers by the thousand.
  */
 export function statusOfError(error: unknown, method: string, logger: Logger): { code: Status; details: string } {

@@ -10,7 +10,7 @@ import { boundedHealthService } from './health-service.js';
 import { errorMiddleware } from './error-middleware.js';
 import { loggingMiddleware } from './logging-middleware.js';
 import { addReflection } from './reflection.js';
-import { type LeanRoutes, leanUnaryInterceptor } from './lean-unary.js';
+import { LeanRoutes, leanInterceptor } from './lean-path.js';
 
 export interface QuotaServer {
   /** The bound port (useful with an address ending in :0). */
@@ -28,9 +28,9 @@ export interface ServedServices {
   /**
    * Adds the services. `draining` is aborted when shutdown starts (open streams
    * answer what they have read and end). Answers the full names of the services
-   * reflection lists and health reports on by name. A unary handler put in
-   * `lean` (by its method's path) is served on the lean path (lean-unary.ts)
-   * instead of through the middleware; it must be added to `server` too.
+   * reflection lists and health reports on by name. A handler put in `lean`
+   * (by its method's path) is served on the lean path (lean-path.ts) instead
+   * of through the middleware; it must be added to `server` too.
    */
   add(server: Server, draining: AbortSignal, lean: LeanRoutes): { reflected: readonly string[]; health: readonly string[] };
 }
@@ -38,7 +38,7 @@ export interface ServedServices {
 /**
  * Starts a gRPC server with the shared transport: logging, an optional audit,
  * error mapping and caller authentication as middleware (the lean path,
- * lean-unary.ts, takes the same steps for the unary handlers put on it: a new
+ * lean-path.ts, takes the same steps for the handlers put on it: a new
  * middleware belongs there too); grpc.health.v1
  * health (also on a plaintext health-only port when asked) and server
  * reflection. Health starts NOT_SERVING; call setServing(true) once the
@@ -64,21 +64,21 @@ export async function startGrpcServer(options: {
   deadlinePaths?: readonly string[];
   services: ServedServices;
   /**
-   * Serve the unary handlers the services put on the lean path there (default);
+   * Serve the handlers the services put on the lean path there (default);
    * false: through the middleware like every other method (the tests run both).
    */
-  leanUnary?: boolean;
+  lean?: boolean;
 }): Promise<QuotaServer> {
   const deadlinePaths = options.deadlinePaths ?? [];
   // Filled in by the services; left unserved when the lean path is off.
-  const lean: LeanRoutes = new Map();
-  const leanServed = options.leanUnary !== false;
+  const lean = new LeanRoutes();
+  const leanServed = options.lean !== false;
   // grpc-js's own server options: nice-grpc hands them to the grpc-js Server as they are.
   // The lean path is the outermost interceptor: it answers its calls itself.
   const serverOptions = {
     interceptors: [
       callDeadlineInterceptor(deadlinePaths, (path) => leanServed && lean.has(path)),
-      ...(leanServed ? [leanUnaryInterceptor(lean, { logger: options.logger, callers: options.callers })] : []),
+      ...(leanServed ? [leanInterceptor(lean, { logger: options.logger, callers: options.callers })] : []),
     ],
   } as object;
   let chain = createServer(serverOptions).use(loggingMiddleware(options.logger));

@@ -1,7 +1,7 @@
 import { AllowStreamRequest, AllowStreamResponse, type AllowRequest } from '@quota-service/contract';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { STREAM_BOUNDS } from '../../src/api/quota/allow-stream.js';
-import { startTestService, type TestService } from '../support/quota-service.js';
+import { SERVING_PATHS, startTestService, type TestService } from '../support/quota-service.js';
 import { connectRawGrpc, type RawGrpcConnection } from '../support/raw-grpc-stream.js';
 import { memoryFixture } from '../support/store-fixtures.js';
 
@@ -27,9 +27,9 @@ afterEach(async () => {
   await service?.stop();
 });
 
-async function start(): Promise<{ decidedBatches: () => number; connection: RawGrpcConnection }> {
+async function start(lean: boolean): Promise<{ decidedBatches: () => number; connection: RawGrpcConnection }> {
   let decided = 0;
-  service = await startTestService(memoryFixture().store, undefined, { onDecision: (policy) => policy === 'orders' && decided++ });
+  service = await startTestService(memoryFixture().store, undefined, { onDecision: (policy) => policy === 'orders' && decided++ }, undefined, lean);
   connection = connectRawGrpc(`127.0.0.1:${service.server.port}`);
   return { decidedBatches: () => Math.ceil(decided / PER_BATCH), connection };
 }
@@ -42,9 +42,9 @@ async function bystanderCalls(count: number): Promise<void> {
   }
 }
 
-describe('AllowStream flow control', () => {
+describe.each(SERVING_PATHS)('AllowStream flow control, on %s', (_path, lean) => {
   it(`a stream whose answers are never read: at most ${STREAM_BOUNDS.batchesPerStream} batches (plus what the transport holds) are decided, the rest once it reads`, async () => {
-    const { decidedBatches, connection } = await start();
+    const { decidedBatches, connection } = await start(lean);
     const stream = connection.open(ALLOW_STREAM);
     const sent = 600;
     for (let id = 1; id <= sent; id++) stream.send(batch(0, id));
@@ -66,7 +66,7 @@ describe('AllowStream flow control', () => {
   });
 
   it(`several such streams on one connection: at most ${STREAM_BOUNDS.batchesPerConnection} batches held for the connection`, async () => {
-    const { decidedBatches, connection } = await start();
+    const { decidedBatches, connection } = await start(lean);
     const streams = Array.from({ length: 16 }, () => connection.open(ALLOW_STREAM));
     streams.forEach((stream, s) => {
       for (let id = 1; id <= 100; id++) stream.send(batch(s, id));
@@ -79,7 +79,7 @@ describe('AllowStream flow control', () => {
   });
 
   it('a cancelled stream gives its slots back: the connection serves a new stream in full', async () => {
-    const { decidedBatches, connection } = await start();
+    const { decidedBatches, connection } = await start(lean);
     const stuck = Array.from({ length: 4 }, () => connection.open(ALLOW_STREAM));
     stuck.forEach((stream, s) => {
       for (let id = 1; id <= 100; id++) stream.send(batch(s, id));

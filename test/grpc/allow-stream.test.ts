@@ -9,7 +9,7 @@ import { allowStreamHandler, MAX_BATCHES_IN_FLIGHT, type DecideBatch } from '../
 import { startQuotaServer } from '../../src/quota-server.js';
 import { createLogger } from '../../src/logger.js';
 import { openAllowStream } from '../support/allow-stream-probe.js';
-import { shippedPolicies, startTestService, type TestService } from '../support/quota-service.js';
+import { SERVING_PATHS, shippedPolicies, startTestService, type TestService } from '../support/quota-service.js';
 import { memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
 import { bothStores, useRedisServer } from '../support/use-redis.js';
 
@@ -24,12 +24,14 @@ const order = (user: string, extra: Partial<AllowRequest> = {}): AllowRequest =>
   ...extra,
 });
 
-describe.each(bothStores(redis))('AllowStream on the %s store', (_name, makeFixture) => {
+const storesAndPaths = SERVING_PATHS.flatMap(([path, lean]) => bothStores(redis).map(([store, makeFixture]) => [store, path, makeFixture, lean] as const));
+
+describe.each(storesAndPaths)('AllowStream on the %s store, on %s', (_store, _path, makeFixture, lean) => {
   let fixture: StoreFixture;
   let service: TestService;
   beforeAll(async () => {
     fixture = makeFixture();
-    service = await startTestService(fixture.store);
+    service = await startTestService(fixture.store, undefined, undefined, undefined, lean);
   });
   afterAll(async () => {
     await service?.stop();
@@ -129,11 +131,11 @@ describe('AllowStream handler', () => {
   });
 });
 
-describe('AllowStream while the server drains (Redis)', () => {
+describe.each(SERVING_PATHS)('AllowStream while the server drains (Redis), on %s', (_path, lean) => {
   it('answers the batch it has read, ends with OK, and never decides a batch sent after the drain began', async () => {
     const fixture = redisFixture(redis());
     await fixture.reset();
-    const service = await startTestService(fixture.store);
+    const service = await startTestService(fixture.store, undefined, undefined, undefined, lean);
     const admin = redis().client();
     try {
       const stream = openAllowStream(service.client);
@@ -174,7 +176,7 @@ async function waitForPausedScript(admin: ReturnType<ReturnType<typeof redis>['c
   throw new Error('no script is waiting on CLIENT PAUSE');
 }
 
-describe('AllowStream with caller authentication', () => {
+describe.each(SERVING_PATHS)('AllowStream with caller authentication, on %s', (_path, lean) => {
   const ORDER_API_TOKEN = 'order-api-token-7f3a9c1e5b2d4f60';
   const callersText = (withOrderApi: boolean) => `
 callers:
@@ -195,6 +197,7 @@ callers:
       address: '127.0.0.1:0',
       logger: createLogger('silent'),
       callers,
+      lean,
     });
     server.setServing(true);
     channel = createChannel(`127.0.0.1:${server.port}`);

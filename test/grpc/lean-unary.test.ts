@@ -14,7 +14,7 @@ import { shippedPolicies } from '../support/quota-service.js';
 import { rlsRequestBytes, rlsResponseOf } from '../support/rls-client.js';
 
 // Allow and ShouldRateLimit are served on the lean path (src/grpc/lean-unary.ts) by default, and
-// through nice-grpc's middleware with `leanUnary: false`. Each case here is sent to both, as raw
+// through nice-grpc's middleware with `lean: false`. Each case here is sent to both, as raw
 // bytes, and both must answer the same: status, message, trailers, answer bytes, debug log lines.
 
 const TOKEN = 'lean-unary-token-5d1c9e7a3b2f4068';
@@ -49,7 +49,7 @@ interface Served {
   store: QuotaStore;
 }
 
-async function serve(leanUnary: boolean, store: QuotaStore = new MemoryStore()): Promise<Served> {
+async function serve(lean: boolean, store: QuotaStore = new MemoryStore()): Promise<Served> {
   const lines: string[] = [];
   const logger = createLogger('debug', new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }));
   const server = await startQuotaServer({
@@ -59,7 +59,7 @@ async function serve(leanUnary: boolean, store: QuotaStore = new MemoryStore()):
     callers: parseCallers(CALLERS),
     admission: { total: 100, perCaller: 1 },
     rls: { config: () => parseRlsConfig(new Map([['edge.yaml', RLS]])), timeoutMs: 50, shadowMode: false, rateLimitHeaders: true },
-    leanUnary,
+    lean,
   });
   server.setServing(true);
   return { server, client: new Client(`127.0.0.1:${server.port}`, credentials.createInsecure()), lines, store };

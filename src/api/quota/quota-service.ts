@@ -29,7 +29,7 @@ export { MAX_BATCH_SIZE } from './decide-each.js';
 
 export const ALLOW_PATH = '/quota.v1.QuotaService/Allow';
 const ALLOW_BATCH_PATH = '/quota.v1.QuotaService/AllowBatch';
-const ALLOW_STREAM_PATH = '/quota.v1.QuotaService/AllowStream';
+export const ALLOW_STREAM_PATH = '/quota.v1.QuotaService/AllowStream';
 
 /**
  * quota.v1.QuotaService: maps proto messages to the engine and back, nothing
