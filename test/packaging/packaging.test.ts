@@ -197,7 +197,7 @@ describe('the packed client packages', () => {
     const manifest = JSON.parse(await readFile(join(client, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; bin?: unknown };
     expect(manifest.bin).toBeUndefined();
     expect(Object.keys(manifest.dependencies).filter((d) => CLI_ONLY_DEPENDENCIES.includes(d))).toEqual([]);
-    expect(await packagesReached(join(client, 'dist', 'index.js'))).toEqual(['@quota-service/contract', '@quota-service/core', 'nice-grpc']);
+    expect(await packagesReached(join(client, 'dist', 'index.js'))).toEqual(['@grpc/grpc-js', '@quota-service/contract', '@quota-service/core', 'nice-grpc']);
     const quotactl = join(consumerDir, 'node_modules', '@quota-service', 'quotactl', 'dist');
     expect(await packagesReached(join(quotactl, 'quotactl.js'))).toEqual([
       '@grpc/proto-loader',

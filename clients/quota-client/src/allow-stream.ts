@@ -1,6 +1,5 @@
-import type { AllowBatchResult, AllowRequest, AllowStreamRequest, AllowStreamResponse } from '@quota-service/contract';
-import { MessageQueue } from './message-queue.js';
-import type { QuotaRpcClient } from './service-definition.js';
+import type { AllowBatchResult, AllowRequest, AllowStreamResponse } from '@quota-service/contract';
+import type { OpenStream, StreamCall } from './stream-call.js';
 
 /** One batch on the stream, waiting for its answer. */
 export interface StreamBatch {
@@ -49,11 +48,9 @@ export interface StreamTiming {
  * (docs/benchmarks.md).
  */
 export class AllowStream {
-  private readonly outgoing = new MessageQueue<AllowStreamRequest>();
+  private readonly call: StreamCall;
   private readonly waiting = new Map<number, StreamBatch>();
   private readonly openedAt = performance.now();
-  /** Cancels the call: a retired stream, once nobody waits on it. */
-  private readonly cancel = new AbortController();
   private lastId = 0;
   private ended = false;
   private retired = false;
@@ -63,10 +60,10 @@ export class AllowStream {
   private readonly idleMs: number;
   private readonly maxAgeMs: number;
 
-  constructor(client: QuotaRpcClient, timing: StreamTiming = {}) {
+  constructor(open: OpenStream, timing: StreamTiming = {}) {
     this.idleMs = timing.idleMs ?? STREAM_IDLE_MS;
     this.maxAgeMs = timing.maxAgeMs ?? STREAM_MAX_AGE_MS;
-    void this.read(client.allowStream(this.outgoing, { signal: this.cancel.signal }));
+    this.call = open({ answer: (answer) => this.answered(answer), ended: (failure) => this.closed(failure) });
   }
 
   /** False once ended, failed, idle or too old: send new batches on a new stream. */
@@ -88,7 +85,7 @@ export class AllowStream {
     // Unique among this stream's unanswered batches: 2^32 batches would have to be in flight to collide.
     this.lastId = (this.lastId + 1) >>> 0;
     this.waiting.set(this.lastId, batch);
-    this.outgoing.push({ id: this.lastId, requests: batch.requests });
+    this.call.send({ id: this.lastId, requests: batch.requests });
     return this.lastId;
   }
 
@@ -110,7 +107,7 @@ export class AllowStream {
   retire(): void {
     this.retired = true;
     this.end();
-    if (this.waiting.size === 0) this.cancel.abort();
+    if (this.waiting.size === 0) this.call.cancel();
   }
 
   /** No more batches: the service answers those it has, then ends the stream. */
@@ -118,31 +115,29 @@ export class AllowStream {
     if (this.ended) return;
     this.ended = true;
     clearTimeout(this.idleTimer);
-    this.outgoing.end();
+    this.call.end();
   }
 
-  private async read(answers: AsyncIterable<AllowStreamResponse>): Promise<void> {
-    let failure: unknown = new StreamEnded('AllowStream ended before answering the batch');
-    try {
-      for await (const answer of answers) {
-        this.lastAnswerAt = performance.now();
-        const batch = this.waiting.get(answer.id);
-        if (batch === undefined) continue;
-        this.waiting.delete(answer.id);
-        if (this.waiting.size === 0) this.nobodyWaits();
-        batch.resolve(answer.results);
-      }
-    } catch (error) {
-      failure = error;
-    }
+  private answered(answer: AllowStreamResponse): void {
+    this.lastAnswerAt = performance.now();
+    const batch = this.waiting.get(answer.id);
+    if (batch === undefined) return;
+    this.waiting.delete(answer.id);
+    if (this.waiting.size === 0) this.nobodyWaits();
+    batch.resolve(answer.results);
+  }
+
+  /** The call is over (failure undefined: with OK): every batch still waiting fails with it. */
+  private closed(failure: unknown): void {
     this.end();
     const unanswered = [...this.waiting.values()];
     this.waiting.clear();
-    for (const batch of unanswered) batch.reject(failure);
+    const reason = failure ?? new StreamEnded('AllowStream ended before answering the batch');
+    for (const batch of unanswered) batch.reject(reason);
   }
 
   private nobodyWaits(): void {
-    if (this.retired) this.cancel.abort();
+    if (this.retired) this.call.cancel();
     else if (!this.ended) this.armIdleTimer();
   }
 

@@ -4,6 +4,7 @@ import { AllowStream, StreamEnded, type StreamTiming } from './allow-stream.js';
 import { callDeadline, DeadlineExceeded } from './call-deadline.js';
 import { expire, finish, isWaiting, type Pending, rideIn, stamp, stamped, watch } from './pending-call.js';
 import type { QuotaRpcClient } from './service-definition.js';
+import { niceGrpcStream, type OpenStream } from './stream-call.js';
 import type { BatchOptions } from './types.js';
 
 /**
@@ -72,6 +73,7 @@ export class Batcher {
   /** Set when the server lacks AllowBatch (UNIMPLEMENTED): from then on, one Allow per call. */
   private unaryOnly = false;
   private stream: AllowStream | undefined;
+  private readonly openStream: OpenStream;
   private readonly flushNow = () => this.flush();
   private readonly flushOnTick = () => {
     this.tickScheduled = false;
@@ -80,10 +82,14 @@ export class Batcher {
 
   constructor(
     private readonly client: QuotaRpcClient,
-    /** `holdMs`: HOLD_MS unless given (tests). */
-    private readonly options: BatchOptions & { stream: boolean; streamTiming?: StreamTiming; holdMs?: number },
+    /**
+     * `openStream`: how an AllowStream call is opened (stream-call.ts); through
+     * `client` unless given. `holdMs`: HOLD_MS unless given (tests).
+     */
+    private readonly options: BatchOptions & { stream: boolean; openStream?: OpenStream; streamTiming?: StreamTiming; holdMs?: number },
   ) {
     this.streamUnsupported = !options.stream;
+    this.openStream = options.openStream ?? niceGrpcStream(client);
   }
 
   readonly send: Send = (request, deadlineMs, signal) =>
@@ -178,7 +184,7 @@ export class Batcher {
     let stream = this.stream;
     if (stream === undefined || !stream.usable) {
       stream?.end();
-      stream = this.stream = new AllowStream(this.client, this.options.streamTiming);
+      stream = this.stream = new AllowStream(this.openStream, this.options.streamTiming);
     }
     const sentAt = performance.now();
     const requests = stamped(items, sentAt);

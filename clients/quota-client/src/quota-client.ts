@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Client as GrpcClient } from '@grpc/grpc-js';
 import { ChannelCredentials, ClientError, createChannel, createClientFactory, Status } from 'nice-grpc';
 import { DecisionSource as ProtoDecisionSource, type AllowResponse } from '@quota-service/contract';
 import { Batcher, unarySender, type Send } from './batcher.js';
@@ -10,6 +11,7 @@ import { LeaseHandle } from './lease.js';
 import { systemLeaseTimers } from './lease-timers.js';
 import { ReservationHandle } from './reservation.js';
 import { allowRequest, quotaClientDefinition } from './service-definition.js';
+import { grpcJsStream } from './stream-call.js';
 import { nextTurn, waitAtMost } from './waiting.js';
 import type {
   AcquireOptions,
@@ -59,13 +61,17 @@ export function createQuotaClient(options: QuotaClientOptions): QuotaClient {
   const logger = options.logger;
   const leaseTimers = options.leaseTimers ?? systemLeaseTimers;
 
-  const channel = createChannel(options.address, options.credentials ?? ChannelCredentials.createInsecure(), options.channelOptions);
+  const channelCredentials = options.credentials ?? ChannelCredentials.createInsecure();
+  const channel = createChannel(options.address, channelCredentials, options.channelOptions);
   // Connect now rather than on the first call, so that call does not spend
   // its whole deadline on TCP and HTTP/2 setup.
   channel.getConnectivityState(true);
   const factory = options.middleware === undefined ? createClientFactory() : createClientFactory().use(options.middleware);
   const client = factory.create(quotaClientDefinition, channel);
-  const batcher = batch === false ? undefined : new Batcher(client, { ...batch, stream: options.stream ?? true });
+  // Without a middleware to run, the batches' stream goes on grpc-js directly (on the same channel).
+  const openStream =
+    options.middleware === undefined ? grpcJsStream(new GrpcClient(options.address, channelCredentials, { channelOverride: channel })) : undefined;
+  const batcher = batch === false ? undefined : new Batcher(client, { ...batch, stream: options.stream ?? true, openStream });
   const send: Send = batcher?.send ?? unarySender(client);
   const slices = options.slices === false ? undefined : new ClientSlices(client, deadlineMs);
 
