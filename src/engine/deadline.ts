@@ -41,6 +41,15 @@ export type SilenceProbe = ((partition: string) => number) | undefined;
  */
 export class TurnDeadlines {
   private current: SharedDeadline | undefined;
+  /**
+   * The last deadline all its calls released before its timer fired: the next
+   * turn's deadline is that one again, its timer set anew (Timeout.refresh)
+   * rather than a timer made and cleared per turn.
+   */
+  private spare: SharedDeadline | undefined;
+  private readonly recycle = (deadline: SharedDeadline): void => {
+    this.spare = deadline;
+  };
 
   constructor(
     private readonly ms: number,
@@ -51,7 +60,10 @@ export class TurnDeadlines {
     let deadline = this.current;
     // A released or expired deadline is never joined: a call always gets at least the time left of a live one.
     if (deadline === undefined || !deadline.joinable()) {
-      deadline = new SharedDeadline(this.ms, this.silentFor());
+      const spare = this.spare;
+      this.spare = undefined;
+      if (spare === undefined) deadline = new SharedDeadline(this.ms, this.silentFor(), this.recycle);
+      else deadline = spare.renew(this.silentFor());
       this.current = deadline;
       const started = deadline;
       // Microtasks run once the current synchronous run is over: the next turn's calls get a deadline of their own.
@@ -83,13 +95,27 @@ class SharedDeadline implements Deadline {
   /** When the timer should fire: how late it did is time this process could not run. */
   private dueAt: number;
   private timer: NodeJS.Timeout;
+  /** The timer is set for the whole budget (not for the rest of one, by arm): renew can set it again. */
+  private fullBudget = true;
 
   constructor(
     private readonly ms: number,
-    private readonly silentFor: SilenceProbe,
+    private silentFor: SilenceProbe,
+    /** Told when every call released this deadline before its timer fired: renew() makes it the next one. */
+    private readonly recycle: (deadline: SharedDeadline) => void,
   ) {
     this.dueAt = performance.now() + ms;
     this.timer = setTimeout(this.onTimer, ms);
+  }
+
+  /** This deadline as a fresh one: a full budget from now, on the same timer. Only after recycle. */
+  renew(silentFor: SilenceProbe): this {
+    this.silentFor = silentFor;
+    this.armed = true;
+    this.dueAt = performance.now() + this.ms;
+    // Set again from now; it keeps the process alive again while calls wait on it.
+    this.timer.refresh().ref();
+    return this;
   }
 
   joinable(): boolean {
@@ -114,15 +140,22 @@ class SharedDeadline implements Deadline {
 
   release(): void {
     if (--this.refs > 0) return;
-    clearTimeout(this.timer);
     // The calls are over; their settled promises need not be kept.
     this.rejects = [];
     this.partitions = [];
+    if (this.fired || !this.fullBudget) {
+      clearTimeout(this.timer);
+      return;
+    }
+    // Unfired: it may serve the next turn. Till then its timer holds no process open, and fires for nothing.
+    this.timer.unref();
+    this.recycle(this);
   }
 
   private arm(ms: number): void {
     const delay = Math.max(1, Math.ceil(ms));
     this.armed = true;
+    this.fullBudget = false;
     this.dueAt = performance.now() + delay;
     this.timer = setTimeout(this.onTimer, delay);
   }
@@ -133,6 +166,8 @@ class SharedDeadline implements Deadline {
   }
 
   private readonly onTimer = (): void => {
+    // A spare's timer: nobody waits on it (renew sets it again).
+    if (this.refs <= 0) return;
     this.fired = true;
     this.armed = false;
     // After the poll phase: answers that arrived while the event loop was busy are read first.

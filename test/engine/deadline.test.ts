@@ -121,6 +121,31 @@ describe('turn deadlines', () => {
     // Released means its timer was cleared: joining it would have left this call unbounded.
     expect(late.state).toBe('timeout');
   });
+
+  it('a later turn on a deadline its calls released (its timer set again, not made anew) gets a full budget from its own start', async () => {
+    const deadlines = new TurnDeadlines(20);
+    const first = deadlines.start();
+    expect(await first.race(Promise.resolve('store'), 'p')).toBe('store');
+    first.release();
+    await advance(15);
+    const next = track(deadlines.start().race(hung(), 'p'));
+    // Five ms after the first turn's budget would have run out: this call's own budget has 5 ms to go.
+    await advance(10);
+    expect(next.state).toBe('pending');
+    await advance(10);
+    expect(next.state).toBe('timeout');
+  });
+
+  it('a released deadline whose timer runs out unused expires nothing, and the next turn still gets its full budget', async () => {
+    const deadlines = new TurnDeadlines(20);
+    deadlines.start().release();
+    await advance(30);
+    const next = track(deadlines.start().race(hung(), 'p'));
+    await advance(19);
+    expect(next.state).toBe('pending');
+    await advance(1);
+    expect(next.state).toBe('timeout');
+  });
 });
 
 describe('store failure policy on a batch (one turn)', () => {

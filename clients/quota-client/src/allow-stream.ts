@@ -55,7 +55,14 @@ export class AllowStream {
   private ended = false;
   private retired = false;
   private lastAnswerAt = Number.NEGATIVE_INFINITY;
+  /**
+   * Set when nobody waits, and left set while batches come and go: when it
+   * fires it ends the stream only if nobody has waited for idleMs, else it
+   * is set again for the rest (one timer per idle period, not one per batch).
+   */
   private idleTimer: NodeJS.Timeout | undefined;
+  /** When the last batch waiting was answered or forgotten (performance.now()). */
+  private idleSince = 0;
 
   private readonly idleMs: number;
   private readonly maxAgeMs: number;
@@ -78,10 +85,6 @@ export class AllowStream {
 
   /** Sends the batch; returns its id, for forget(). */
   send(batch: StreamBatch): number {
-    if (this.idleTimer !== undefined) {
-      clearTimeout(this.idleTimer);
-      this.idleTimer = undefined;
-    }
     // Unique among this stream's unanswered batches: 2^32 batches would have to be in flight to collide.
     this.lastId = (this.lastId + 1) >>> 0;
     this.waiting.set(this.lastId, batch);
@@ -138,13 +141,25 @@ export class AllowStream {
 
   private nobodyWaits(): void {
     if (this.retired) this.call.cancel();
-    else if (!this.ended) this.armIdleTimer();
+    else if (!this.ended) {
+      this.idleSince = performance.now();
+      this.idleTimer ??= this.idleTimerIn(this.idleMs);
+    }
   }
 
-  private armIdleTimer(): void {
-    clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => this.end(), this.idleMs);
+  private idleTimerIn(ms: number): NodeJS.Timeout {
+    const timer = setTimeout(this.onIdleTimer, ms);
     // It only ends the stream: it need not keep the process alive itself.
-    this.idleTimer.unref();
+    timer.unref();
+    return timer;
   }
+
+  private readonly onIdleTimer = (): void => {
+    this.idleTimer = undefined;
+    // Busy now: the timer is set again once nobody waits.
+    if (this.ended || this.waiting.size > 0) return;
+    const idleFor = performance.now() - this.idleSince;
+    if (idleFor >= this.idleMs) this.end();
+    else this.idleTimer = this.idleTimerIn(this.idleMs - idleFor);
+  };
 }

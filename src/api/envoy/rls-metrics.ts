@@ -1,6 +1,7 @@
 import { Counter, type Registry } from 'prom-client';
 import type { RlsDecision } from './rls-decide.js';
 import { LatencyHistogram } from '../../metrics/latency-histogram.js';
+import { RlsTally } from './rls-tally.js';
 
 /**
  * The metrics of Envoy's rate limit service, beside the quota service's own
@@ -11,6 +12,8 @@ import { LatencyHistogram } from '../../metrics/latency-histogram.js';
  * the values are few).
  */
 export class RlsMetrics {
+  /** Counted per call, handed to the three counters below when they are scraped (rls-tally.ts). */
+  private readonly tally = new RlsTally();
   private readonly requests: Counter<'domain' | 'code' | 'source'>;
   private readonly descriptors: Counter<'domain' | 'rule' | 'result'>;
   private readonly nearLimit: Counter<'domain' | 'rule'>;
@@ -28,18 +31,21 @@ export class RlsMetrics {
       help: 'ShouldRateLimit calls by domain ("" when not configured), code (ok, over_limit; the global shadow switch still counts over_limit) and source (store, fail_open, fail_closed, local).',
       labelNames: ['domain', 'code', 'source'] as const,
       registers,
+      collect: () => this.tally.drainRequests((labels, count) => this.requests.inc(labels, count)),
     });
     this.descriptors = new Counter({
       name: 'quota_rls_descriptors_total',
       help: 'Descriptors that matched a rule, by domain, rule (its key path, as envoyproxy/ratelimit names it) and result: allowed, over_limit, shadow_over_limit (a shadow rule that would have denied; answered OK) or unlimited.',
       labelNames: ['domain', 'rule', 'result'] as const,
       registers,
+      collect: () => this.tally.drainDescriptors((labels, count) => this.descriptors.inc(labels, count)),
     });
     this.nearLimit = new Counter({
       name: 'quota_rls_near_limit_total',
       help: 'Allowed descriptors whose limit was, after them, used up to at least QUOTA_RLS_NEAR_LIMIT_RATIO of its capacity, by domain and rule.',
       labelNames: ['domain', 'rule'] as const,
       registers,
+      collect: () => this.tally.drainNearLimit((labels, count) => this.nearLimit.inc(labels, count)),
     });
     this.reloads = new Counter({
       name: 'quota_rls_config_reloads_total',
@@ -59,25 +65,27 @@ export class RlsMetrics {
 
   decided(decision: RlsDecision, seconds: number): void {
     const domain = decision.domain?.name ?? '';
-    this.requests.inc({ domain, code: decision.over ? 'over_limit' : 'ok', source: decision.source });
+    this.tally.request(domain, decision.over, decision.source);
     this.duration.observe(decision.source, seconds);
     if (decision.domain === undefined) return;
     for (const verdict of decision.verdicts) {
       if (verdict.kind === 'none') continue;
-      const rule = verdict.label;
       if (verdict.kind === 'unlimited') {
-        this.descriptors.inc({ domain, rule, result: 'unlimited' });
+        this.tally.descriptor(domain, verdict.label, 'unlimited', false);
         continue;
       }
       const result = verdict.over ? (verdict.shadow ? 'shadow_over_limit' : 'over_limit') : 'allowed';
-      this.descriptors.inc({ domain, rule, result });
-      const limit = verdict.rule.limit!;
-      const outcome = verdict.outcome;
-      if (!verdict.over && outcome !== undefined) {
-        const capacity = limit.algorithm.capacity(limit.params);
-        if (capacity - outcome.remaining >= capacity * this.nearLimitRatio) this.nearLimit.inc({ domain, rule });
-      }
+      this.tally.descriptor(domain, verdict.label, result, !verdict.over && this.nearItsLimit(verdict));
     }
+  }
+
+  /** After an allowed request, its limit used up to at least nearLimitRatio of its capacity. */
+  private nearItsLimit(verdict: Extract<RlsDecision['verdicts'][number], { kind: 'limited' }>): boolean {
+    const outcome = verdict.outcome;
+    if (outcome === undefined) return false;
+    const limit = verdict.rule.limit!;
+    const capacity = limit.algorithm.capacity(limit.params);
+    return capacity - outcome.remaining >= capacity * this.nearLimitRatio;
   }
 
   reloaded(success: boolean): void {
