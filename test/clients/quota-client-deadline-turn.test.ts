@@ -14,7 +14,7 @@ function pending(): { item: Pending; settled: Promise<string> } {
       resolve: () => resolve('answered'),
       reject: (error) => resolve(error instanceof DeadlineExceeded ? 'deadline exceeded' : `failed: ${String(error)}`),
       signal: undefined,
-      timer: undefined,
+      deadlines: undefined,
       deadlineAt: performance.now(),
       done: false,
       rpc: undefined,

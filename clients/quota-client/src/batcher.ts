@@ -2,6 +2,7 @@ import { ClientError, Status } from 'nice-grpc';
 import type { AllowBatchResult, AllowRequest, AllowResponse } from '@quota-service/contract';
 import { AllowStream, StreamEnded, type StreamTiming } from './allow-stream.js';
 import { callDeadline, DeadlineExceeded } from './call-deadline.js';
+import { CallDeadlines } from './call-deadlines.js';
 import { expire, finish, isWaiting, type Pending, rideIn, stamp, stamped, watch } from './pending-call.js';
 import type { QuotaRpcClient } from './service-definition.js';
 import { niceGrpcStream, type OpenStream } from './stream-call.js';
@@ -63,6 +64,8 @@ export const HOLD_MS = 2;
  */
 export class Batcher {
   private queue: Pending[] = [];
+  /** Every call's deadline, on one timer (call-deadlines.ts); a call past it gives up (expire). */
+  private readonly deadlines = new CallDeadlines<Pending>(expire);
   private timer: NodeJS.Timeout | undefined;
   /** A flush is queued with process.nextTick. */
   private tickScheduled = false;
@@ -98,12 +101,9 @@ export class Batcher {
         reject(signal.reason);
         return;
       }
-      const item: Pending = { request, resolve, reject, signal, timer: undefined, deadlineAt: performance.now() + deadlineMs, done: false, rpc: undefined };
-      // Node keeps timers of one duration in one list behind one native timer,
-      // so a deadline per call is a list insert, not a kernel timer.
-      item.timer = setTimeout(expire, deadlineMs, item);
-      // As AbortSignal.timeout's: a pending deadline does not keep the process alive.
-      item.timer.unref();
+      const deadlines = this.deadlines;
+      const item: Pending = { request, resolve, reject, signal, deadlines, deadlineAt: performance.now() + deadlineMs, done: false, rpc: undefined };
+      deadlines.add(item);
       if (signal !== undefined) watch(signal, item);
       this.queue.push(item);
       if (this.queue.length >= this.options.maxSize) this.flush();

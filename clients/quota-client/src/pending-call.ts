@@ -13,8 +13,8 @@ export interface Pending {
   readonly reject: (error: unknown) => void;
   /** The caller's signal, if any; its abort settles the call (SignalWatch). */
   readonly signal: AbortSignal | undefined;
-  /** The call's deadline. */
-  timer: NodeJS.Timeout | undefined;
+  /** Where the call's deadline is kept (call-deadlines.ts): told when the call settles. */
+  readonly deadlines: { settled(): void } | undefined;
   /** When the deadline passes (performance.now()): what is left of it goes with the request (stamped). */
   readonly deadlineAt: number;
   /** Settled: answered, or given up early (deadline, caller's signal); a later answer is ignored. */
@@ -77,7 +77,7 @@ export function rideIn(items: Pending[], abandon: (reason: unknown) => void): vo
 export function finish(item: Pending): boolean {
   if (item.done) return false;
   item.done = true;
-  clearTimeout(item.timer);
+  item.deadlines?.settled();
   if (item.signal !== undefined) unwatch(item.signal, item);
   return true;
 }
