@@ -2,8 +2,9 @@ import type { DecisionSource } from '@quota-service/core';
 
 export type DecisionResult = 'allowed' | 'rejected';
 
-const SOURCES: readonly DecisionSource[] = ['store', 'fail_open', 'fail_closed', 'local', 'slice'];
-const SOURCE_INDEX: Readonly<Record<DecisionSource, number>> = { store: 0, fail_open: 1, fail_closed: 2, local: 3, slice: 4 };
+/** Every source a decision can come from, and each one's place among them (a tally's cells). */
+export const SOURCES: readonly DecisionSource[] = ['store', 'fail_open', 'fail_closed', 'local', 'slice'];
+export const SOURCE_INDEX: Readonly<Record<DecisionSource, number>> = { store: 0, fail_open: 1, fail_closed: 2, local: 3, slice: 4 };
 
 export interface DecisionLabels {
   policy: string;

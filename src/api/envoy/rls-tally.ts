@@ -1,10 +1,9 @@
 import type { DecisionSource } from '@quota-service/core';
+import { SOURCE_INDEX, SOURCES } from '../../metrics/decision-tally.js';
 
 export type RequestCode = 'ok' | 'over_limit';
 export type DescriptorResult = 'allowed' | 'over_limit' | 'shadow_over_limit' | 'unlimited';
 
-const SOURCES: readonly DecisionSource[] = ['store', 'fail_open', 'fail_closed', 'local', 'slice'];
-const SOURCE_INDEX: Readonly<Record<DecisionSource, number>> = { store: 0, fail_open: 1, fail_closed: 2, local: 3, slice: 4 };
 const CODES: readonly RequestCode[] = ['ok', 'over_limit'];
 /** A rule's cells: one per descriptor result, then its near-limit count. */
 const RESULTS: readonly DescriptorResult[] = ['allowed', 'over_limit', 'shadow_over_limit', 'unlimited'];
