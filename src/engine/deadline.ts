@@ -47,8 +47,11 @@ export class TurnDeadlines {
    * rather than a timer made and cleared per turn.
    */
   private spare: SharedDeadline | undefined;
-  private readonly recycle = (deadline: SharedDeadline): void => {
+  /** Keeps `deadline` as the spare unless there is one already (then its timer is cleared by the caller). */
+  private readonly recycle = (deadline: SharedDeadline): boolean => {
+    if (this.spare !== undefined) return false;
     this.spare = deadline;
+    return true;
   };
 
   constructor(
@@ -101,8 +104,8 @@ class SharedDeadline implements Deadline {
   constructor(
     private readonly ms: number,
     private silentFor: SilenceProbe,
-    /** Told when every call released this deadline before its timer fired: renew() makes it the next one. */
-    private readonly recycle: (deadline: SharedDeadline) => void,
+    /** Offered this deadline once every call released it before its timer fired: true if taken, for renew(). */
+    private readonly recycle: (deadline: SharedDeadline) => boolean,
   ) {
     this.dueAt = performance.now() + ms;
     this.timer = setTimeout(this.onTimer, ms);
@@ -143,13 +146,9 @@ class SharedDeadline implements Deadline {
     // The calls are over; their settled promises need not be kept.
     this.rejects = [];
     this.partitions = [];
-    if (this.fired || !this.fullBudget) {
-      clearTimeout(this.timer);
-      return;
-    }
     // Unfired: it may serve the next turn. Till then its timer holds no process open, and fires for nothing.
-    this.timer.unref();
-    this.recycle(this);
+    if (!this.fired && this.fullBudget && this.recycle(this)) this.timer.unref();
+    else clearTimeout(this.timer);
   }
 
   private arm(ms: number): void {

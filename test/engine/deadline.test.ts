@@ -136,6 +136,19 @@ describe('turn deadlines', () => {
     expect(next.state).toBe('timeout');
   });
 
+  it('of several deadlines released together, one is kept for the next turn and the others leave no timer behind', async () => {
+    const deadlines = new TurnDeadlines(20);
+    const overlapping = [];
+    for (let turn = 0; turn < 3; turn++) {
+      overlapping.push(deadlines.start());
+      // The next start() is another turn's: a new deadline, while this one is still held.
+      await Promise.resolve();
+    }
+    expect(vi.getTimerCount()).toBe(3);
+    for (const deadline of overlapping) deadline.release();
+    expect(vi.getTimerCount()).toBe(1);
+  });
+
   it('a released deadline whose timer runs out unused expires nothing, and the next turn still gets its full budget', async () => {
     const deadlines = new TurnDeadlines(20);
     deadlines.start().release();
