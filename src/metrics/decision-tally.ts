@@ -25,17 +25,7 @@ export class DecisionTally {
   private readonly counts = new Map<string, Map<string, number[]>>();
 
   add(policy: string, limit: string, allowed: boolean, source: DecisionSource): void {
-    let byLimit = this.counts.get(policy);
-    if (byLimit === undefined) {
-      byLimit = new Map();
-      this.counts.set(policy, byLimit);
-    }
-    let cells = byLimit.get(limit);
-    if (cells === undefined) {
-      cells = new Array<number>(2 * SOURCES.length).fill(0);
-      byLimit.set(limit, cells);
-    }
-    cells[(allowed ? 0 : SOURCES.length) + SOURCE_INDEX[source]]!++;
+    cellsAt(this.counts, policy, limit, 2 * SOURCES.length)[(allowed ? 0 : SOURCES.length) + SOURCE_INDEX[source]]!++;
   }
 
   /** Every label set counted since the last drain, with its count; the tally is empty afterwards. */
@@ -51,4 +41,19 @@ export class DecisionTally {
     }
     this.counts.clear();
   }
+}
+
+/** A tally's counts for one label pair (outer -> inner), `size` zeros when first asked for. */
+export function cellsAt(counts: Map<string, Map<string, number[]>>, outer: string, inner: string, size: number): number[] {
+  let byInner = counts.get(outer);
+  if (byInner === undefined) {
+    byInner = new Map();
+    counts.set(outer, byInner);
+  }
+  let cells = byInner.get(inner);
+  if (cells === undefined) {
+    cells = new Array<number>(size).fill(0);
+    byInner.set(inner, cells);
+  }
+  return cells;
 }

@@ -1,5 +1,5 @@
 import type { DecisionSource } from '@quota-service/core';
-import { SOURCE_INDEX, SOURCES } from '../../metrics/decision-tally.js';
+import { cellsAt, SOURCE_INDEX, SOURCES } from '../../metrics/decision-tally.js';
 
 export type RequestCode = 'ok' | 'over_limit';
 export type DescriptorResult = 'allowed' | 'over_limit' | 'shadow_over_limit' | 'unlimited';
@@ -34,7 +34,7 @@ export class RlsTally {
   }
 
   descriptor(domain: string, rule: string, result: DescriptorResult, nearLimit: boolean): void {
-    const cells = this.cellsOf(domain, rule);
+    const cells = cellsAt(this.rules, domain, rule, RESULTS.length + 1);
     cells[RESULT_INDEX[result]]!++;
     if (nearLimit) cells[NEAR_LIMIT]!++;
   }
@@ -69,19 +69,5 @@ export class RlsTally {
       }
       if (byRule.size === 0) this.rules.delete(domain);
     }
-  }
-
-  private cellsOf(domain: string, rule: string): number[] {
-    let byRule = this.rules.get(domain);
-    if (byRule === undefined) {
-      byRule = new Map();
-      this.rules.set(domain, byRule);
-    }
-    let cells = byRule.get(rule);
-    if (cells === undefined) {
-      cells = new Array<number>(RESULTS.length + 1).fill(0);
-      byRule.set(rule, cells);
-    }
-    return cells;
   }
 }
