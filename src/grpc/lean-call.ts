@@ -6,7 +6,7 @@ import { authenticateCall, type CallerContext, isProtected } from './auth-middle
 import { CALL_DEADLINE_KEY } from './call-deadline.js';
 import type { CallLog } from './logging-middleware.js';
 
-/** What both lean calls (lean-unary.ts, lean-stream.ts) are given besides their handler. */
+/** What the lean calls (raw-unary.ts, lean-stream.ts) are given besides their handler. */
 export interface LeanOptions {
   logger: Logger;
   callers?: CallerRegistry | undefined;
@@ -80,6 +80,18 @@ export function statusOf(failure: { code: number; details: string }, metadata: G
  * interceptor sets it), the trailer (admission's retry hint) and the
  * cancellation signal.
  */
+/** What a call context reads of the call underneath: grpc-js's intercepting call, or a call on its HTTP/2 stream (raw-unary.ts). */
+export interface CallSource {
+  getPeer(): string;
+  getDeadline(): ReturnType<ServerInterceptingCallInterface['getDeadline']>;
+  sendMetadata(metadata: GrpcMetadata): void;
+}
+
+/** The request's metadata, one key at a time, as grpc-js's Metadata answers `get`. */
+export interface RequestMetadata {
+  get(key: string): Array<string | Buffer>;
+}
+
 export class LeanCallContext {
   caller: CallerContext['caller'];
   currentCaller: CallerContext['currentCaller'];
@@ -91,8 +103,8 @@ export class LeanCallContext {
   readonly metadata: { get(key: string): string | Uint8Array | undefined };
 
   constructor(
-    private readonly call: ServerInterceptingCallInterface,
-    metadata: GrpcMetadata,
+    private readonly call: CallSource,
+    metadata: RequestMetadata,
   ) {
     this.metadata = {
       get: (key) => {
@@ -147,7 +159,7 @@ export class LeanCallContext {
 }
 
 /** The caller's deadline as the deadline interceptor writes it (ms since the epoch, as text), or undefined without one. */
-function deadlineOf(call: ServerInterceptingCallInterface): string | undefined {
+function deadlineOf(call: CallSource): string | undefined {
   const deadline = call.getDeadline();
   const at = deadline instanceof Date ? deadline.getTime() : deadline;
   return Number.isFinite(at) ? String(at) : undefined;

@@ -1,34 +1,73 @@
 import type { ServerInterceptor } from '@grpc/grpc-js';
 import type { LeanOptions, ServerInterceptingCall } from './lean-call.js';
 import { type BidiHandler, LeanStreamCall } from './lean-stream.js';
-import { LeanUnaryCall, type UnaryHandler } from './lean-unary.js';
+import type { StreamTaker } from './raw-streams.js';
+import { RawUnaryCall, type UnaryHandler } from './raw-unary.js';
 
 /** The handlers served on the lean path, by method path; filled in when the services are added. */
 export class LeanRoutes {
   readonly unary = new Map<string, UnaryHandler>();
   readonly bidi = new Map<string, BidiHandler>();
+}
 
-  has(path: string): boolean {
-    return this.unary.has(path) || this.bidi.has(path);
-  }
+/** grpc-js's limit on a request message when the server's options set none. */
+const DEFAULT_MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
+/** grpc-js's `grpc-timeout` grammar and units (ms per unit). */
+const TIMEOUT = /(\d{1,8})\s*([HMSmun])/;
+const TIMEOUT_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1_000, m: 1, u: 0.001, n: 0.000_001 };
+
+/**
+ * The lean path's unary methods (Allow, ShouldRateLimit): taken off the
+ * HTTP/2 connection before grpc-js reads them (raw-streams.ts) and answered by
+ * raw-unary.ts with the steps the middleware chain takes. A request it would
+ * have to read differently is left to grpc-js and the middleware, which
+ * answer it the same: a compressed one, one whose content type grpc-js
+ * refuses, or one with a malformed timeout.
+ */
+export function leanUnaryTaker(routes: LeanRoutes, options: LeanOptions): StreamTaker {
+  return (server, stream, headers) => {
+    const path = headers[':path'];
+    const handler = path === undefined ? undefined : routes.unary.get(path);
+    if (handler === undefined) return false;
+    const contentType = headers['content-type'];
+    if (contentType === undefined || !contentType.startsWith('application/grpc')) return false;
+    const encoding = headers['grpc-encoding'];
+    if (encoding !== undefined && encoding !== 'identity') return false;
+    const deadline = deadlineOf(headers['grpc-timeout']);
+    const method = server.handlers.get(path!);
+    if (deadline === undefined || method?.type !== 'unary') return false;
+    stream.once('error', () => {
+      // A reset or a dropped connection: 'close' follows, and the call ends there.
+    });
+    server.onStreamOpened(stream);
+    const max = server.options['grpc.max_receive_message_length'];
+    new RawUnaryCall(stream, headers, deadline, method, handler, { ...options, maxReceiveBytes: typeof max === 'number' ? max : DEFAULT_MAX_RECEIVE_BYTES });
+    return true;
+  };
+}
+
+/** The deadline (ms since the epoch) a `grpc-timeout` sets, Infinity without one, undefined when malformed. */
+function deadlineOf(timeout: string | string[] | undefined): number | undefined {
+  if (timeout === undefined) return Number.POSITIVE_INFINITY;
+  const match = typeof timeout === 'string' ? TIMEOUT.exec(timeout) : null;
+  if (match === null) return undefined;
+  return Date.now() + ((Number(match[1]) * TIMEOUT_UNIT_MS[match[2]!]!) | 0);
 }
 
 /**
- * The lean path for the hot methods (Allow, ShouldRateLimit, AllowStream): a
- * grpc-js server interceptor that answers the call itself (lean-unary.ts,
- * lean-stream.ts), with the same steps the middleware chain takes as plain
- * calls, instead of nice-grpc's per-call context, metadata copies and one
- * async generator per middleware. Every other method, and these when the
- * route is absent, go on through nice-grpc untouched. grpc-js still reads,
- * decodes (with the method's own strict decoder), times out and encodes the
- * call: TLS, deadlines, compression, flow control and status codes are its own.
+ * The lean path's streaming method (AllowStream): a grpc-js server
+ * interceptor that answers the call itself (lean-stream.ts), with the same
+ * steps the middleware chain takes as plain calls, instead of nice-grpc's
+ * per-call context, metadata copies and one async generator per middleware.
+ * Every other method, and this one when the route is absent, go on through
+ * nice-grpc untouched. grpc-js still reads, decodes (with the method's own
+ * strict decoder), times out and encodes the call: TLS, deadlines,
+ * compression, flow control and status codes are its own.
  */
 export function leanInterceptor(routes: LeanRoutes, options: LeanOptions): ServerInterceptor {
   return (method, call) => {
-    // grpc-js types an interceptor's answer as its own class; it only uses the interface.
-    const unary = routes.unary.get(method.path);
-    if (unary !== undefined) return new LeanUnaryCall(call, method.path, unary, options) as unknown as ServerInterceptingCall;
     const bidi = routes.bidi.get(method.path);
+    // grpc-js types an interceptor's answer as its own class; it only uses the interface.
     if (bidi !== undefined) return new LeanStreamCall(call, method.path, bidi, options) as unknown as ServerInterceptingCall;
     return call as ServerInterceptingCall;
   };

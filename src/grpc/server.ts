@@ -10,7 +10,8 @@ import { boundedHealthService } from './health-service.js';
 import { errorMiddleware } from './error-middleware.js';
 import { loggingMiddleware } from './logging-middleware.js';
 import { addReflection } from './reflection.js';
-import { LeanRoutes, leanInterceptor } from './lean-path.js';
+import { LeanRoutes, leanInterceptor, leanUnaryTaker } from './lean-path.js';
+import { takeStreams } from './raw-streams.js';
 
 export interface QuotaServer {
   /** The bound port (useful with an address ending in :0). */
@@ -73,14 +74,19 @@ export async function startGrpcServer(options: {
   // Filled in by the services; left unserved when the lean path is off.
   const lean = new LeanRoutes();
   const leanServed = options.lean !== false;
+  const leanOptions = { logger: options.logger, callers: options.callers };
   // grpc-js's own server options: nice-grpc hands them to the grpc-js Server as they are.
-  // The lean path is the outermost interceptor: it answers its calls itself.
+  // The lean path's stream is the outermost interceptor: it answers its calls itself.
   const serverOptions = {
     interceptors: [
-      callDeadlineInterceptor(deadlinePaths, (path) => leanServed && lean.has(path)),
-      ...(leanServed ? [leanInterceptor(lean, { logger: options.logger, callers: options.callers })] : []),
+      callDeadlineInterceptor(deadlinePaths, (path) => leanServed && lean.bidi.has(path)),
+      ...(leanServed ? [leanInterceptor(lean, leanOptions)] : []),
     ],
   } as object;
+  // Its unary methods are taken off the connection before grpc-js reads them.
+  if (leanServed && !takeStreams(serverOptions, leanUnaryTaker(lean, leanOptions))) {
+    options.logger.warn('this grpc-js offers no stream hook: Allow and ShouldRateLimit are served through the middleware');
+  }
   let chain = createServer(serverOptions).use(loggingMiddleware(options.logger));
   if (options.audit) chain = chain.use(options.audit);
   chain = chain.use(errorMiddleware(options.logger));

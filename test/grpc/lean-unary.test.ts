@@ -13,7 +13,7 @@ import { HangingStore } from '../support/hanging-store.js';
 import { shippedPolicies } from '../support/quota-service.js';
 import { rlsRequestBytes, rlsResponseOf } from '../support/rls-client.js';
 
-// Allow and ShouldRateLimit are served on the lean path (src/grpc/lean-unary.ts) by default, and
+// Allow and ShouldRateLimit are served on the lean path (src/grpc/raw-unary.ts, read off the HTTP/2 stream) by default, and
 // through nice-grpc's middleware with `lean: false`. Each case here is sent to both, as raw
 // bytes, and both must answer the same: status, message, trailers, answer bytes, debug log lines.
 
