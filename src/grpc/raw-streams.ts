@@ -32,7 +32,8 @@ let hooked: boolean | undefined;
  * limits and shutdown. grpc-js has no public hook for this: its stream
  * handler is wrapped, once per process, and only for servers that registered
  * a taker. False when this grpc-js has no such handler (grpc-js then serves
- * every stream).
+ * every stream). grpc-js's channelz call counters do not count the calls a
+ * taker answers (nothing here serves channelz).
  */
 export function takeStreams(serverOptions: object, taker: StreamTaker): boolean {
   hooked ??= hookGrpcJs();

@@ -77,7 +77,7 @@ export class RawUnaryCall implements CallSource {
 
   /** The handler's own header (sendHeader), before the answer. */
   sendMetadata(metadata: GrpcMetadata): void {
-    if (this.finished || this.stream.closed) return;
+    if (this.finished || this.gone()) return;
     this.sendHeaders(metadata);
   }
 
@@ -141,7 +141,7 @@ export class RawUnaryCall implements CallSource {
   }
 
   private succeed(response: unknown, context: LeanCallContext): void {
-    if (this.finished || this.stream.closed) return;
+    if (this.finished || this.gone()) return;
     let message: Buffer;
     try {
       message = this.method.serialize(response);
@@ -161,7 +161,7 @@ export class RawUnaryCall implements CallSource {
   }
 
   private fail(status: { code: number; details: string }, context = this.context): void {
-    if (this.finished || this.stream.closed) return;
+    if (this.finished || this.gone()) return;
     this.finish();
     const headers = context?.headers() ?? null;
     const trailers = statusHeaders(status, context?.trailers() ?? null);
@@ -181,6 +181,11 @@ export class RawUnaryCall implements CallSource {
     if (this.headersSent) return;
     this.headersSent = true;
     this.stream.respond(metadata === null ? RESPONSE_HEADERS : { ...RESPONSE_HEADERS, ...metadata.toHttp2Headers() }, { waitForTrailers: true });
+  }
+
+  /** Reset by the caller, or its connection gone: nothing more can be sent. */
+  private gone(): boolean {
+    return this.stream.closed || this.stream.destroyed;
   }
 
   private finish(): void {
