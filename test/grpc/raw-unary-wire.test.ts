@@ -4,6 +4,7 @@ import { AllowRequest, AllowResponse } from '@quota-service/contract';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseRlsConfig } from '../../src/api/envoy/rls-config.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
+import { RawUnaryCall } from '../../src/grpc/raw-unary.js';
 import { createLogger } from '../../src/logger.js';
 import { startQuotaServer, type QuotaServer } from '../../src/quota-server.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -131,6 +132,21 @@ describe('the lean unary path sends the frames grpc-js sends', () => {
       const [fromLean, fromMiddleware] = [await exchange(lean, path, request, headers), await exchange(middleware, path, request, headers)];
       expect(fromLean).toEqual(fromMiddleware);
     });
+  });
+
+  it('reads Allow and ShouldRateLimit off the stream itself on the lean path, and only there', async () => {
+    // What the comparisons above compare: the lean server's answers come from raw-unary.ts, not from grpc-js.
+    const run = vi.spyOn(RawUnaryCall.prototype as unknown as { run(request: unknown): void }, 'run');
+    try {
+      await exchange(lean, ALLOW, framed(allowBytes('taken')));
+      await exchange(lean, SRL, framed(srlBytes('taken')));
+      expect(run).toHaveBeenCalledTimes(2);
+      await exchange(middleware, ALLOW, framed(allowBytes('not-taken')));
+      await exchange(lean, ALLOW, framed(gzipSync(allowBytes('compressed')), 1), { 'grpc-encoding': 'gzip' });
+      expect(run).toHaveBeenCalledTimes(2);
+    } finally {
+      run.mockRestore();
+    }
   });
 
   it('answers the cases differently (the comparison means something)', async () => {
