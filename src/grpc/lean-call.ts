@@ -73,13 +73,6 @@ export function statusOf(failure: { code: number; details: string }, metadata: G
   return { code: failure.code as GrpcStatus, details: failure.details, metadata };
 }
 
-/**
- * What a handler reads of its call, as nice-grpc's CallContext offers it,
- * made only as far as it is read: the peer, the request's metadata (one entry
- * at a time, the caller's deadline under CALL_DEADLINE_KEY as the deadline
- * interceptor sets it), the trailer (admission's retry hint) and the
- * cancellation signal.
- */
 /** What a call context reads of the call underneath: grpc-js's intercepting call, or a call on its HTTP/2 stream (raw-unary.ts). */
 export interface CallSource {
   getPeer(): string;
@@ -92,6 +85,13 @@ export interface RequestMetadata {
   get(key: string): Array<string | Buffer>;
 }
 
+/**
+ * What a handler reads of its call, as nice-grpc's CallContext offers it,
+ * made only as far as it is read: the peer, the request's metadata (one entry
+ * at a time, the caller's deadline under CALL_DEADLINE_KEY as the deadline
+ * interceptor sets it), the trailer (admission's retry hint) and the
+ * cancellation signal.
+ */
 export class LeanCallContext {
   caller: CallerContext['caller'];
   currentCaller: CallerContext['currentCaller'];

@@ -25,6 +25,8 @@ const TIMEOUT_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1_
  * refuses, or one with a malformed timeout.
  */
 export function leanUnaryTaker(routes: LeanRoutes, options: LeanOptions): StreamTaker {
+  // The server's limit is known once it exists: read at its first call.
+  let callOptions: (LeanOptions & { maxReceiveBytes: number }) | undefined;
   return (server, stream, headers) => {
     const path = headers[':path'];
     const handler = path === undefined ? undefined : routes.unary.get(path);
@@ -41,7 +43,8 @@ export function leanUnaryTaker(routes: LeanRoutes, options: LeanOptions): Stream
     });
     server.onStreamOpened(stream);
     const max = server.options['grpc.max_receive_message_length'];
-    new RawUnaryCall(stream, headers, deadline, method, handler, { ...options, maxReceiveBytes: typeof max === 'number' ? max : DEFAULT_MAX_RECEIVE_BYTES });
+    callOptions ??= { ...options, maxReceiveBytes: typeof max === 'number' ? max : DEFAULT_MAX_RECEIVE_BYTES };
+    new RawUnaryCall(stream, headers, deadline, method, handler, callOptions);
     return true;
   };
 }
