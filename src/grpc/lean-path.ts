@@ -38,9 +38,7 @@ export function leanUnaryTaker(routes: LeanRoutes, options: LeanOptions): Stream
     const deadline = deadlineOf(headers['grpc-timeout']);
     const method = server.handlers.get(path!);
     if (deadline === undefined || method?.type !== 'unary') return false;
-    stream.once('error', () => {
-      // A reset or a dropped connection: 'close' follows, and the call ends there.
-    });
+    stream.once('error', ignoreStreamError);
     server.onStreamOpened(stream);
     const max = server.options['grpc.max_receive_message_length'];
     callOptions ??= { ...options, maxReceiveBytes: typeof max === 'number' ? max : DEFAULT_MAX_RECEIVE_BYTES };
@@ -48,6 +46,9 @@ export function leanUnaryTaker(routes: LeanRoutes, options: LeanOptions): Stream
     return true;
   };
 }
+
+/** A reset or a dropped connection: 'close' follows, and the call ends there. (One function for every stream: none made per call.) */
+function ignoreStreamError(): void {}
 
 /** The deadline (ms since the epoch) a `grpc-timeout` sets, Infinity without one, undefined when malformed. */
 function deadlineOf(timeout: string | string[] | undefined): number | undefined {
