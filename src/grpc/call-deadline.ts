@@ -11,15 +11,15 @@ export const CALL_DEADLINE_KEY = 'x-quota-call-deadline';
 
 /**
  * A grpc-js server interceptor that hands the caller's deadline to the
- * handlers of `paths` (callDeadlineOf); other methods, and those served on the
- * lean path (`readsItself`: it reads the deadline off the call), pass
- * untouched, at no cost.
+ * handlers of `paths` (callDeadlineOf); other methods pass untouched, at no
+ * cost. (The lean path, lean-path.ts, reads the deadline off the call itself:
+ * its calls never reach grpc-js's interceptors.)
  */
-export function callDeadlineInterceptor(paths: readonly string[], readsItself: (path: string) => boolean = () => false): ServerInterceptor {
+export function callDeadlineInterceptor(paths: readonly string[]): ServerInterceptor {
   const wanted = new Set(paths);
   return (method, call) => {
     // grpc-js needs only the interface of the call it is given back: no wrapper for the other methods.
-    if (!wanted.has(method.path) || readsItself(method.path)) return call as ServerInterceptingCall;
+    if (!wanted.has(method.path)) return call as ServerInterceptingCall;
     return new ServerInterceptingCall(call, {
       start: (next) =>
         next({

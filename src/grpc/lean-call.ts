@@ -1,4 +1,4 @@
-import { Metadata as GrpcMetadata, type ServerInterceptingCallInterface, type ServerInterceptor, type status as GrpcStatus } from '@grpc/grpc-js';
+import { Metadata as GrpcMetadata } from '@grpc/grpc-js';
 import { Metadata } from 'nice-grpc';
 import type { CallerRegistry } from '../config/callers.js';
 import type { Logger } from '../logger.js';
@@ -10,51 +10,6 @@ import type { CallLog } from './logging-middleware.js';
 export interface LeanOptions {
   logger: Logger;
   callers?: CallerRegistry | undefined;
-}
-
-export type ServerInterceptingCall = ReturnType<ServerInterceptor>;
-type PartialStatusObject = Parameters<ServerInterceptingCallInterface['sendStatus']>[0];
-
-/**
- * A call on the lean path, as grpc-js's own handling sees it: grpc-js starts
- * it, and the start is ignored (grpc-js's handler never runs); the subclass
- * reads the requests and answers on the call underneath. The rest passes through.
- */
-export abstract class LeanCall implements ServerInterceptingCallInterface {
-  constructor(protected readonly call: ServerInterceptingCallInterface) {}
-
-  abstract start(): void;
-
-  sendMetadata(metadata: GrpcMetadata): void {
-    this.call.sendMetadata(metadata);
-  }
-  sendMessage(message: unknown, callback: () => void): void {
-    this.call.sendMessage(message, callback);
-  }
-  sendStatus(status: PartialStatusObject): void {
-    this.call.sendStatus(status);
-  }
-  startRead(): void {
-    this.call.startRead();
-  }
-  getPeer() {
-    return this.call.getPeer();
-  }
-  getDeadline() {
-    return this.call.getDeadline();
-  }
-  getHost() {
-    return this.call.getHost();
-  }
-  getAuthContext() {
-    return this.call.getAuthContext();
-  }
-  getConnectionInfo() {
-    return this.call.getConnectionInfo();
-  }
-  getMetricsRecorder() {
-    return this.call.getMetricsRecorder();
-  }
 }
 
 /**
@@ -69,15 +24,39 @@ export function authenticateLean(options: LeanOptions, path: string, context: Le
   context.currentCaller = known.currentCaller;
 }
 
-export function statusOf(failure: { code: number; details: string }, metadata: GrpcMetadata | null): PartialStatusObject {
-  return { code: failure.code as GrpcStatus, details: failure.details, metadata };
+/** How a call ended: a gRPC status code and its message. */
+export interface CallStatus {
+  code: number;
+  details: string;
 }
 
-/** What a call context reads of the call underneath: grpc-js's intercepting call, or a call on its HTTP/2 stream (raw-unary.ts). */
+/** What a call context reads of the call underneath, a call on its HTTP/2 stream (raw-call.ts). */
 export interface CallSource {
   getPeer(): string;
-  getDeadline(): ReturnType<ServerInterceptingCallInterface['getDeadline']>;
+  /** ms since the epoch; Infinity without a deadline. */
+  getDeadline(): number;
   sendMetadata(metadata: GrpcMetadata): void;
+}
+
+/** What a stream's call hands its reader, as grpc-js's server call listener gets it. */
+export interface StreamListener {
+  onReceiveMetadata(metadata: RequestMetadata): void;
+  /** One message per startRead. */
+  onReceiveMessage(message: unknown): void;
+  /** The caller sent its last message (after every message it sent). */
+  onReceiveHalfClose(): void;
+  /** The call is over (the caller gone, its deadline passed, or its status sent): nothing more is read or written. */
+  onCancel(): void;
+}
+
+/** A streaming call underneath a lean stream (raw-stream.ts): read one message at a time, answered message by message, then a status. */
+export interface StreamSource extends CallSource {
+  start(listener: StreamListener): void;
+  startRead(): void;
+  /** `written` runs once the message is handed to the connection. */
+  sendMessage(message: unknown, written: () => void): void;
+  /** Ends the call with `status`, and the handler's trailer when it set one. */
+  sendStatus(status: CallStatus, trailers: GrpcMetadata | null): void;
 }
 
 /** The request's metadata, one key at a time, as grpc-js's Metadata answers `get`. */
@@ -160,8 +139,7 @@ export class LeanCallContext {
 
 /** The caller's deadline as the deadline interceptor writes it (ms since the epoch, as text), or undefined without one. */
 function deadlineOf(call: CallSource): string | undefined {
-  const deadline = call.getDeadline();
-  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  const at = call.getDeadline();
   return Number.isFinite(at) ? String(at) : undefined;
 }
 

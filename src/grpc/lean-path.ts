@@ -1,6 +1,7 @@
-import type { ServerInterceptor } from '@grpc/grpc-js';
-import type { LeanOptions, ServerInterceptingCall } from './lean-call.js';
+import type { LeanOptions } from './lean-call.js';
 import { type BidiHandler, LeanStreamCall } from './lean-stream.js';
+import type { RawCallLimits } from './raw-call.js';
+import { RawStreamCall } from './raw-stream.js';
 import type { StreamTaker } from './raw-streams.js';
 import { RawUnaryCall, type UnaryHandler } from './raw-unary.js';
 
@@ -17,32 +18,36 @@ const TIMEOUT = /(\d{1,8})\s*([HMSmun])/;
 const TIMEOUT_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1_000, m: 1, u: 0.001, n: 0.000_001 };
 
 /**
- * The lean path's unary methods (Allow, ShouldRateLimit): taken off the
- * HTTP/2 connection before grpc-js reads them (raw-streams.ts) and answered by
- * raw-unary.ts with the steps the middleware chain takes. A request it would
- * have to read differently is left to grpc-js and the middleware, which
+ * The lean path's methods (Allow, ShouldRateLimit, AllowStream): taken off
+ * the HTTP/2 connection before grpc-js reads them (raw-streams.ts) and
+ * answered by raw-unary.ts, or for the stream by raw-stream.ts and
+ * lean-stream.ts, with the steps the middleware chain takes. A request it
+ * would have to read differently is left to grpc-js and the middleware, which
  * answer it the same: a compressed one, one whose content type grpc-js
  * refuses, or one with a malformed timeout.
  */
-export function leanUnaryTaker(routes: LeanRoutes, options: LeanOptions): StreamTaker {
+export function leanTaker(routes: LeanRoutes, options: LeanOptions): StreamTaker {
   // The server's limit is known once it exists: read at its first call.
-  let callOptions: (LeanOptions & { maxReceiveBytes: number }) | undefined;
+  let callOptions: (LeanOptions & RawCallLimits) | undefined;
   return (server, stream, headers) => {
     const path = headers[':path'];
-    const handler = path === undefined ? undefined : routes.unary.get(path);
-    if (handler === undefined) return false;
+    if (path === undefined) return false;
+    const unary = routes.unary.get(path);
+    const bidi = unary === undefined ? routes.bidi.get(path) : undefined;
+    if (unary === undefined && bidi === undefined) return false;
     const contentType = headers['content-type'];
     if (contentType === undefined || !contentType.startsWith('application/grpc')) return false;
     const encoding = headers['grpc-encoding'];
     if (encoding !== undefined && encoding !== 'identity') return false;
     const deadline = deadlineOf(headers['grpc-timeout']);
-    const method = server.handlers.get(path!);
-    if (deadline === undefined || method?.type !== 'unary') return false;
+    const method = server.handlers.get(path);
+    if (deadline === undefined || method?.type !== (unary === undefined ? 'bidi' : 'unary')) return false;
     stream.once('error', ignoreStreamError);
     server.onStreamOpened(stream);
     const max = server.options['grpc.max_receive_message_length'];
     callOptions ??= { ...options, maxReceiveBytes: typeof max === 'number' ? max : DEFAULT_MAX_RECEIVE_BYTES };
-    new RawUnaryCall(stream, headers, deadline, method, handler, callOptions);
+    if (unary !== undefined) new RawUnaryCall(stream, headers, deadline, method, unary, callOptions);
+    else new LeanStreamCall(new RawStreamCall(stream, headers, deadline, method, callOptions), path, bidi!, options).start();
     return true;
   };
 }
@@ -56,23 +61,4 @@ function deadlineOf(timeout: string | string[] | undefined): number | undefined 
   const match = typeof timeout === 'string' ? TIMEOUT.exec(timeout) : null;
   if (match === null) return undefined;
   return Date.now() + ((Number(match[1]) * TIMEOUT_UNIT_MS[match[2]!]!) | 0);
-}
-
-/**
- * The lean path's streaming method (AllowStream): a grpc-js server
- * interceptor that answers the call itself (lean-stream.ts), with the same
- * steps the middleware chain takes as plain calls, instead of nice-grpc's
- * per-call context, metadata copies and one async generator per middleware.
- * Every other method, and this one when the route is absent, go on through
- * nice-grpc untouched. grpc-js still reads, decodes (with the method's own
- * strict decoder), times out and encodes the call: TLS, deadlines,
- * compression, flow control and status codes are its own.
- */
-export function leanInterceptor(routes: LeanRoutes, options: LeanOptions): ServerInterceptor {
-  return (method, call) => {
-    const bidi = routes.bidi.get(method.path);
-    // grpc-js types an interceptor's answer as its own class; it only uses the interface.
-    if (bidi !== undefined) return new LeanStreamCall(call, method.path, bidi, options) as unknown as ServerInterceptingCall;
-    return call as ServerInterceptingCall;
-  };
 }

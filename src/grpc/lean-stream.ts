@@ -1,8 +1,8 @@
-import { status as GrpcStatus, type Metadata as GrpcMetadata } from '@grpc/grpc-js';
+import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { CallContext } from 'nice-grpc';
 import type { CallerContext } from './auth-middleware.js';
 import { statusOfError } from './error-middleware.js';
-import { authenticateLean, LeanCall, LeanCallContext, type LeanOptions, statusOf } from './lean-call.js';
+import { authenticateLean, type CallStatus, LeanCallContext, type LeanOptions, type RequestMetadata, type StreamSource } from './lean-call.js';
 import { callLog } from './logging-middleware.js';
 
 /** A bidirectional streaming method's handler as the services write it for nice-grpc: the requests, the call's context, the answers. */
@@ -18,8 +18,8 @@ export type BidiHandler = (requests: AsyncIterable<never>, context: CallContext 
 const WRITES_AHEAD = 8;
 
 /**
- * A bidirectional stream on the lean path (lean-path.ts), with the steps the
- * middleware chain takes (debug lines, caller authentication when the stream
+ * A bidirectional stream on the lean path (lean-path.ts), read and answered
+ * on its HTTP/2 stream (raw-stream.ts), with the steps the middleware chain takes (debug lines, caller authentication when the stream
  * opens, error mapping) as plain calls, and instead of nice-grpc's adapters
  * (a Readable turned into an async iterable, one async generator per
  * middleware, a context per call) two small ones: the requests as an async
@@ -27,7 +27,7 @@ const WRITES_AHEAD = 8;
  * asks for it (so the handler's pace is what HTTP/2 flow control sees), and
  * a loop that writes each answer the handler yields.
  */
-export class LeanStreamCall extends LeanCall {
+export class LeanStreamCall {
   private readonly requests: RequestQueue;
   private context: LeanCallContext | undefined;
   private cancelled = false;
@@ -36,12 +36,11 @@ export class LeanStreamCall extends LeanCall {
   private headerSent = false;
 
   constructor(
-    call: ConstructorParameters<typeof LeanCall>[0],
+    private readonly call: StreamSource,
     private readonly path: string,
     private readonly handler: BidiHandler,
     private readonly options: LeanOptions,
   ) {
-    super(call);
     this.requests = new RequestQueue(() => this.call.startRead());
   }
 
@@ -51,7 +50,7 @@ export class LeanStreamCall extends LeanCall {
       onReceiveMessage: (message) => this.requests.push(message),
       onReceiveHalfClose: () => this.requests.end(),
       onCancel: () => {
-        // The caller is gone (or grpc-js ended the call): the handler sees its
+        // The caller is gone (or the call ended itself): the handler sees its
         // requests end and its signal abort, and nothing more is written.
         this.cancelled = true;
         this.context?.cancel();
@@ -61,7 +60,7 @@ export class LeanStreamCall extends LeanCall {
     });
   }
 
-  private async run(metadata: GrpcMetadata): Promise<void> {
+  private async run(metadata: RequestMetadata): Promise<void> {
     const { logger } = this.options;
     const log = callLog(logger, this.path, undefined);
     const context = new LeanCallContext(this.call, metadata);
@@ -104,10 +103,10 @@ export class LeanStreamCall extends LeanCall {
     written?.();
   }
 
-  /** The status, after the answers handed over (grpc-js writes it behind them); a no-op once cancelled. */
-  private end(context: LeanCallContext, status: { code: number; details: string }): void {
+  /** The status, after the answers handed over (written behind them); a no-op once cancelled. */
+  private end(context: LeanCallContext, status: CallStatus): void {
     this.sendHeaderOnce(context);
-    this.call.sendStatus(statusOf(status, context.trailers()));
+    this.call.sendStatus(status, context.trailers());
   }
 
   /** A header the handler set goes out before the first answer (or the status), as nice-grpc sends it. */
@@ -121,7 +120,7 @@ export class LeanStreamCall extends LeanCall {
 
 /**
  * The messages of one stream as an async iterable: next() asks the call for
- * one message (grpc-js delivers one per read) only when none is waiting, and
+ * one message (it delivers one per read) only when none is waiting, and
  * ends when the caller half-closes or the call is cancelled.
  */
 class RequestQueue implements AsyncIterableIterator<unknown> {
@@ -151,7 +150,7 @@ class RequestQueue implements AsyncIterableIterator<unknown> {
   next(): Promise<IteratorResult<unknown>> {
     if (this.ready.length > 0) return Promise.resolve({ value: this.ready.shift(), done: false });
     if (this.ended) return Promise.resolve({ value: undefined, done: true });
-    // Waiting before reading: grpc-js may deliver a queued message inside startRead.
+    // Waiting before reading: the call may deliver a queued message inside startRead.
     const next = new Promise<IteratorResult<unknown>>((resolve) => (this.waiting = resolve));
     if (!this.reading) {
       this.reading = true;

@@ -10,7 +10,7 @@ import { boundedHealthService } from './health-service.js';
 import { errorMiddleware } from './error-middleware.js';
 import { loggingMiddleware } from './logging-middleware.js';
 import { addReflection } from './reflection.js';
-import { LeanRoutes, leanInterceptor, leanUnaryTaker } from './lean-path.js';
+import { LeanRoutes, leanTaker } from './lean-path.js';
 import { takeStreams } from './raw-streams.js';
 
 export interface QuotaServer {
@@ -76,16 +76,10 @@ export async function startGrpcServer(options: {
   const leanServed = options.lean !== false;
   const leanOptions = { logger: options.logger, callers: options.callers };
   // grpc-js's own server options: nice-grpc hands them to the grpc-js Server as they are.
-  // The lean path's stream is the outermost interceptor: it answers its calls itself.
-  const serverOptions = {
-    interceptors: [
-      callDeadlineInterceptor(deadlinePaths, (path) => leanServed && lean.bidi.has(path)),
-      ...(leanServed ? [leanInterceptor(lean, leanOptions)] : []),
-    ],
-  } as object;
-  // Its unary methods are taken off the connection before grpc-js reads them.
-  if (leanServed && !takeStreams(serverOptions, leanUnaryTaker(lean, leanOptions))) {
-    options.logger.warn('this grpc-js offers no stream hook: Allow and ShouldRateLimit are served through the middleware');
+  const serverOptions = { interceptors: [callDeadlineInterceptor(deadlinePaths)] } as object;
+  // The lean path's calls are taken off the connection before grpc-js reads them.
+  if (leanServed && !takeStreams(serverOptions, leanTaker(lean, leanOptions))) {
+    options.logger.warn('this grpc-js offers no stream hook: Allow, AllowStream and ShouldRateLimit are served through the middleware');
   }
   let chain = createServer(serverOptions).use(loggingMiddleware(options.logger));
   if (options.audit) chain = chain.use(options.audit);

@@ -11,6 +11,7 @@ import { MemoryStore } from '../../src/store/memory.js';
 import type { QuotaStore } from '../../src/store/store.js';
 import { HangingStore } from '../support/hanging-store.js';
 import { shippedPolicies } from '../support/quota-service.js';
+import { exchange as exchangeFrames, framed, oversized, type WireExchange } from '../support/grpc-wire.js';
 import { rlsRequestBytes, rlsResponseOf } from '../support/rls-client.js';
 
 // The lean path reads Allow and ShouldRateLimit off the HTTP/2 stream itself (src/grpc/raw-unary.ts)
@@ -26,11 +27,9 @@ descriptors:
     rate_limit: { unit: minute, requests_per_unit: 100 }
 `;
 
-interface WireAnswer {
-  headers: Record<string, unknown>;
-  /** The framing (flag and length) as sent, the answer decoded without what moves with the clock. */
+interface WireAnswer extends Omit<WireExchange, 'data'> {
+  /** The framing as sent (its flag, and whether it declares its length), the answer decoded without what moves with the clock. */
   data: unknown;
-  trailers: Record<string, unknown>;
 }
 
 async function serve(lean: boolean, store: QuotaStore = new MemoryStore()): Promise<QuotaServer> {
@@ -45,30 +44,17 @@ async function serve(lean: boolean, store: QuotaStore = new MemoryStore()): Prom
   return server;
 }
 
-/** Sends one request as given (headers over the usual gRPC ones, the body as bytes) and reads the whole answer. */
-function exchange(server: QuotaServer, path: string, body: Buffer, headers: Record<string, string> = {}): Promise<WireAnswer> {
-  const session = http2.connect(`http://127.0.0.1:${server.port}`);
-  session.on('error', () => {});
-  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...headers });
-  const answer: WireAnswer = { headers: {}, data: '', trailers: {} };
-  const data: Buffer[] = [];
-  stream.on('response', (h) => (answer.headers = withoutDate(h)));
-  stream.on('data', (chunk: Buffer) => data.push(chunk));
-  stream.on('trailers', (t) => (answer.trailers = { ...t }));
-  stream.on('error', () => {});
-  stream.end(body);
-  return new Promise((resolve) =>
-    stream.on('close', () => {
-      session.close();
-      resolve({ ...answer, data: timeless(path, Buffer.concat(data)) });
-    }),
-  );
+/** Sends one request as HTTP/2 frames and reads the whole answer, its message decoded. */
+async function exchange(server: QuotaServer, path: string, body: Buffer, headers: Record<string, string> = {}): Promise<WireAnswer> {
+  const answer = await exchangeFrames(server.port, path, body, headers);
+  return { ...answer, data: timeless(path, answer.data) };
 }
 
 function timeless(path: string, bytes: Buffer): unknown {
   if (bytes.length < 5) return bytes.toString('hex');
   const message = bytes.subarray(5);
-  const prefix = bytes.subarray(0, 5).toString('hex');
+  // The framing: its flag, and a length that is the message's (the message's own length moves with the clock: a time until reset).
+  const prefix = { flag: bytes[0], declaresItsLength: bytes.readUInt32BE(1) === message.length };
   if (path === ALLOW) {
     const answer = AllowResponse.decode(message);
     return { prefix, answer: { ...answer, limits: answer.limits.map((limit) => ({ ...limit, resetAfterMs: 0 })) } };
@@ -77,29 +63,9 @@ function timeless(path: string, bytes: Buffer): unknown {
   return { prefix, answer };
 }
 
-function withoutDate(headers: http2.IncomingHttpHeaders): Record<string, unknown> {
-  const { date: _date, ...rest } = headers;
-  return rest;
-}
-
-function framed(message: Uint8Array, flag = 0): Buffer {
-  const frame = Buffer.alloc(5 + message.length);
-  frame.writeUInt8(flag, 0);
-  frame.writeUInt32BE(message.length, 1);
-  frame.set(message, 5);
-  return frame;
-}
-
 const allowBytes = (user: string) =>
   AllowRequest.encode({ policy: 'orders', identity: { user }, cost: 1, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 }).finish();
 const srlBytes = (key: string) => rlsRequestBytes({ domain: 'edge', descriptors: [{ entries: [{ key: 'api_key', value: key }] }] });
-/** A frame prefix that declares a message over grpc-js's 4 MiB limit. */
-const oversized = () => {
-  const prefix = Buffer.alloc(5);
-  prefix.writeUInt32BE(5 * 1024 * 1024, 1);
-  return prefix;
-};
-
 // Each case names its own identity so both servers see it fresh (the decisions then match).
 const CASES: Array<[name: string, path: string, body: (id: string) => Buffer, headers: Record<string, string>]> = [
   ['an Allow', ALLOW, (id) => framed(allowBytes(id)), {}],
