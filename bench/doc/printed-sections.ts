@@ -107,7 +107,8 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
     about:
       'The batching quota client (one `AllowStream`), the service and one Redis at 1, 4 and 16 calls in flight, with V8 CPU profiles of ' +
       'the caller (client and load driver) and the service: each profile summed over the measured seconds by what ran, in µs per ' +
-      "decision. **gRPC + HTTP/2** is grpc-js, nice-grpc and Node's HTTP/2; **Redis I/O** is ioredis and the socket writes to Redis " +
+      "decision. **gRPC + HTTP/2** is grpc-js, nice-grpc and Node's HTTP/2 (the service reads and answers its `AllowStream` itself, " +
+      'below grpc-js: that reading is **service code**); **Redis I/O** is ioredis and the socket writes to Redis ' +
       '(the write system call is counted there); **native** is V8\'s "(program)": the event loop and system calls outside JavaScript. ' +
       'Set each row against the hop floor below. ' +
       "The second table runs the same points without profiles and reads the kernel's scheduler figures of each process's main " +

@@ -19,8 +19,9 @@ const WRITES_AHEAD = 8;
 
 /**
  * A bidirectional stream on the lean path (lean-path.ts), read and answered
- * on its HTTP/2 stream (raw-stream.ts), with the steps the middleware chain takes (debug lines, caller authentication when the stream
- * opens, error mapping) as plain calls, and instead of nice-grpc's adapters
+ * on its HTTP/2 stream (raw-stream.ts), with the steps the middleware chain
+ * takes (debug lines, caller authentication when the stream opens, error
+ * mapping) as plain calls, and instead of nice-grpc's adapters
  * (a Readable turned into an async iterable, one async generator per
  * middleware, a context per call) two small ones: the requests as an async
  * iterable that reads the next message from the call only when the handler

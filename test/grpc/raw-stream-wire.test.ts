@@ -61,6 +61,9 @@ const batch = (id: number, user: string, n = 1) => framed(batchBytes(id, user, n
 const CASES: Array<[name: string, body: (id: string) => Buffer, headers: Record<string, string>]> = [
   ['two batches, then the end', (id) => Buffer.concat([batch(1, id, 2), batch(2, id)]), {}],
   ['one batch with a timeout', (id) => batch(7, id), { 'grpc-timeout': '5S' }],
+  // Past HTTP/2's 16 KiB frame: the batch arrives in pieces.
+  ['a batch of 1,000 requests', (id) => batch(1, id, 1000), {}],
+  ['forty batches in one write', (id) => Buffer.concat(Array.from({ length: 40 }, (_, i) => batch(i + 1, `${id}-${i}`))), {}],
   ['no batch, then the end', () => Buffer.alloc(0), {}],
   ['a batch, then half a frame', (id) => Buffer.concat([batch(1, id), batch(2, id).subarray(0, 8)]), {}],
   ['a batch, then a frame declared larger than the limit', (id) => Buffer.concat([batch(1, id), oversized()]), {}],
