@@ -1,8 +1,11 @@
 // `make bench`: Envoy's ShouldRateLimit against Allow on the same service process
 // and the same Redis, in one run: the maximum decisions per second of each
-// (closed loop), then p50/p99 of each at half its own maximum (open loop: calls
-// sent on a fixed schedule, as a proxy's traffic arrives, latency measured
-// from each call's scheduled time), rounds alternating. Envoy's default timeout
+// (closed loop: h2load on one connection, as a proxy keeps one, with 32 calls
+// in flight, a client in C that saturates the service before itself; beside it
+// a lean Node client at 8 in flight that reads every call's status), then
+// p50/p99 of each at half its own maximum (open loop: calls sent on a fixed
+// schedule, as a proxy's traffic arrives, latency measured from each call's
+// scheduled time), rounds alternating. Envoy's default timeout
 // for this call is 20 ms; p99 at half load has to stay far below it. Every
 // call of both kinds carries that deadline, as Envoy sends it: the store budget
 // is what is left of it. A call that outlives it (answered DEADLINE_EXCEEDED,
@@ -20,7 +23,7 @@ import { startServerChild } from './children.js';
 import { type Call, driveLoad } from './load.js';
 import { parseOptions } from './options.js';
 import { rawUnaryCaller } from './raw-unary.js';
-import { grpcFrame, h2loadAvailable, h2loadOpenLoop } from './h2load.js';
+import { grpcFrame, h2loadAvailable, h2loadClosedLoop, h2loadOpenLoop } from './h2load.js';
 import { benchBudgetMs } from './rounds.js';
 import { median, percentile } from './stats.js';
 
@@ -40,6 +43,9 @@ const requestOf = {
 /** Envoy's default timeout for a rate limit call (20 ms), as Envoy sends its deadline; the same for both kinds. */
 const DEADLINE_HEADERS = { 'grpc-timeout': '20m' };
 const DEADLINE_HEADER_LINES = Object.entries(DEADLINE_HEADERS).map(([name, value]) => `${name}: ${value}`);
+
+/** h2load's closed loop for the maximum: one connection, and enough calls in flight on it that the service, not the client, is what saturates. */
+const H2LOAD_MAX = { clients: 1, streams: 32 } as const;
 
 /** The answers of a call that outlived that deadline: DEADLINE_EXCEEDED, or the failure mode's UNAVAILABLE once the store budget is spent. */
 const TIMED_OUT = new Set(['grpc-status 4', 'grpc-status 14']);
@@ -128,9 +134,14 @@ async function main(run: BenchRun): Promise<number> {
   const timedOut: Record<Kind, number> = { Allow: 0, ShouldRateLimit: 0 };
   const callersOf = callers(service.port, timedOut);
   run.onCleanup(() => Object.values(callersOf).forEach((c) => c.close()));
+  // h2load when installed (make bench installs it): a client whose own cost and pauses do not set the figures.
+  const withH2load = h2loadAvailable();
   process.stdout.write(
     `ShouldRateLimit vs Allow: one service process, Redis ${redis.url}, one descriptor / one token bucket limit per call, ${USERS} values\n` +
-      `max: closed loop, concurrency ${options.concurrency}, ${options.rounds} alternating rounds x ${options.seconds} s; ` +
+      (withH2load
+        ? `max: closed loop by h2load, ${H2LOAD_MAX.clients} connection, ${H2LOAD_MAX.streams} calls in flight, one descriptor value; beside it the Node client's closed loop, concurrency ${options.concurrency}, which reads every call's status; `
+        : `max: closed loop by the Node client (h2load not found), concurrency ${options.concurrency}; `) +
+      `${options.rounds} alternating rounds x ${options.seconds} s; ` +
       `then an open loop at half of each one's max, ${options.rounds} alternating rounds x ${options.seconds} s; node ${process.version}, ${cpus().length} cpus\n\n`,
   );
   const kinds = ['Allow', 'ShouldRateLimit'] as const;
@@ -138,14 +149,25 @@ async function main(run: BenchRun): Promise<number> {
     await driveLoad({ call: callersOf[kind].call, concurrency: options.concurrency, durationMs: options.warmupSeconds * 1000, graceMs: 5_000 });
   }
   timedOut.Allow = timedOut.ShouldRateLimit = 0;
-  const rates: Record<Kind, number[]> = { Allow: [], ShouldRateLimit: [] };
+  const nodeRates: Record<Kind, number[]> = { Allow: [], ShouldRateLimit: [] };
+  const h2loadRates: Record<Kind, number[]> = { Allow: [], ShouldRateLimit: [] };
   const closedErrors: Record<Kind, number> = { Allow: 0, ShouldRateLimit: 0 };
   let failed = 0;
   for (let round = 0; round < options.rounds; round++) {
     for (const kind of kinds) {
       const timedOutBefore = timedOut[kind];
       const result = await driveLoad({ call: callersOf[kind].call, concurrency: options.concurrency, durationMs: options.seconds * 1000, graceMs: 5_000 });
-      rates[kind].push(result.decisionsPerSecond);
+      nodeRates[kind].push(result.decisionsPerSecond);
+      if (withH2load) {
+        const url = `http://127.0.0.1:${service.port}${PATHS[kind]}`;
+        const loaded = await h2loadClosedLoop(url, grpcFrame(requestOf[kind]('bench-user-0')), {
+          ...H2LOAD_MAX,
+          seconds: options.seconds,
+          headers: DEADLINE_HEADER_LINES,
+        });
+        h2loadRates[kind].push(loaded.succeeded / options.seconds);
+        failed += loaded.failed;
+      }
       // A call past its deadline is what Envoy would have timed out: counted apart, never as a decision.
       const errors = result.errors - (timedOut[kind] - timedOutBefore);
       closedErrors[kind] += errors;
@@ -154,10 +176,9 @@ async function main(run: BenchRun): Promise<number> {
     }
   }
   const timedOutAtMax = { ...timedOut };
+  const rates = withH2load ? h2loadRates : nodeRates;
   // Latency at half of each one's max, rounds alternating: a stall of this shared machine lands in one
   // round of one kind, so the report gives the median over the rounds and the worst round beside it.
-  // h2load when installed (make bench installs it): a client whose own pauses do not count as the service's.
-  const withH2load = h2loadAvailable();
   // The same open loop against a no-op server of the same gRPC stack, at the same rate: what
   // the client, the network and this machine's wake-ups cost before any decision.
   const noop = withH2load ? await startServerChild('noop', 'noop-server.ts', []) : undefined;
@@ -182,9 +203,10 @@ async function main(run: BenchRun): Promise<number> {
       if (noop !== undefined) noopLatencies[kind].push(await h2loadOpenLoop(noop.port, PATHS[kind], frame, half(kind), options.seconds, DEADLINE_HEADER_LINES));
     }
   }
+  const nodeColumn = `Node client at ${options.concurrency} in flight`;
   const rows: string[] = [
-    '| call | max decisions/s | rate for latency | p50 ms | p99 ms (median of rounds) | p99 ms (worst round) | no-op p50 / p99 ms, same rate | past the 20 ms deadline (max) | errors (max, latency) |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    `| call | max decisions/s | ${nodeColumn} | rate for latency | p50 ms | p99 ms (median of rounds) | p99 ms (worst round) | no-op p50 / p99 ms, same rate | past the 20 ms deadline (${nodeColumn}) | errors (max, latency) |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const kind of kinds) {
     const rounds = latencies[kind];
@@ -195,7 +217,7 @@ async function main(run: BenchRun): Promise<number> {
     const floor = noopLatencies[kind];
     const noopCell = floor.length === 0 ? 'n/a' : `${median(floor.map((r) => r.p50)).toFixed(2)} / ${median(floor.map((r) => r.p99)).toFixed(2)}`;
     rows.push(
-      `| ${kind} | ${median(rates[kind]).toFixed(0)} | ${half(kind)}/s | ${p50.toFixed(2)} | ${p99.toFixed(2)} | ${worst.toFixed(2)} | ${noopCell} | ${timedOutAtMax[kind]} | ${closedErrors[kind]}, ${errors} |`,
+      `| ${kind} | ${median(rates[kind]).toFixed(0)} | ${median(nodeRates[kind]).toFixed(0)} | ${half(kind)}/s | ${p50.toFixed(2)} | ${p99.toFixed(2)} | ${worst.toFixed(2)} | ${noopCell} | ${timedOutAtMax[kind]} | ${closedErrors[kind]}, ${errors} |`,
     );
   }
   process.stdout.write(`${rows.join('\n')}\n\nShouldRateLimit / Allow max: ${(median(rates.ShouldRateLimit) / median(rates.Allow)).toFixed(2)}\n`);

@@ -79,9 +79,11 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
     title: "Envoy's ShouldRateLimit against Allow",
     about:
       "The same service process and Redis answer Envoy's rate limit API (`ShouldRateLimit`, one descriptor) and `Allow` for the same " +
-      'token bucket limit over many identities, rounds alternating: decisions/s at full load (8 calls in flight on one HTTP/2 ' +
-      "connection, from a lean client that reads each call's gRPC status), then latency at half the maximum rate, sent by h2load on " +
-      "one connection as a proxy keeps one (a client in C: no garbage collector of its own adds pauses), to set against Envoy's " +
+      'token bucket limit over many identities, rounds alternating: decisions/s at full load, driven by h2load on one HTTP/2 ' +
+      'connection as a proxy keeps one (32 calls in flight; a client in C, so the service and not the client is what saturates), and beside it a lean Node client ' +
+      "at 8 calls in flight on one connection that reads each call's gRPC status (it counts the errors and the calls past the deadline, " +
+      'which h2load cannot read, and saturates before the service does); then latency at half the maximum rate, sent by h2load on ' +
+      "the same one connection (no garbage collector of its own adds pauses), to set against Envoy's " +
       'default 20 ms timeout for this call, and beside it the same calls at the same rate to a no-op server of the same gRPC stack: ' +
       "the floor this machine's client, loopback and process wake-ups set before any decision. " +
       "Every call carries Envoy's 20 ms deadline, as Envoy sends it; a call that outlives it (answered DEADLINE_EXCEEDED, or " +
