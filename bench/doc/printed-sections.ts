@@ -79,7 +79,7 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
     title: "Envoy's ShouldRateLimit against Allow",
     about:
       "The same service process and Redis answer Envoy's rate limit API (`ShouldRateLimit`, one descriptor) and `Allow` for the same " +
-      'token bucket limit over many identities, rounds alternating: decisions/s at full load, driven by h2load on one HTTP/2 ' +
+      'token bucket limit (the Node client cycles over many identities, h2load sends one), rounds alternating: decisions/s at full load, driven by h2load on one HTTP/2 ' +
       'connection as a proxy keeps one (32 calls in flight; a client in C, so the service and not the client is what saturates), and beside it a lean Node client ' +
       "at 8 calls in flight on one connection that reads each call's gRPC status (it counts the errors and the calls past the deadline, " +
       'which h2load cannot read, and saturates before the service does); then latency at half the maximum rate, sent by h2load on ' +
