@@ -90,14 +90,26 @@ export abstract class RawCall implements CallSource {
     else this.stream.end(last);
   }
 
+  /** An answer serialized by the method and framed; undefined when it does not serialize (answer NOT_SERIALIZED then). */
+  protected frameOf(answer: unknown): Buffer | undefined {
+    try {
+      return framed(this.method.serialize(answer));
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Reset by the caller, or its connection gone: nothing more can be sent. */
   protected gone(): boolean {
     return this.stream.closed || this.stream.destroyed;
   }
 }
 
+/** The status of an answer the method's serializer refused, as grpc-js words it. */
+export const NOT_SERIALIZED: CallStatus = { code: GrpcStatus.INTERNAL, details: 'Error serializing response' };
+
 /** A message in its gRPC frame: the compressed flag (never set), its length, the message. */
-export function framed(message: Buffer): Buffer {
+function framed(message: Buffer): Buffer {
   const frame = Buffer.allocUnsafe(message.length + 5);
   frame.writeUInt8(0, 0);
   frame.writeUInt32BE(message.length, 1);

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { type Metadata as GrpcMetadata, status as GrpcStatus } from '@grpc/grpc-js';
 import type { CallStatus, StreamListener, StreamSource } from './lean-call.js';
-import { framed, RawCall, type RawCallLimits, type RawMethod, tooLarge } from './raw-call.js';
+import { NOT_SERIALIZED, RawCall, type RawCallLimits, type RawMethod, tooLarge } from './raw-call.js';
 
 /**
  * A streaming call on the lean path (AllowStream), read and answered on its
@@ -68,15 +68,13 @@ export class RawStreamCall extends RawCall implements StreamSource {
 
   sendMessage(message: unknown, written: () => void): void {
     if (this.isCancelled()) return;
-    let bytes: Buffer;
-    try {
-      bytes = this.method.serialize(message);
-    } catch {
-      this.sendStatus({ code: GrpcStatus.INTERNAL, details: 'Error serializing response' }, null);
+    const frame = this.frameOf(message);
+    if (frame === undefined) {
+      this.sendStatus(NOT_SERIALIZED, null);
       return;
     }
     this.sendHeaders(null);
-    this.stream.write(framed(bytes), (error) => {
+    this.stream.write(frame, (error) => {
       if (error) this.sendStatus({ code: GrpcStatus.INTERNAL, details: 'Internal server error' }, null);
       else written();
     });

@@ -5,7 +5,7 @@ import type { CallerContext } from './auth-middleware.js';
 import { statusOfError } from './error-middleware.js';
 import { authenticateLean, type CallStatus, LeanCallContext, type LeanOptions } from './lean-call.js';
 import { callLog } from './logging-middleware.js';
-import { framed, RawCall, type RawCallLimits, type RawMethod, tooLarge } from './raw-call.js';
+import { NOT_SERIALIZED, RawCall, type RawCallLimits, type RawMethod, tooLarge } from './raw-call.js';
 
 /** A unary method's handler as the services write it for nice-grpc: the request, the call's context, the answer. */
 export type UnaryHandler = (request: never, context: CallContext & CallerContext) => Promise<unknown>;
@@ -111,16 +111,14 @@ export class RawUnaryCall extends RawCall {
 
   private succeed(response: unknown, context: LeanCallContext): void {
     if (this.finished || this.gone()) return;
-    let message: Buffer;
-    try {
-      message = this.method.serialize(response);
-    } catch {
-      this.fail({ code: GrpcStatus.INTERNAL, details: 'Error serializing response' }, context);
+    const frame = this.frameOf(response);
+    if (frame === undefined) {
+      this.fail(NOT_SERIALIZED, context);
       return;
     }
     this.finish();
     this.sendHeaders(context.headers());
-    this.sendStatusFrames({ code: GrpcStatus.OK, details: 'OK' }, context.trailers(), framed(message));
+    this.sendStatusFrames({ code: GrpcStatus.OK, details: 'OK' }, context.trailers(), frame);
   }
 
   private fail(status: CallStatus, context = this.context): void {
