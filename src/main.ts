@@ -88,7 +88,11 @@ async function main(): Promise<void> {
     tls: redisTlsDescription !== 'off',
     clientCertificate: config.QUOTA_REDIS_TLS_CERT !== undefined,
   });
-  const redisOptions = { ...(redisTls === undefined ? {} : { tls: redisTls }), onConnectionError: connectionErrors.onConnectionError };
+  const redisOptions = {
+    ...(redisTls === undefined ? {} : { tls: redisTls }),
+    onConnectionError: connectionErrors.onConnectionError,
+    functions: config.QUOTA_REDIS_FUNCTIONS,
+  };
   const store: QuotaStore = config.QUOTA_REDIS_URL
     ? RedisStore.connect(config.QUOTA_REDIS_URL, redisOptions)
     : config.QUOTA_REDIS_CLUSTER
@@ -246,8 +250,15 @@ async function main(): Promise<void> {
   const eviction = (store as QuotaStore).parts?.evictionRisk();
   if (eviction?.status === 'at_risk') logger.warn({ store: store.description, policies: eviction.policies }, eviction.message);
   if (eviction?.status === 'unknown') logger.warn({ store: store.description }, eviction.message);
+  const decide = (store as QuotaStore).parts?.decideCommand();
+  if (decide?.command === 'EVALSHA' && config.QUOTA_REDIS_FUNCTIONS) {
+    logger.warn(
+      { store: store.description, reason: decide.detail },
+      'decide script sent as EVALSHA, not as a function library: decisions are the same, each costs Redis more CPU',
+    );
+  }
   server.setServing(true);
-  logger.info({ store: store.description }, 'store ready: health SERVING');
+  logger.info({ store: store.description, ...(decide === undefined ? {} : { decide: `${decide.command} (${decide.detail})` }) }, 'store ready: health SERVING');
 }
 
 main().catch((error: unknown) => {

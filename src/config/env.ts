@@ -90,6 +90,8 @@ export const envSchema = z
     QUOTA_REDIS_TLS_CA: z.string().min(1).optional(),
     QUOTA_REDIS_TLS_CERT: z.string().min(1).optional(),
     QUOTA_REDIS_TLS_KEY: z.string().min(1).optional(),
+    // The decide script as a Redis Function library called with FCALL (Redis 7.0+), else EVALSHA (docs/operations.md).
+    QUOTA_REDIS_FUNCTIONS: flag(true),
     // Envoy's rate limit service (docs/envoy.md): its configuration (a file or a directory of YAML files), its
     // store budget (below Envoy's own 20 ms default timeout), the global shadow switch, the RateLimit headers.
     QUOTA_RLS_CONFIG: z.string().min(1).optional(),

@@ -87,6 +87,8 @@ export interface StoreParts {
   abandonCalls(partition: string): void;
   /** Whether the store could drop quota state early, as checked by ready(); undefined before. */
   evictionRisk(): EvictionRisk | undefined;
+  /** How the decide script reaches Redis now (FCALL of its library, or EVALSHA and why), for the startup log. */
+  decideCommand(): { command: string; detail: string };
 }
 
 /**

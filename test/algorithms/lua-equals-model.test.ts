@@ -19,7 +19,7 @@ let lua: StoreFixture;
 let model: StoreFixture;
 beforeAll(async () => {
   server = await startRedisServer();
-  lua = redisFixture(server);
+  lua = redisFixture(server, { ready: true });
   model = memoryFixture();
 });
 afterAll(async () => {

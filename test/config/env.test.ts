@@ -19,6 +19,7 @@ describe('environment configuration', () => {
       QUOTA_RLS_RATELIMIT_HEADERS: true,
       QUOTA_RLS_NEAR_LIMIT_RATIO: 0.8,
       QUOTA_STRICT_ENV: false,
+      QUOTA_REDIS_FUNCTIONS: true,
       unknownVariables: [],
     });
   });
@@ -243,6 +244,7 @@ describe('environment configuration', () => {
       ['QUOTA_RLS_NEAR_LIMIT_RATIO', '1.5'],
       ['QUOTA_REDIS_CLUSTER', '127.0.0.1'],
       ['QUOTA_STRICT_ENV', 'on'],
+      ['QUOTA_REDIS_FUNCTIONS', 'sometimes'],
     ])('%s=%s', (name, value) => {
       expect(messageOf({ [name]: value })).toMatch(
         new RegExp(`^invalid configuration:\\n  ${name}: .+ \\(got ${JSON.stringify(value).replace(/[.*]/g, '\\$&')}\\)$`),

@@ -164,3 +164,20 @@ describe.each(cases)('helm renders $name', ({ values, args }) => {
     }
   });
 });
+
+describe('redis.functions', () => {
+  const functionsEnv = (args: string[]) => {
+    const deployment = render(['--set', `redis.host=${REDIS_HOST}`, ...args]).find((o) => o.kind === 'Deployment') as K8sObject & {
+      spec: { template: { spec: PodSpec } };
+    };
+    return deployment.spec.template.spec.containers[0]!.env.find((v) => v.name === 'QUOTA_REDIS_FUNCTIONS');
+  };
+
+  it('true by default; false sets QUOTA_REDIS_FUNCTIONS=false, which the service reads as off', () => {
+    expect(functionsEnv([])).toEqual({ name: 'QUOTA_REDIS_FUNCTIONS', value: 'true' });
+    const off = functionsEnv(['--set', 'redis.functions=false']);
+    expect(off).toEqual({ name: 'QUOTA_REDIS_FUNCTIONS', value: 'false' });
+    expect(loadConfig({ QUOTA_REDIS_FUNCTIONS: off!.value }).QUOTA_REDIS_FUNCTIONS).toBe(false);
+    expect(loadConfig({}).QUOTA_REDIS_FUNCTIONS).toBe(true);
+  });
+});

@@ -248,7 +248,7 @@ describe('one Redis node with tls-auth-clients yes (a client certificate require
       // certificate gets the service back in.
       await admin.config('SET', 'tls-ca-cert-file', file('other-ca.crt'));
       const list = String(await admin.call('CLIENT', 'LIST', 'TYPE', 'normal'));
-      const scripting = [...list.matchAll(/^id=(\d+) .* cmd=(evalsha|eval) /gm)].map((match) => match[1] as string);
+      const scripting = [...list.matchAll(/^id=(\d+) .* cmd=(fcall|evalsha|eval) /gm)].map((match) => match[1] as string);
       expect(scripting).toHaveLength(1);
       await admin.call('CLIENT', 'KILL', 'ID', ...scripting);
       const deadline = Date.now() + 10_000;

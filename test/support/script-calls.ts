@@ -1,14 +1,14 @@
 import type { Redis } from 'ioredis';
 
 /**
- * Script calls (EVALSHA + EVAL) one Redis node ran since its last CONFIG
+ * Script calls (FCALL + EVALSHA + EVAL) one Redis node ran since its last CONFIG
  * RESETSTAT, from INFO commandstats: what the server saw, not what the client
  * meant to send.
  */
 export async function scriptCalls(redis: Redis): Promise<number> {
   const info = await redis.info('commandstats');
   let calls = 0;
-  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(match[1]);
+  for (const match of info.matchAll(/^cmdstat_(?:fcall|evalsha|eval):calls=(\d+)/gm)) calls += Number(match[1]);
   return calls;
 }
 

@@ -57,10 +57,17 @@ export function memoryFixture(): StoreFixture {
   };
 }
 
-export function redisFixture(server: RedisServer): StoreFixture {
+/**
+ * `ready`: reset() also makes the store ready, once (RedisStore.ready): the
+ * decide script's function library loaded, its calls sent as FCALL, as the
+ * service runs it. Without it the store sends EVALSHA, its fallback where
+ * Redis refuses the library.
+ */
+export function redisFixture(server: RedisServer, options: { ready?: boolean } = {}): StoreFixture {
   const clock = new VirtualClock(T0);
   const redis: Redis = server.client();
   const store = new RedisStore(server.client(), { clock: clock });
+  let ready: Promise<void> | undefined;
   return {
     name: 'redis',
     clock,
@@ -86,6 +93,7 @@ export function redisFixture(server: RedisServer): StoreFixture {
     reset: async () => {
       await redis.flushdb();
       clock.set(T0);
+      if (options.ready === true) await (ready ??= store.ready());
     },
   };
 }

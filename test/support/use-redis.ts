@@ -19,11 +19,15 @@ export function useRedisServer(options?: RedisServerOptions): () => RedisServer 
   };
 }
 
-/** Both stores, for describe.each: the same assertions on the embedded store and on real Redis. */
+/**
+ * Both stores, for describe.each: the same assertions on the embedded store
+ * and on real Redis (its decide script loaded as a function library, as the
+ * service runs it; the first reset() loads it).
+ */
 export function bothStores(redis: () => RedisServer): [string, () => StoreFixture][] {
   return [
     ['memory', () => memoryFixture()],
-    ['redis', () => redisFixture(redis())],
+    ['redis', () => redisFixture(redis(), { ready: true })],
   ];
 }
 
@@ -84,7 +88,7 @@ export function onEveryStore(subject: string, scenarios: (fixture: () => StoreFi
     let current: StoreFixture | undefined;
     beforeEach(async () => {
       await current?.store.close();
-      current = redisFixture(redis());
+      current = redisFixture(redis(), { ready: true });
       await current.reset();
     });
     afterAll(async () => {

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
-import { NODE_BATCH_SCRIPT_NAME, nodeBatchLua, type ScriptCall } from './script/decide-script.js';
+import { decideLibrary, NODE_BATCH_SCRIPT_NAME, nodeBatchLua, type ScriptCall } from './script/decide-script.js';
+import { type DecideFunctions, isFunctionNotLoaded } from './decide-functions.js';
 import { keySlot } from './key-slot.js';
 import type { PartitionTraffic } from './partition-traffic.js';
 import { whenConnected } from './redis-clients.js';
@@ -31,6 +32,8 @@ export class ClusterNodeBatches {
     private readonly trafficOf: (node: string) => PartitionTraffic,
     /** Sends a call alone by ioredis's own routing, which follows MOVED and ASK. */
     private readonly sendAlone: (call: ScriptCall) => Promise<unknown>,
+    /** FCALL of the library's node batch function once loaded, the batch script (EVALSHA) until then. */
+    private readonly functions: DecideFunctions,
   ) {
     const add = (node: Redis) => {
       node.defineCommand(NODE_BATCH_SCRIPT_NAME, { lua: nodeBatchLua });
@@ -63,9 +66,21 @@ export class ClusterNodeBatches {
    */
   send({ args }: ScriptCall, weight: number, node: string): Promise<unknown> {
     const client = this.nodeClients.get(node);
-    const run = client === undefined ? undefined : (client as unknown as Record<string, ScriptRunner>)[`${NODE_BATCH_SCRIPT_NAME}Buffer`];
-    if (run === undefined) return this.refreshSlots().then(() => Promise.reject(new BatchNotRun(`no connection to ${node}`)));
-    return this.trafficOf(node).send(weight, () => (run.call(client, 0, ...args) as Promise<unknown>).catch(this.nodeBatchError));
+    if (client === undefined) return this.refreshSlots().then(() => Promise.reject(new BatchNotRun(`no connection to ${node}`)));
+    return this.trafficOf(node).send(weight, () =>
+      this.sendOnce(client, args).catch((error: unknown) =>
+        // Not run: the node lost the library. Load it there again, then send the batch once more.
+        isFunctionNotLoaded(error)
+          ? this.functions.reload([client]).then(() => this.sendOnce(client, args).catch(this.nodeBatchError))
+          : this.nodeBatchError(error),
+      ),
+    );
+  }
+
+  private sendOnce(client: Redis, args: readonly string[]): Promise<unknown> {
+    if (this.functions.inUse) return client.callBuffer('fcall', decideLibrary.nodeBatch, 0, ...args);
+    const run = (client as unknown as Record<string, ScriptRunner>)[`${NODE_BATCH_SCRIPT_NAME}Buffer`]!;
+    return run.call(client, 0, ...args) as Promise<unknown>;
   }
 
   private readonly nodeBatchError = (error: unknown): Promise<never> => {

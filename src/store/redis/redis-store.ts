@@ -11,7 +11,8 @@ import {
   rlsKeyPrefix,
   rlsStateKey,
 } from '@quota-service/core';
-import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from './script/decide-script.js';
+import { decideArguments, decideLibrary, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from './script/decide-script.js';
+import { DecideFunctions, isFunctionNotLoaded } from './decide-functions.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { keySlot } from './key-slot.js';
 import { clusterClient, singleNodeClient, type RedisConnectionOptions } from './redis-clients.js';
@@ -41,6 +42,12 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
    * the batching is measured against (bench/store-batch.ts).
    */
   batch?: boolean;
+  /**
+   * Load the decide script as a Redis Function library when the store gets
+   * ready and call it with FCALL (default true; decide-functions.ts). Off,
+   * or where Redis refuses the library: EVALSHA, which decides the same.
+   */
+  functions?: boolean;
 }
 
 type ScriptRunner = (...args: (string | number)[]) => Promise<unknown>;
@@ -90,6 +97,8 @@ export class RedisStore implements QuotaStore {
   private readonly traffic = new Map<string, PartitionTraffic>();
   /** Slice steps: a script of their own, outside the batches. */
   private readonly slices: SliceCalls;
+  /** FCALL of the decide library once loaded, EVALSHA until then or without it. */
+  private readonly functions: DecideFunctions;
 
   constructor(
     private readonly redis: RedisClient,
@@ -98,6 +107,7 @@ export class RedisStore implements QuotaStore {
     this.description = redis instanceof Cluster ? `redis cluster seeds ${describeSeeds(redis)}` : `redis ${redis.options.host}:${redis.options.port}`;
     // No numberOfKeys: the key count varies with the limits, so each call passes it first.
     redis.defineCommand(DECIDE_SCRIPT_NAME, { lua: decideLua });
+    this.functions = new DecideFunctions(options.functions !== false);
     this.slices = new SliceCalls(redis, options.clock);
     // Node batches on a cluster (cluster-node-batches.ts): one script call per master per turn.
     const nodeBatches =
@@ -106,6 +116,7 @@ export class RedisStore implements QuotaStore {
             redis,
             (node) => this.trafficOf(node),
             (call) => this.send(call, false, 1),
+            this.functions,
           )
         : undefined;
     const send = (call: ScriptCall, binary: boolean, weight: number, node?: string) =>
@@ -218,16 +229,33 @@ export class RedisStore implements QuotaStore {
    * One script call; its error as the caller should see it (storeError).
    * `binary`: bulk strings come back as Buffers (ioredis's <name>Buffer variant).
    */
-  private send({ keys, args, slot }: ScriptCall, binary: boolean, weight = 1): Promise<unknown> {
+  private send(call: ScriptCall, binary: boolean, weight = 1): Promise<unknown> {
+    const { keys, slot } = call;
+    const partition = this.redis instanceof Cluster ? this.partitionOfSlot(slot ?? keySlot(keys[0] ?? '')) : SINGLE_NODE;
+    return this.trafficOf(partition).send(weight, () =>
+      this.sendOnce(call, binary).catch((error: unknown) => {
+        if (!isFunctionNotLoaded(error)) throw storeError(error);
+        // Not run: the node lost the library. Load it again, then send the call once more.
+        return this.functions
+          .reload([...stateNodes(this.redis).values()])
+          .then(() => this.sendOnce(call, binary))
+          .catch((again: unknown) => {
+            throw storeError(again);
+          });
+      }),
+    );
+  }
+
+  /** One script call as FCALL of the library when it is in use, else as EVALSHA (ioredis's defineCommand). */
+  private sendOnce({ keys, args }: ScriptCall, binary: boolean): Promise<unknown> {
+    if (this.functions.inUse) {
+      const command = binary ? this.redis.callBuffer : this.redis.call;
+      return command.call(this.redis, 'fcall', decideLibrary.decide, keys.length, ...keys, ...args);
+    }
     const name = binary ? `${DECIDE_SCRIPT_NAME}Buffer` : DECIDE_SCRIPT_NAME;
     const run = (this.redis as unknown as Record<string, ScriptRunner>)[name];
     if (run === undefined) return Promise.reject(new Error(`script ${name} is not registered`));
-    const partition = this.redis instanceof Cluster ? this.partitionOfSlot(slot ?? keySlot(keys[0] ?? '')) : SINGLE_NODE;
-    return this.trafficOf(partition).send(weight, () =>
-      (run.call(this.redis, keys.length, ...keys, ...args) as Promise<unknown>).catch((error: unknown) => {
-        throw storeError(error);
-      }),
-    );
+    return run.call(this.redis, keys.length, ...keys, ...args) as Promise<unknown>;
   }
 
   /** Each master of a cluster (or the one node) with its own breaker, budget and connection (QuotaStore.parts). */
@@ -236,6 +264,7 @@ export class RedisStore implements QuotaStore {
     silentForMs: (partition) => this.traffic.get(this.redis instanceof Cluster ? partition : SINGLE_NODE)?.silentForMs() ?? 0,
     abandonCalls: (partition) => this.abandonCalls(partition),
     evictionRisk: () => this.eviction,
+    decideCommand: () => this.functions.command,
   };
 
   /**
@@ -299,7 +328,8 @@ export class RedisStore implements QuotaStore {
   /**
    * Waits until Redis answers a PING (every master, on a cluster), then checks once
    * whether Redis could evict quota state (see evictionRisk) and warms the
-   * decision path: the decide script loaded on every master (SCRIPT LOAD),
+   * decision path: the decide script loaded on every master (as a function
+   * library, decide-functions.ts, or else SCRIPT LOAD),
    * and one check (nothing written) through the batcher and the script, so
    * that the first decision after health says SERVING pays no script
    * compilation, no NOSCRIPT round trip and no first-call code loading.
@@ -321,7 +351,9 @@ export class RedisStore implements QuotaStore {
   }
 
   private async warmUp(): Promise<void> {
-    await Promise.all([...stateNodes(this.redis).values()].map((node) => node.script('LOAD', decideLua)));
+    const nodes = [...stateNodes(this.redis).values()];
+    await this.functions.loadOn(nodes);
+    if (!this.functions.inUse) await Promise.all(nodes.map((node) => node.script('LOAD', decideLua)));
     const [answer] = await this.decide([{ mode: 'spend', calls: [WARM_UP_CHECK] }]);
     if (answer instanceof Error) throw answer;
   }

@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { decideLua } from '../../../src/store/redis/script/decide-script.js';
+import { decideLibrary } from '../../../src/store/redis/script/decide-script.js';
 import { describe, expect, it } from 'vitest';
 import { watchStalls } from '../../support/loop-stalls.js';
 import { d, rawShouldRateLimit } from '../../support/rls-client.js';
@@ -10,9 +9,9 @@ import { type ServiceProcess, startServiceProcess } from '../../support/service-
 /**
  * The first store-backed ShouldRateLimit after health says SERVING is
  * answered by the store within its budget: the service warms the store path
- * (connection, script loaded, one round trip) before it reports SERVING.
- * Each service starts with a Redis of its own, just started: no script
- * loaded, as after a Redis restart or a failover. The services of a round
+ * (connection, the decide script's library loaded, one round trip) before
+ * it reports SERVING. Each service starts with a Redis of its own, just
+ * started: no library loaded, as after a Redis restart without persistence. The services of a round
  * start together (starting is what takes long); their first calls go one at
  * a time, as Envoy sends them, with its 20 ms timeout.
  */
@@ -20,13 +19,12 @@ const CONFIG = join(import.meta.dirname, 'fixtures', 'integration-basic.yaml');
 const STARTS = 20;
 /** A first call the machine stalled through past the service's margin (3 ms of Envoy's 20) may miss its deadline: its timing is not judged. */
 const MARGIN_MS = 3;
-const DECIDE_SHA = createHash('sha1').update(decideLua).digest('hex');
 const AT_ONCE = 4;
 
 interface FirstCall {
-  /** The decide script was in Redis when health said SERVING. */
-  scriptLoaded: boolean;
-  /** EVAL calls Redis ran for the first call (the script sent whole: a cold connection, or a NOSCRIPT fallback). */
+  /** The decide library was in Redis when health said SERVING. */
+  libraryLoaded: boolean;
+  /** Script calls Redis ran for the first call other than FCALL (EVAL, EVALSHA: the store fell back to scripts). */
   evals: number;
   status: number;
   message: string;
@@ -36,16 +34,17 @@ interface FirstCall {
   warnings: string[];
 }
 
-/** How many EVAL calls Redis has run. */
+/** How many EVAL and EVALSHA calls Redis has run. */
 async function evalCalls(admin: ReturnType<RedisServer['client']>): Promise<number> {
-  return Number(/cmdstat_eval:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+  const stats = await admin.info('commandstats');
+  return [...stats.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
 }
 
 describe('a cold start', () => {
   async function firstCall(service: ServiceProcess, redis: RedisServer, n: number): Promise<FirstCall> {
     const address = `127.0.0.1:${await service.port}`;
     const admin = redis.client();
-    const [loaded] = (await admin.script('EXISTS', DECIDE_SHA)) as number[];
+    const libraries = (await admin.call('FUNCTION', 'LIST', 'LIBRARYNAME', decideLibrary.name)) as unknown[];
     const evalsBefore = await evalCalls(admin);
     const stalls = watchStalls(1);
     const answer = await rawShouldRateLimit(address, { domain: 'basic', descriptors: [d(['key1', `start-${n}`])] }, { 'grpc-timeout': '20m' });
@@ -57,7 +56,7 @@ describe('a cold start', () => {
       .stdout.split('\n')
       .filter((line) => /"level":(40|50)/.test(line));
     return {
-      scriptLoaded: loaded === 1,
+      libraryLoaded: libraries.length === 1,
       evals,
       status: answer.status,
       message: answer.message,
@@ -82,8 +81,8 @@ describe('a cold start', () => {
         await Promise.all(redis.map((server) => server.stop()));
       }
     }
-    // Warmed before SERVING: the script is there, and the first call needs no EVAL.
-    expect(all.filter((first) => !first.scriptLoaded || first.evals > 0)).toEqual([]);
+    // Warmed before SERVING: the library is there, and the first call is an FCALL of it.
+    expect(all.filter((first) => !first.libraryLoaded || first.evals > 0)).toEqual([]);
     // Answered by the store within Envoy's deadline, unless this machine stalled past the margin meanwhile.
     expect(all.filter((first) => (first.status !== 0 || first.remaining !== 49) && first.stalled < MARGIN_MS)).toEqual([]);
   }, 180_000);

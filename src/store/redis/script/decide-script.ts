@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { algorithms, type Algorithm, type DecideMode, type DecideOptions, type LimitCall, type Memo, overrideKeyOf } from '@quota-service/core';
 import { luaScripts } from '../../../gen/lua-scripts.js';
 
@@ -27,7 +28,8 @@ export function algorithmLua(algorithm: Algorithm<unknown>): string {
 /** The tables the algorithm files fill: decisions, refunds, charges and lease operations (decide.lua). */
 export const ALGORITHM_TABLES = 'local A, R, C, L = {}, {}, {}, {}';
 
-export const decideLua = [
+/** Everything before the entry: the definitions a Redis Function library makes once, at load. */
+const decideDefinitions = [
   ALGORITHM_TABLES,
   textLua,
   // define(name) runs one algorithm's file, defining A.<name>, R.<name> and C.<name>, and
@@ -45,8 +47,9 @@ export const decideLua = [
   luaScripts['driver-state.lua'],
   luaScripts['settle.lua'],
   luaScripts['decide.lua'],
-  luaScripts['entry.lua'],
 ].join('\n');
+
+export const decideLua = `${decideDefinitions}\n${luaScripts['entry.lua']}`;
 
 /**
  * The same script for node batches on a Redis Cluster master (decide.lua,
@@ -56,6 +59,39 @@ export const decideLua = [
  */
 export const NODE_BATCH_SCRIPT_NAME = 'quotaDecideNode';
 export const nodeBatchLua = `#!lua flags=allow-cross-slot-keys\n${decideLua}`;
+
+/**
+ * The same script as a Redis Function library (Redis 7.0 or later; FUNCTION
+ * LOAD, then FCALL): its definitions (the driver, the algorithms once a call
+ * first names them) are made once when the library loads, where EVALSHA makes
+ * them anew on every call, which is a good part of a small call's time in
+ * Redis. Each call starts clean (begin_call in driver-state.lua). Two
+ * functions, one entry: `decide`, and `nodeBatch`, allowed to reach keys of
+ * every slot of its node (as nodeBatchLua). The names carry a digest of the
+ * code, so services of different versions sharing a Redis each call their own.
+ */
+export interface DecideLibrary {
+  readonly name: string;
+  readonly code: string;
+  readonly decide: string;
+  readonly nodeBatch: string;
+}
+
+function libraryOf(definitions: string, entry: string): DecideLibrary {
+  const body = `${definitions}\nlocal function entry(KEYS, ARGV)\n${entry}\nend`;
+  const name = `quota_${createHash('sha1').update(body).digest('hex').slice(0, 16)}`;
+  const decide = `${name}_decide`;
+  const nodeBatch = `${name}_decide_node`;
+  const code = [
+    `#!lua name=${name}`,
+    body,
+    `redis.register_function('${decide}', entry)`,
+    `redis.register_function{function_name='${nodeBatch}', callback=entry, flags={'allow-cross-slot-keys'}}`,
+  ].join('\n');
+  return { name, code, decide, nodeBatch };
+}
+
+export const decideLibrary = libraryOf(decideDefinitions, luaScripts['entry.lua']);
 
 /** KEYS and ARGV of the driver, without `numkeys` (ioredis adds it from the first element). */
 export function decideArguments(calls: readonly LimitCall[], mode: DecideMode, nowMs?: number, options: DecideOptions = {}): ScriptCall {

@@ -90,3 +90,19 @@ local outcomes, writes = {}, {}
 -- read, so an error means it changed nothing (a node batch sends it again).
 -- Algorithms' decisions (A.<name>) only read; their writes and refunds write.
 local writing = false
+
+--[[
+  What one script call leaves behind, forgotten before the next starts: the
+  clock, the last parse, the shared tables, the writing flag, and the state
+  of text.lua (its remembered texts) and override-guard.lua (the generation
+  read). Sent as EVALSHA the whole script runs anew per call and starts
+  clean anyway; loaded as a Redis Function library (decide-script.ts), the
+  definitions run once at load and this state would outlive the call. A
+  variable added at the top level of any of these files is reset here.
+]]
+local function begin_call()
+  clock, parsed_at, parsed = nil, nil, nil
+  outcomes, writes, writing = {}, {}, false
+  int_texts, g17_last, g17_text = {}, nil, nil
+  generation = nil
+end

@@ -1,5 +1,9 @@
 -- The script's entry: one call (KEYS and ARGV as decide.lua documents them), or a
--- batch of calls (its "Batch" and "Node batch" sections).
+-- batch of calls (its "Batch" and "Node batch" sections). As a Redis Function
+-- (decide-script.ts) this is the body of the function, KEYS and ARGV its
+-- parameters.
+
+begin_call()
 
 if ARGV[1] ~= 'batch' and ARGV[1] ~= 'node-batch' then
   -- Room for a one-limit reply from the start (Lua 5.1 has no table.new):

@@ -1,0 +1,102 @@
+import { asError } from '@quota-service/core';
+import type { Redis } from 'ioredis';
+import { decideLibrary } from './script/decide-script.js';
+
+/** A node's answer to an FCALL of a library it does not hold: nothing ran. */
+const NOT_LOADED = /^ERR Function not found/;
+
+/** Whether `error` is a node's "Function not found": the call did not run there, and may go again. */
+export function isFunctionNotLoaded(error: unknown): boolean {
+  return error instanceof Error && NOT_LOADED.test(error.message);
+}
+
+/** Redis answered with an error (the command refused, not the connection lost). */
+function isReplyError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError';
+}
+
+/** How the decide script reaches Redis, for the startup log. */
+export interface DecideCommand {
+  command: 'FCALL' | 'EVALSHA';
+  /** FCALL: the library; EVALSHA: why not FCALL. */
+  detail: string;
+}
+
+/**
+ * The decide script as a Redis Function library (decide-script.ts,
+ * decideLibrary): loaded on every master when the store gets ready, and
+ * called with FCALL from then on. Until then, and where it cannot load (Redis
+ * before 7.0, a user without the FUNCTION command, `QUOTA_REDIS_FUNCTIONS=false`),
+ * the store sends EVALSHA, which decides the same. A node that lost the
+ * library (restarted without persistence, FUNCTION FLUSH, a master new to the
+ * cluster) answers "Function not found" before running anything: the library
+ * is loaded there again and the call goes once more; if it cannot be loaded
+ * again, the store goes back to EVALSHA.
+ */
+export class DecideFunctions {
+  private loaded = false;
+  private why = 'not loaded yet';
+  /** One load at a time per node, however many calls found it missing. */
+  private readonly loading = new Map<Redis, Promise<void>>();
+
+  constructor(private readonly wanted: boolean) {
+    if (!wanted) this.why = 'QUOTA_REDIS_FUNCTIONS is false';
+  }
+
+  /** Whether calls go as FCALL now. */
+  get inUse(): boolean {
+    return this.loaded;
+  }
+
+  get command(): DecideCommand {
+    return this.loaded ? { command: 'FCALL', detail: `library ${decideLibrary.name}` } : { command: 'EVALSHA', detail: this.why };
+  }
+
+  /**
+   * Loads the library on every node that holds state; FCALL from then on if
+   * each one took it. A node that refuses it (an error reply) leaves the
+   * store on EVALSHA; a connection lost meanwhile rejects, and ready() tries again.
+   */
+  async loadOn(nodes: readonly Redis[]): Promise<void> {
+    if (!this.wanted) return;
+    try {
+      await Promise.all(nodes.map((node) => this.load(node)));
+      this.loaded = true;
+    } catch (error) {
+      if (!isReplyError(error)) throw error;
+      this.giveUp(error);
+    }
+  }
+
+  /**
+   * After a "Function not found": loads the library on `nodes` again; a node
+   * that refuses it sends the store back to EVALSHA. Resolves either way: the
+   * caller sends the call again by whichever command is in use then (and a
+   * connection lost meanwhile fails that call as it would have).
+   */
+  reload(nodes: readonly Redis[]): Promise<void> {
+    return Promise.all(nodes.map((node) => this.load(node))).then(
+      () => undefined,
+      (error: unknown) => {
+        if (isReplyError(error)) this.giveUp(error);
+      },
+    );
+  }
+
+  private load(node: Redis): Promise<void> {
+    let pending = this.loading.get(node);
+    if (pending === undefined) {
+      pending = node
+        .function('LOAD', 'REPLACE', decideLibrary.code)
+        .then(() => undefined)
+        .finally(() => this.loading.delete(node));
+      this.loading.set(node, pending);
+    }
+    return pending;
+  }
+
+  private giveUp(error: unknown): void {
+    this.loaded = false;
+    this.why = `FUNCTION LOAD failed: ${asError(error).message}`;
+  }
+}
