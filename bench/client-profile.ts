@@ -58,14 +58,15 @@ async function main(run: BenchRun): Promise<number> {
   const schedAfter = sample();
   const cpu = process.cpuUsage(before);
   const redisMs = (await redisCpuMs(redisClient)) - redisBefore;
-  const evalsha = /^cmdstat_evalsha:calls=(\d+),usec=(\d+)/m.exec(await redisClient.info('commandstats'));
+  // The decide script's calls: FCALL of its library, or EVALSHA where the store sends it as a script.
+  const script = /^cmdstat_(?:fcall|evalsha):calls=(\d+),usec=(\d+)/m.exec(await redisClient.info('commandstats'));
   redisClient.disconnect();
   const cpuUs = cpu.user + cpu.system;
   process.stdout.write(
     `batch ${values.batch}, concurrency ${concurrency}: ${result.decisionsPerSecond.toFixed(0)} decisions/s, ` +
       `p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, driver ${(cpuUs / result.calls).toFixed(1)} µs/decision, errors ${result.errors}\n` +
       `window ${windowStart}-${windowEnd} µs, decisions ${result.calls}, redis ${((redisMs * 1000) / result.calls).toFixed(1)} µs/decision\n` +
-      `redis script ${evalsha === null ? 'n/a' : (Number(evalsha[2]) / Number(evalsha[1])).toFixed(1)} µs/call, ${evalsha === null ? 'n/a' : (Number(evalsha[1]) / result.calls).toFixed(3)} calls/decision\n` +
+      `redis script ${script === null ? 'n/a' : (Number(script[2]) / Number(script[1])).toFixed(1)} µs/call, ${script === null ? 'n/a' : (Number(script[1]) / result.calls).toFixed(3)} calls/decision\n` +
       Object.keys(pids)
         .map((name, i) => `sched ${name} ${formatSched(schedPer(schedBefore[i], schedAfter[i], result.calls))}\n`)
         .join(''),

@@ -5,7 +5,7 @@
 //   npx tsx bench/many-keys.ts [--identities 1000000] [--scripted 20000] [--ttl-seconds 60]
 //
 // The first --scripted identities go through the production decide script
-// (EVALSHA, as RedisStore sends it, in explicit pipelines). The rest are
+// (EVALSHA, as RedisStore sends it where Redis refuses its function library, in explicit pipelines). The rest are
 // decided inside Redis by a bulk script that runs the same algorithm function
 // (the token bucket's .lua, unchanged) in a loop over 10,000 keys per call:
 // on a small shared machine a million separate script calls take minutes,

@@ -45,7 +45,7 @@ async function stats(redis: Redis): Promise<{ cpuUs: number; calls: number; usec
   const read = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? 0);
   let calls = 0;
   let usec = 0;
-  for (const m of commands.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+),usec=(\d+)/gm)) {
+  for (const m of commands.matchAll(/^cmdstat_(?:fcall|evalsha|eval):calls=(\d+),usec=(\d+)/gm)) {
     calls += Number(m[1]);
     usec += Number(m[2]);
   }
