@@ -118,6 +118,17 @@ export class QuotaMetrics implements StoreFailureEvents {
         this.set(lastRisk);
       },
     });
+    new Gauge({
+      name: 'quota_store_decide_by_function',
+      help: "1 when decisions reach Redis as FCALL of the decide script's function library; 0 when they go as EVALSHA (Redis refused the library, QUOTA_REDIS_FUNCTIONS=false, not loaded yet) or the store is the embedded one.",
+      registers: [this.registry],
+      // A worker that fell back to EVALSHA shows.
+      aggregator: 'min',
+      collect() {
+        const decide = (shared as Partial<Pick<QuotaStore, 'parts'>>).parts?.decideCommand();
+        this.set(decide?.command === 'FCALL' ? 1 : 0);
+      },
+    });
   }
 
   /**

@@ -52,6 +52,7 @@ describe('Prometheus metrics of a real service process (QUOTA_METRICS_ADDR)', ()
     expect(sample(text, 'quota_config_reloads_total{result="success"}')).toBe(1);
     expect(sample(text, 'quota_config_reloads_total{result="failure"}')).toBe(0);
     expect(sample(text, 'quota_store_eviction_risk')).toBe(0);
+    expect(sample(text, 'quota_store_decide_by_function')).toBe(1);
     expect(sample(text, 'quota_config_last_reload_success_timestamp_seconds')).toBeGreaterThan(Date.now() / 1000 - 600);
     expect(text).toContain('process_cpu_seconds_total');
 
@@ -77,6 +78,33 @@ describe('Prometheus metrics of a real service process (QUOTA_METRICS_ADDR)', ()
     channel.close();
     service.signal('SIGTERM');
     expect(await service.exit).toBe(0);
+  });
+
+  it('a Redis user without the FUNCTION command: the decide script goes as EVALSHA, a warning says why, quota_store_decide_by_function is 0', async () => {
+    const limited = await startRedisServer();
+    const admin = limited.client();
+    await admin.call('ACL', 'SETUSER', 'no-functions', 'on', '>secret', '~*', '+@all', '-function');
+    admin.disconnect();
+    const scripted = startServiceProcess({ QUOTA_REDIS_URL: `redis://no-functions:secret@127.0.0.1:${limited.port}`, QUOTA_METRICS_ADDR: '127.0.0.1:0' });
+    try {
+      const metricsPort = Number(/"port":(\d+)/.exec(await scripted.logged(/"msg":"metrics at GET \/metrics"/))![1]);
+      const warning = await scripted.logged(/"msg":"decide script sent as EVALSHA/);
+      expect(warning).toMatch(/"level":40,/);
+      expect(warning).toMatch(/"reason":"FUNCTION LOAD failed: NOPERM /);
+      expect(await scripted.logged(/"msg":"store ready: health SERVING"/)).toContain('"decide":"EVALSHA (FUNCTION LOAD failed: NOPERM ');
+      const channel = createChannel(`127.0.0.1:${await scripted.port}`);
+      await untilServing(channel);
+      const decision = await createClient(QuotaServiceDefinition, channel).allow({ policy: 'orders', identity: { user: 'scripted' } });
+      expect([decision.allowed, decision.source]).toEqual([true, DecisionSource.DECISION_SOURCE_STORE]);
+      channel.close();
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(sample(text, 'quota_store_decide_by_function')).toBe(0);
+      scripted.signal('SIGTERM');
+      expect(await scripted.exit).toBe(0);
+    } finally {
+      scripted.signal('SIGKILL');
+      await limited.stop();
+    }
   });
 
   it('quota_store_eviction_risk is 1 when Redis may evict quota state (maxmemory-policy allkeys-lru)', async () => {
