@@ -41,7 +41,7 @@ describe('node batches on a 3-master cluster', () => {
   beforeEach(async () => {
     const { shards } = await cluster().topology();
     await Promise.all(shards.map((shard) => cluster().node(shard.masterPort).flushall()));
-    // Every master has the scripts loaded on the store's connection (ioredis's first call sends EVAL).
+    // Every master has taken a call from the store (its decide library is loaded since ready()).
     await decideGroups(
       store,
       [...usersOf.values()].flat().map((user) => callsOf(user, 0)),
@@ -70,6 +70,26 @@ describe('node batches on a 3-master cluster', () => {
         [false, 1],
       ]);
     }
+  });
+
+  it('FUNCTION FLUSH on every master: the next node batches load the library again and decide, as FCALL', async () => {
+    const { shards } = await cluster().topology();
+    await Promise.all(shards.map((shard) => cluster().node(shard.masterPort).call('FUNCTION', 'FLUSH')));
+    const users = [...usersOf.values()].flat();
+    const answers = await decideGroups(
+      store,
+      users.map((user) => callsOf(user, 4)),
+      'spend',
+    );
+    expect(answers.map((answer) => (answer as GroupDecision).outcomes.map((o) => o.remaining))).toEqual(users.map(() => [6, 1]));
+    for (const port of usersOf.keys()) {
+      const master = cluster().node(port);
+      // Refused once ("Function not found"), loaded, sent again; never as a script.
+      expect([await commandCalls(master, 'fcall'), await commandCalls(master, 'evalsha'), await commandCalls(master, 'eval')], `master ${port}`).toEqual([
+        2, 0, 0,
+      ]);
+    }
+    expect(store.parts.decideCommand().command).toBe('FCALL');
   });
 
   it('a refund that fails after its first write answers its error and is never sent again (refunded once)', async () => {

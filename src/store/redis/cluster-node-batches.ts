@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
-import { decideLibrary, NODE_BATCH_SCRIPT_NAME, nodeBatchLua, type ScriptCall } from './script/decide-script.js';
-import { type DecideFunctions, isFunctionNotLoaded } from './decide-functions.js';
+import { NODE_BATCH_SCRIPT_NAME, nodeBatchLua, type ScriptCall } from './script/decide-script.js';
+import { type DecideFunctions, NODE_BATCH_ENTRY } from './decide-functions.js';
 import { keySlot } from './key-slot.js';
 import type { PartitionTraffic } from './partition-traffic.js';
 import { whenConnected } from './redis-clients.js';
@@ -13,8 +13,6 @@ import { storeError } from './store-errors.js';
  * go again, each by its own slot.
  */
 const NOT_RUN_REPLY = /^(READONLY|MASTERDOWN|CLUSTERDOWN|MOVED|ASK|TRYAGAIN|CROSSSLOT)\b/;
-
-type ScriptRunner = (...args: (string | number)[]) => Promise<unknown>;
 
 /**
  * Node batches on a Redis Cluster (decide.lua, "Node batch"): where each
@@ -67,20 +65,8 @@ export class ClusterNodeBatches {
   send({ args }: ScriptCall, weight: number, node: string): Promise<unknown> {
     const client = this.nodeClients.get(node);
     if (client === undefined) return this.refreshSlots().then(() => Promise.reject(new BatchNotRun(`no connection to ${node}`)));
-    return this.trafficOf(node).send(weight, () =>
-      this.sendOnce(client, args).catch((error: unknown) =>
-        // Not run: the node lost the library. Load it there again, then send the batch once more.
-        isFunctionNotLoaded(error)
-          ? this.functions.reload([client]).then(() => this.sendOnce(client, args).catch(this.nodeBatchError))
-          : this.nodeBatchError(error),
-      ),
-    );
-  }
-
-  private sendOnce(client: Redis, args: readonly string[]): Promise<unknown> {
-    if (this.functions.inUse) return client.callBuffer('fcall', decideLibrary.nodeBatch, 0, ...args);
-    const run = (client as unknown as Record<string, ScriptRunner>)[`${NODE_BATCH_SCRIPT_NAME}Buffer`]!;
-    return run.call(client, 0, ...args) as Promise<unknown>;
+    // Keys in ARGV; a node that lost the library gets it again, and the batch goes once more.
+    return this.trafficOf(node).send(weight, () => this.functions.send(client, NODE_BATCH_ENTRY, [], args, true, () => [client], this.nodeBatchError));
   }
 
   private readonly nodeBatchError = (error: unknown): Promise<never> => {

@@ -1,12 +1,12 @@
 import { asError } from '@quota-service/core';
-import type { Redis } from 'ioredis';
-import { decideLibrary } from './script/decide-script.js';
+import type { Cluster, Redis } from 'ioredis';
+import { DECIDE_SCRIPT_NAME, decideLibrary, NODE_BATCH_SCRIPT_NAME } from './script/decide-script.js';
 
 /** A node's answer to an FCALL of a library it does not hold: nothing ran. */
 const NOT_LOADED = /^ERR Function not found/;
 
 /** Whether `error` is a node's "Function not found": the call did not run there, and may go again. */
-export function isFunctionNotLoaded(error: unknown): boolean {
+function isFunctionNotLoaded(error: unknown): boolean {
   return error instanceof Error && NOT_LOADED.test(error.message);
 }
 
@@ -14,6 +14,16 @@ export function isFunctionNotLoaded(error: unknown): boolean {
 function isReplyError(error: unknown): boolean {
   return error instanceof Error && error.name === 'ReplyError';
 }
+
+type ScriptRunner = (...args: (string | number)[]) => Promise<unknown>;
+
+/** What a decide call names: the script ioredis registered (defineCommand, EVALSHA) and the library's function (FCALL). */
+export interface DecideEntry {
+  readonly script: string;
+  readonly fn: string;
+}
+export const DECIDE_ENTRY: DecideEntry = { script: DECIDE_SCRIPT_NAME, fn: decideLibrary.decide };
+export const NODE_BATCH_ENTRY: DecideEntry = { script: NODE_BATCH_SCRIPT_NAME, fn: decideLibrary.nodeBatch };
 
 /** How the decide script reaches Redis, for the startup log. */
 export interface DecideCommand {
@@ -81,6 +91,39 @@ export class DecideFunctions {
         if (isReplyError(error)) this.giveUp(error);
       },
     );
+  }
+
+  /**
+   * One decide call on `client` (a node, or a cluster that routes it by its
+   * keys' slot): FCALL of the library while it is in use, else the script
+   * ioredis registered as `entry.script`. A "Function not found" loads the
+   * library on `nodes()` again and sends the call once more. Every error
+   * goes through `failed`, which rejects with what the caller should see.
+   * `binary`: bulk strings come back as Buffers.
+   */
+  send(
+    client: Redis | Cluster,
+    entry: DecideEntry,
+    keys: readonly string[],
+    args: readonly string[],
+    binary: boolean,
+    nodes: () => readonly Redis[],
+    failed: (error: unknown) => Promise<never>,
+  ): Promise<unknown> {
+    return this.sendOnce(client, entry, keys, args, binary).catch((error: unknown) =>
+      isFunctionNotLoaded(error) ? this.reload(nodes()).then(() => this.sendOnce(client, entry, keys, args, binary).catch(failed)) : failed(error),
+    );
+  }
+
+  private sendOnce(client: Redis | Cluster, entry: DecideEntry, keys: readonly string[], args: readonly string[], binary: boolean): Promise<unknown> {
+    if (this.loaded) {
+      const command = binary ? client.callBuffer : client.call;
+      return command.call(client, 'fcall', entry.fn, keys.length, ...keys, ...args);
+    }
+    const name = binary ? `${entry.script}Buffer` : entry.script;
+    const run = (client as unknown as Record<string, ScriptRunner>)[name];
+    if (run === undefined) return Promise.reject(new Error(`script ${name} is not registered`));
+    return run.call(client, keys.length, ...keys, ...args);
   }
 
   private load(node: Redis): Promise<void> {

@@ -11,8 +11,8 @@ import {
   rlsKeyPrefix,
   rlsStateKey,
 } from '@quota-service/core';
-import { decideArguments, decideLibrary, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from './script/decide-script.js';
-import { DecideFunctions, isFunctionNotLoaded } from './decide-functions.js';
+import { decideArguments, decideLua, DECIDE_SCRIPT_NAME, rememberArguments, type ScriptCall } from './script/decide-script.js';
+import { DECIDE_ENTRY, DecideFunctions } from './decide-functions.js';
 import { checkEviction, type EvictionRisk } from './eviction-check.js';
 import { keySlot } from './key-slot.js';
 import { clusterClient, singleNodeClient, type RedisConnectionOptions } from './redis-clients.js';
@@ -50,7 +50,8 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
   functions?: boolean;
 }
 
-type ScriptRunner = (...args: (string | number)[]) => Promise<unknown>;
+/** A script call's error as the caller should see it. */
+const failedCall = (error: unknown): Promise<never> => Promise.reject(storeError(error));
 
 /** One node (Redis) or a Redis Cluster: both run the same scripts, keys route by hash slot. */
 export type RedisClient = Redis | Cluster;
@@ -229,34 +230,13 @@ export class RedisStore implements QuotaStore {
    * One script call; its error as the caller should see it (storeError).
    * `binary`: bulk strings come back as Buffers (ioredis's <name>Buffer variant).
    */
-  private send(call: ScriptCall, binary: boolean, weight = 1): Promise<unknown> {
-    const { keys, slot } = call;
+  private send({ keys, args, slot }: ScriptCall, binary: boolean, weight = 1): Promise<unknown> {
     const partition = this.redis instanceof Cluster ? this.partitionOfSlot(slot ?? keySlot(keys[0] ?? '')) : SINGLE_NODE;
-    return this.trafficOf(partition).send(weight, () =>
-      this.sendOnce(call, binary).catch((error: unknown) => {
-        if (!isFunctionNotLoaded(error)) throw storeError(error);
-        // Not run: the node lost the library. Load it again, then send the call once more.
-        return this.functions
-          .reload([...stateNodes(this.redis).values()])
-          .then(() => this.sendOnce(call, binary))
-          .catch((again: unknown) => {
-            throw storeError(again);
-          });
-      }),
-    );
+    return this.trafficOf(partition).send(weight, () => this.functions.send(this.redis, DECIDE_ENTRY, keys, args, binary, this.masters, failedCall));
   }
 
-  /** One script call as FCALL of the library when it is in use, else as EVALSHA (ioredis's defineCommand). */
-  private sendOnce({ keys, args }: ScriptCall, binary: boolean): Promise<unknown> {
-    if (this.functions.inUse) {
-      const command = binary ? this.redis.callBuffer : this.redis.call;
-      return command.call(this.redis, 'fcall', decideLibrary.decide, keys.length, ...keys, ...args);
-    }
-    const name = binary ? `${DECIDE_SCRIPT_NAME}Buffer` : DECIDE_SCRIPT_NAME;
-    const run = (this.redis as unknown as Record<string, ScriptRunner>)[name];
-    if (run === undefined) return Promise.reject(new Error(`script ${name} is not registered`));
-    return run.call(this.redis, keys.length, ...keys, ...args) as Promise<unknown>;
-  }
+  /** Where the decide library goes again after a "Function not found": every node that holds state. */
+  private readonly masters = (): Redis[] => [...stateNodes(this.redis).values()];
 
   /** Each master of a cluster (or the one node) with its own breaker, budget and connection (QuotaStore.parts). */
   readonly parts: StoreParts = {
