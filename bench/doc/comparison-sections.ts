@@ -101,7 +101,7 @@ export function limitersSection(results: Results): Section {
       "rate-limiter-flexible takes one hop from the caller's thread. With few calls in flight the hops set the pace; with many, batching " +
       'shares each hop and script call among the calls that wait together. Both need free cores: on a busy machine every figure falls, the ' +
       'three-process path the most. On a virtual machine whose idle cores halt, each hop that wakes a process on an idle core waits for ' +
-      'the hypervisor to run that core again: on the 2 × AMD EPYC virtual machine of 2026-11-28 (`npx tsx bench/limiters-run.ts --concurrencies 1,4,16`), ' +
+      'the hypervisor to run that core again: on the 2 × Intel Xeon virtual machine of 2026-11-28 (`npx tsx bench/limiters-run.ts --concurrencies 1,4,16`), ' +
       'letting idle cores poll for 200 µs before halting (`guest_halt_poll_ns`) made both limiters about four times faster at 1 call in flight (the quota client 1,357 → 5,442 decisions/s, rate-limiter-flexible 5,524 → 20,943) and ' +
       'left their ratio where it was (0.25× → 0.26×; 0.34× → 0.41× at 4, 0.59× → 0.54× at 16 in flight): the absolute figures at low ' +
       'concurrency say as much about the host as about the limiters.',
