@@ -75,6 +75,22 @@ describe('the decide script as a function library', () => {
     }
   });
 
+  it('a Redis that holds the library already (another service started first): kept as it is, not loaded again, and called', async () => {
+    const first = new RedisStore(server().client(), { clock: new VirtualClock(T0) });
+    const second = new RedisStore(server().client(), { clock: new VirtualClock(T0) });
+    try {
+      await first.ready();
+      await second.ready();
+      expect(second.parts.decideCommand().command).toBe('FCALL');
+      // The second FUNCTION LOAD was refused ("already exists"): nothing was replaced.
+      expect(/^cmdstat_function\|load:calls=(\d+),.*failed_calls=(\d+)/m.exec(await admin.info('commandstats'))?.slice(1)).toEqual(['2', '1']);
+      expect((await decideGroup(second, calls(every.slice(0, 1), 'u1'), 'spend')).outcomes[0]!.remaining).toBe(9);
+      expect((await commandCounts(admin)).evalsha).toBe(0);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+
   it('functions: false (QUOTA_REDIS_FUNCTIONS=false): EVALSHA, and no library is loaded', async () => {
     const store = new RedisStore(server().client(), { clock: new VirtualClock(T0), functions: false });
     try {

@@ -5,6 +5,9 @@ import { DECIDE_SCRIPT_NAME, decideLibrary, NODE_BATCH_SCRIPT_NAME } from './scr
 /** A node's answer to an FCALL of a library it does not hold: nothing ran. */
 const NOT_LOADED = /^ERR Function not found/;
 
+/** A node's answer to FUNCTION LOAD of a library it holds already. */
+const ALREADY_LOADED = /^ERR Library '[^']*' already exists/;
+
 /** Whether `error` is a node's "Function not found": the call did not run there, and may go again. */
 function isFunctionNotLoaded(error: unknown): boolean {
   return error instanceof Error && NOT_LOADED.test(error.message);
@@ -126,12 +129,22 @@ export class DecideFunctions {
     return run.call(client, keys.length, ...keys, ...args);
   }
 
+  /**
+   * FUNCTION LOAD without REPLACE: a library of this name holds this very
+   * code (the name is its digest), so one already there is kept as it is,
+   * not written again (to the AOF and the replicas) by every service start.
+   */
   private load(node: Redis): Promise<void> {
     let pending = this.loading.get(node);
     if (pending === undefined) {
       pending = node
-        .function('LOAD', 'REPLACE', decideLibrary.code)
-        .then(() => undefined)
+        .function('LOAD', decideLibrary.code)
+        .then(
+          () => undefined,
+          (error: unknown) => {
+            if (!(isReplyError(error) && ALREADY_LOADED.test((error as Error).message))) throw error;
+          },
+        )
         .finally(() => this.loading.delete(node));
       this.loading.set(node, pending);
     }
