@@ -12,7 +12,7 @@ describe('store trouble', () => {
     await redis?.stop();
   });
 
-  it('Redis gone: the failure mode decides, no gRPC error, no crash; back again (empty script cache): the store decides', async () => {
+  it('Redis gone: the failure mode decides, no gRPC error, no crash; back again (no decide library, no state): the store loads the library and decides', async () => {
     redis = await startRedisServer();
     const port = redis.port;
     const store = RedisStore.connect(redis.url);
@@ -28,7 +28,8 @@ describe('store trouble', () => {
     const open = await service.client.allow({ policy: 'ip', identity: { ip: '203.0.113.9' } });
     expect(open).toMatchObject({ allowed: true, source: DecisionSource.DECISION_SOURCE_FAIL_OPEN, limits: [] });
 
-    // A new Redis on the same port knows no scripts: EVALSHA falls back to EVAL.
+    // A new Redis on the same port holds no library: the first FCALL meets "Function not found",
+    // the store loads the library there and sends the call again.
     redis = await startRedisServer({ port });
     const deadline = Date.now() + 10_000;
     let response;
@@ -38,5 +39,13 @@ describe('store trouble', () => {
     }
     // The store decides again: the new Redis holds no state, so a full global bucket (10), not the local one (5).
     expect(response).toMatchObject({ allowed: true, source: DecisionSource.DECISION_SOURCE_STORE, limits: [{ limit: 10, remaining: 9 }] });
+    const admin = redis.client();
+    const stats = await admin.info('commandstats');
+    admin.disconnect();
+    // Refused once, then run: still FCALL of the library, never the script.
+    expect(Number(/^cmdstat_fcall:calls=(\d+),.*failed_calls=(\d+)/m.exec(stats)?.[2])).toBe(1);
+    expect(Number(/^cmdstat_fcall:calls=(\d+)/m.exec(stats)?.[1])).toBeGreaterThanOrEqual(2);
+    expect(stats).not.toMatch(/^cmdstat_(eval|evalsha):/m);
+    expect(store.parts.decideCommand().command).toBe('FCALL');
   });
 });
