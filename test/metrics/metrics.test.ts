@@ -10,6 +10,16 @@ function sample(text: string, series: string): number | undefined {
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
+/** The port the service's metrics endpoint bound, from its log line. */
+async function metricsPortOf(service: ServiceProcess): Promise<number> {
+  return Number(/"port":(\d+)/.exec(await service.logged(/"msg":"metrics at GET \/metrics"/))![1]);
+}
+
+/** One scrape of GET /metrics, as text. */
+async function scrapeOnce(metricsPort: number): Promise<string> {
+  return (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+}
+
 let redis: RedisServer | undefined;
 let service: ServiceProcess | undefined;
 afterAll(async () => {
@@ -21,7 +31,7 @@ describe('Prometheus metrics of a real service process (QUOTA_METRICS_ADDR)', ()
   it('counts decisions per policy, limit, result and source; store failures; circuit state; reloads; state keys', async () => {
     redis = await startRedisServer();
     service = startServiceProcess({ QUOTA_REDIS_URL: redis.url, QUOTA_METRICS_ADDR: '127.0.0.1:0', QUOTA_BREAKER_HALF_OPEN_MS: '60000' });
-    const metricsPort = Number(/"port":(\d+)/.exec(await service.logged(/"msg":"metrics at GET \/metrics"/))![1]);
+    const metricsPort = await metricsPortOf(service);
     const scrape = async () => {
       const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
       expect(response.status).toBe(200);
@@ -87,7 +97,7 @@ describe('Prometheus metrics of a real service process (QUOTA_METRICS_ADDR)', ()
     admin.disconnect();
     const scripted = startServiceProcess({ QUOTA_REDIS_URL: `redis://no-functions:secret@127.0.0.1:${limited.port}`, QUOTA_METRICS_ADDR: '127.0.0.1:0' });
     try {
-      const metricsPort = Number(/"port":(\d+)/.exec(await scripted.logged(/"msg":"metrics at GET \/metrics"/))![1]);
+      const metricsPort = await metricsPortOf(scripted);
       const warning = await scripted.logged(/"msg":"decide script sent as EVALSHA/);
       expect(warning).toMatch(/"level":40,/);
       expect(warning).toMatch(/"reason":"FUNCTION LOAD failed: NOPERM /);
@@ -97,7 +107,7 @@ describe('Prometheus metrics of a real service process (QUOTA_METRICS_ADDR)', ()
       const decision = await createClient(QuotaServiceDefinition, channel).allow({ policy: 'orders', identity: { user: 'scripted' } });
       expect([decision.allowed, decision.source]).toEqual([true, DecisionSource.DECISION_SOURCE_STORE]);
       channel.close();
-      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const text = await scrapeOnce(metricsPort);
       expect(sample(text, 'quota_store_decide_by_function')).toBe(0);
       scripted.signal('SIGTERM');
       expect(await scripted.exit).toBe(0);
@@ -111,11 +121,11 @@ describe('Prometheus metrics of a real service process (QUOTA_METRICS_ADDR)', ()
     const evicting = await startRedisServer({ args: ['--maxmemory-policy', 'allkeys-lru'] });
     const risky = startServiceProcess({ QUOTA_REDIS_URL: evicting.url, QUOTA_METRICS_ADDR: '127.0.0.1:0' });
     try {
-      const metricsPort = Number(/"port":(\d+)/.exec(await risky.logged(/"msg":"metrics at GET \/metrics"/))![1]);
+      const metricsPort = await metricsPortOf(risky);
       const channel = createChannel(`127.0.0.1:${await risky.port}`);
       await untilServing(channel);
       channel.close();
-      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const text = await scrapeOnce(metricsPort);
       expect(sample(text, 'quota_store_eviction_risk')).toBe(1);
       risky.signal('SIGTERM');
       expect(await risky.exit).toBe(0);

@@ -5,6 +5,7 @@ import { identityKey, type Limit, type LimitCall, VirtualClock } from '@quota-se
 import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { decideLibrary } from '../../src/store/redis/script/decide-script.js';
 import { clearOfRealExpiry, startTime, timeStep } from '../support/lua-vs-model.js';
+import { commandCalls } from '../support/script-calls.js';
 import { limitFrom, T0 } from '../support/store-fixtures.js';
 import { decideGroup, decideGroups } from '../support/store-calls.js';
 import { useRedisServer } from '../support/use-redis.js';
@@ -27,11 +28,10 @@ const every: Limit[] = [
 const calls = (limits: readonly Limit[], who: string, cost = 1): LimitCall[] =>
   limits.map((limit) => ({ limit, identityKey: identityKey(limit.name, limit.keyBy, who), cost }));
 
-/** Calls of each command since the last CONFIG RESETSTAT (INFO commandstats). */
+/** Calls of each way to run the script since the last CONFIG RESETSTAT (INFO commandstats). */
 async function commandCounts(redis: Redis): Promise<Record<'fcall' | 'evalsha' | 'eval', number>> {
-  const info = await redis.info('commandstats');
-  const count = (command: string) => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
-  return { fcall: count('fcall'), evalsha: count('evalsha'), eval: count('eval') };
+  const [fcall, evalsha, evalCalls] = await Promise.all(['fcall', 'evalsha', 'eval'].map((command) => commandCalls(redis, command)));
+  return { fcall: fcall!, evalsha: evalsha!, eval: evalCalls! };
 }
 
 async function libraries(redis: Redis): Promise<string[]> {
