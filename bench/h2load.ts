@@ -26,7 +26,10 @@ export function grpcFrame(message: Uint8Array): Buffer {
  * gRPC statuses: `errors` are calls that failed or timed out on the wire; a
  * gRPC error answer (trailers only, fast) counts as a call here, which is why
  * the closed-loop phase, whose client reads every call's status, counts those.
- * `headers` go on every call (`name: value`).
+ * `headers` go on every call (`name: value`). h2load's rate timer ticks at
+ * most every 10 ms and sends every call due by then at once: above 100 calls
+ * per second they leave in bursts of rate/100, and the later calls of a burst
+ * wait behind the earlier ones on any server, a no-op one too.
  */
 export async function h2loadOpenLoop(
   port: number,
