@@ -7,6 +7,10 @@ export interface ChildResult {
   stderr: string;
 }
 
+/** Each packaging test is well under a few seconds; the ceilings only turn a hang into a failure with its output. */
+export const TEST_TIMEOUT_MS = 120_000;
+export const RUN_TIMEOUT_MS = 60_000;
+
 /** Runs a command to its end (killed after `timeoutMs`), never rejecting on a non-zero exit: the caller asserts. */
 export async function runChild(
   command: string,
