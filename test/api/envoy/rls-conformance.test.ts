@@ -1,11 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseRlsConfig, parseRlsFile, readRlsTexts } from '../../../src/api/envoy/rls-config.js';
 import type { RedisCluster } from '../../support/redis-cluster.js';
 import type { RedisServer } from '../../support/redis-server.js';
-import { d, type RlsClient, rlsClient, type RlsResponse, ruleMetadataOf } from '../../support/rls-client.js';
-import { startServiceProcess, type ServiceProcess } from '../../support/service-process.js';
+import { d, type RlsResponse, ruleMetadataOf } from '../../support/rls-client.js';
+import { useRlsService } from '../../support/rls-service.js';
 import { useRedisCluster, useRedisServer } from '../../support/use-redis.js';
 import { README_EXAMPLES } from './rls-configs.js';
 
@@ -83,22 +83,13 @@ const seconds = (response: RlsResponse, i = 0) => Number(response.statuses[i]?.d
 const untilWindowEnd = (unitSeconds: number) => unitSeconds - ((Date.now() / 1000) % unitSeconds);
 
 describe.each(stores)('the reference configurations answer as documented, on the %s', (_name, env) => {
-  let service: ServiceProcess;
-  let client: RlsClient;
-  let metricsPort: number;
-  beforeAll(async () => {
-    service = startServiceProcess({ QUOTA_RLS_CONFIG: FIXTURES, QUOTA_RLS_STORE_TIMEOUT_MS: '2000', QUOTA_METRICS_ADDR: '127.0.0.1:0', ...env() });
-    client = rlsClient(`127.0.0.1:${await service.port}`);
-    metricsPort = Number(/"port":(\d+)/.exec(await service.logged(/"msg":"metrics at GET \/metrics"/))![1]);
-    await service.logged(/health SERVING/);
-  }, 60_000);
-  afterAll(async () => {
-    client?.close();
-    service?.signal('SIGKILL');
-    await service?.exit;
-  });
+  const { client, metrics } = useRlsService(() => ({
+    QUOTA_RLS_CONFIG: FIXTURES,
+    QUOTA_RLS_STORE_TIMEOUT_MS: '2000',
+    QUOTA_METRICS_ADDR: '127.0.0.1:0',
+    ...env(),
+  }));
   const ask = (domain: string, ...descriptors: ReturnType<typeof d>[]) => client.shouldRateLimit({ domain, descriptors });
-  const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
 
   it('basic: 50 per second on key1, with no name; one per minute on one_per_minute', async () => {
     const first = await ask('basic', d(['key1', 'foo']));

@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { d, type RlsClient, type RlsDescriptor, rlsClient, rlsConfigDir, type RlsResponse } from '../../support/rls-client.js';
-import { startServiceProcess, type ServiceProcess } from '../../support/service-process.js';
+import { describe, expect, it } from 'vitest';
+import { d, type RlsDescriptor, rlsConfigDir, type RlsResponse } from '../../support/rls-client.js';
+import { useRlsService } from '../../support/rls-service.js';
 
 /**
  * A descriptor's own `limit` replaces the configured rule. With caller
@@ -38,18 +38,8 @@ const summary = (response: RlsResponse) =>
   response.statuses.map((s) => [s.code, s.current_limit?.requests_per_unit ?? null, s.current_limit?.unit ?? null, s.limit_remaining] as const);
 
 describe('descriptor limits and the callers file', () => {
-  let service: ServiceProcess;
-  let client: RlsClient;
-  beforeAll(async () => {
-    service = startServiceProcess({ QUOTA_RLS_CONFIG: config, QUOTA_AUTH_TOKENS: callersFile, QUOTA_RLS_STORE_TIMEOUT_MS: '2000' });
-    client = rlsClient(`127.0.0.1:${await service.port}`);
-    await service.logged(/health SERVING/);
-  }, 60_000);
-  afterAll(async () => {
-    client?.close();
-    service?.signal('SIGKILL');
-    await service?.exit;
-  });
+  const rls = useRlsService(() => ({ QUOTA_RLS_CONFIG: config, QUOTA_AUTH_TOKENS: callersFile, QUOTA_RLS_STORE_TIMEOUT_MS: '2000' }));
+  const { client } = rls;
 
   it('a caller that is not a gateway cannot raise its limit: its descriptor limit is ignored, the configured rule applies', async () => {
     const ask = () => client.shouldRateLimit({ domain: 'edge', descriptors: [withLimit('api_key', 'app-key', 1_000_000)] }, as(APP_TOKEN));
@@ -62,8 +52,8 @@ describe('descriptor limits and the callers file', () => {
     const unmatched = await client.shouldRateLimit({ domain: 'edge', descriptors: [withLimit('tenant', 'acme', 0)] }, as(APP_TOKEN));
     expect(summary(unmatched)).toEqual([['OK', null, null, 0]]);
     // Told once, whatever the number of calls.
-    await service.logged(/"caller":"app".*sent descriptors with their own limit, which only a gateway may set/);
-    expect(service.output().stdout.match(/which only a gateway may set/g)).toHaveLength(1);
+    await rls.process.logged(/"caller":"app".*sent descriptors with their own limit, which only a gateway may set/);
+    expect(rls.process.output().stdout.match(/which only a gateway may set/g)).toHaveLength(1);
   });
 
   it("a gateway's descriptor limit replaces the configured rule, as Envoy's route configuration sets it", async () => {

@@ -1,10 +1,10 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createChannel } from 'nice-grpc';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { listedServices } from '../../support/reflection.js';
-import { d, header, type RlsClient, rlsClient, rlsConfigDir } from '../../support/rls-client.js';
-import { startServiceProcess, type ServiceProcess } from '../../support/service-process.js';
+import { d, header, rlsConfigDir } from '../../support/rls-client.js';
+import { useRlsService } from '../../support/rls-service.js';
 
 /**
  * Running it: hot reload of the configuration directory, callers allowed
@@ -18,24 +18,14 @@ const OTHER_TOKEN = 'other-token-0123456789';
 
 describe('a service with a configuration directory, callers and metrics', () => {
   let dir: string;
-  let service: ServiceProcess;
-  let client: RlsClient;
-  let metricsPort: number;
   const envoy = { authorization: `Bearer ${ENVOY_TOKEN}` };
-  beforeAll(async () => {
+  const rls = useRlsService(() => {
     dir = rlsConfigDir({ 'edge.yaml': EDGE(1), 'internal.yaml': 'domain: internal\n' });
     const callers = join(rlsConfigDir({}), 'callers.yaml');
     writeFileSync(callers, `callers:\n  envoy:\n    token: ${ENVOY_TOKEN}\n    domains: [edge]\n  app:\n    token: ${OTHER_TOKEN}\n    policies: ['*']\n`);
-    service = startServiceProcess({ QUOTA_RLS_CONFIG: dir, QUOTA_AUTH_TOKENS: callers, QUOTA_METRICS_ADDR: '127.0.0.1:0' });
-    client = rlsClient(`127.0.0.1:${await service.port}`);
-    metricsPort = Number(/"port":(\d+)/.exec(await service.logged(/"msg":"metrics at GET \/metrics"/))![1]);
-    await service.logged(/health SERVING/);
-  }, 60_000);
-  afterAll(async () => {
-    client?.close();
-    service?.signal('SIGKILL');
-    await service?.exit;
+    return { QUOTA_RLS_CONFIG: dir, QUOTA_AUTH_TOKENS: callers, QUOTA_METRICS_ADDR: '127.0.0.1:0' };
   });
+  const { client } = rls;
 
   it('a caller needs a token, and may ask about its own domains only', async () => {
     await expect(client.shouldRateLimit({ domain: 'edge', descriptors: [d(['user', 'x'])] })).rejects.toMatchObject({ code: 16 });
@@ -51,7 +41,7 @@ describe('a service with a configuration directory, callers and metrics', () => 
   });
 
   it('reflection lists the service beside QuotaService', async () => {
-    const channel = createChannel(`127.0.0.1:${await service.port}`);
+    const channel = createChannel(`127.0.0.1:${await rls.process.port}`);
     const names = await listedServices(channel);
     channel.close();
     expect(names).toEqual(expect.arrayContaining(['envoy.service.ratelimit.v3.RateLimitService', 'quota.v1.QuotaService']));
@@ -60,7 +50,7 @@ describe('a service with a configuration directory, callers and metrics', () => 
   it('metrics per domain and rule: allowed, over limit, near limit; requests by code and source', async () => {
     await client.shouldRateLimit({ domain: 'edge', descriptors: [d(['user', 'metrics'])] }, envoy);
     await client.shouldRateLimit({ domain: 'edge', descriptors: [d(['user', 'metrics'])] }, envoy);
-    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const text = await rls.metrics();
     expect(text).toMatch(/quota_rls_descriptors_total\{domain="edge",rule="user",result="allowed"\} [1-9]/);
     expect(text).toMatch(/quota_rls_descriptors_total\{domain="edge",rule="user",result="over_limit"\} [1-9]/);
     expect(text).toMatch(/quota_rls_near_limit_total\{domain="edge",rule="user"\} [1-9]/);
@@ -74,34 +64,23 @@ describe('a service with a configuration directory, callers and metrics', () => 
     // As a ConfigMap volume changes: a new file renamed over the old one.
     writeFileSync(join(dir, '.edge.tmp'), EDGE(5));
     renameSync(join(dir, '.edge.tmp'), join(dir, 'edge.yaml'));
-    await service.logged(/"msg":"rate limit config reloaded"/);
+    await rls.process.logged(/"msg":"rate limit config reloaded"/);
     expect((await ask()).statuses[0]!.current_limit?.requests_per_unit).toBe(5);
     writeFileSync(join(dir, 'edge.yaml'), 'domain: edge\ndescriptors:\n  - key: user\n    rate_limit: { unit: fortnight, requests_per_unit: 2 }\n');
-    const line = await service.logged(/"msg":"rate limit config reload rejected/);
+    const line = await rls.process.logged(/"msg":"rate limit config reload rejected/);
     expect(line).toContain('edge.yaml: domain \\"edge\\": descriptor \\"user\\" (descriptors[0]) rate_limit.unit');
     expect((await ask()).statuses[0]!.current_limit?.requests_per_unit).toBe(5);
-    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const text = await rls.metrics();
     expect(text).toMatch(/quota_rls_config_reloads_total\{result="failure"\} [1-9]/);
   });
 });
 
 describe('the global switches: shadow mode on, RateLimit headers off', () => {
-  let service: ServiceProcess;
-  let client: RlsClient;
-  beforeAll(async () => {
-    service = startServiceProcess({
-      QUOTA_RLS_CONFIG: rlsConfigDir({ 'edge.yaml': EDGE(1) }),
-      QUOTA_RLS_SHADOW_MODE: 'true',
-      QUOTA_RLS_RATELIMIT_HEADERS: 'false',
-    });
-    client = rlsClient(`127.0.0.1:${await service.port}`);
-    await service.logged(/health SERVING/);
-  }, 60_000);
-  afterAll(async () => {
-    client?.close();
-    service?.signal('SIGKILL');
-    await service?.exit;
-  });
+  const { client } = useRlsService(() => ({
+    QUOTA_RLS_CONFIG: rlsConfigDir({ 'edge.yaml': EDGE(1) }),
+    QUOTA_RLS_SHADOW_MODE: 'true',
+    QUOTA_RLS_RATELIMIT_HEADERS: 'false',
+  }));
 
   it('over the limit: the answer is OK, the status still says OVER_LIMIT, and no RateLimit headers are added', async () => {
     const ask = () => client.shouldRateLimit({ domain: 'edge', descriptors: [d(['user', 'shadow'])] });

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RlsClient, rlsClient, rlsConfigDir, type RlsDescriptor, type RlsResponse } from '../../support/rls-client.js';
-import { startServiceProcess, type ServiceProcess } from '../../support/service-process.js';
+import { describe, expect, it } from 'vitest';
+import { rlsConfigDir, type RlsDescriptor, type RlsResponse } from '../../support/rls-client.js';
+import { useRlsService } from '../../support/rls-service.js';
 import { useRedisServer } from '../../support/use-redis.js';
 
 /**
@@ -25,18 +25,7 @@ const summary = (response: RlsResponse) =>
   response.statuses.map((s) => [s.code, s.current_limit?.requests_per_unit, s.current_limit?.unit, s.limit_remaining] as const);
 
 describe('limit overrides on one descriptor, on a single Redis', () => {
-  let service: ServiceProcess;
-  let client: RlsClient;
-  beforeAll(async () => {
-    service = startServiceProcess({ QUOTA_RLS_CONFIG: config, QUOTA_RLS_STORE_TIMEOUT_MS: '2000', QUOTA_REDIS_URL: redis().url });
-    client = rlsClient(`127.0.0.1:${await service.port}`);
-    await service.logged(/health SERVING/);
-  }, 60_000);
-  afterAll(async () => {
-    client?.close();
-    service?.signal('SIGKILL');
-    await service?.exit;
-  });
+  const { client } = useRlsService(() => ({ QUOTA_RLS_CONFIG: config, QUOTA_RLS_STORE_TIMEOUT_MS: '2000', QUOTA_REDIS_URL: redis().url }));
 
   /** The count the service keeps for api_key=`key` under the override window `window` (null: no such key). */
   const count = async (key: string, window: string): Promise<string | null> => {

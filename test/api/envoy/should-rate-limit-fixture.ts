@@ -1,8 +1,7 @@
-import { afterAll, beforeAll } from 'vitest';
 import type { RedisCluster } from '../../support/redis-cluster.js';
 import type { RedisServer } from '../../support/redis-server.js';
-import { type RlsClient, rlsClient, rlsConfigDir, type RlsStatus } from '../../support/rls-client.js';
-import { startServiceProcess, type ServiceProcess } from '../../support/service-process.js';
+import { rlsConfigDir, type RlsStatus } from '../../support/rls-client.js';
+import { type RlsService, useRlsService } from '../../support/rls-service.js';
 import { useRedisCluster, useRedisServer } from '../../support/use-redis.js';
 import { ECOSYSTEM_EXAMPLES, README_EXAMPLES } from './rls-configs.js';
 
@@ -40,35 +39,10 @@ async function clusterKeys(cluster: RedisCluster): Promise<string[]> {
   return (await Promise.all(shards.map((shard) => cluster.node(shard.masterPort).keys('*')))).flat();
 }
 
-/** What a test uses of the service process its describe block runs. */
-export interface RlsService {
-  /** Calls the service (the gRPC client is made once it listens, so this one forwards to it). */
-  readonly client: Pick<RlsClient, 'shouldRateLimit'>;
-  /** The service's Prometheus metrics page. */
-  metrics(): Promise<string>;
-}
-
 /** A service process on the store `env` configures, for the enclosing describe block: started before its tests, killed after them. */
 export function rlsService(env: () => Record<string, string>): RlsService {
-  let service: ServiceProcess;
-  let client: RlsClient;
-  let metricsPort: number;
-  beforeAll(async () => {
-    // A generous store budget: this shared machine stalls now and then, and a stall must not become a failure mode here.
-    service = startServiceProcess({ QUOTA_RLS_CONFIG: config, QUOTA_RLS_STORE_TIMEOUT_MS: '2000', QUOTA_METRICS_ADDR: '127.0.0.1:0', ...env() });
-    client = rlsClient(`127.0.0.1:${await service.port}`);
-    metricsPort = Number(/"port":(\d+)/.exec(await service.logged(/"msg":"metrics at GET \/metrics"/))![1]);
-    await service.logged(/health SERVING/);
-  }, 60_000);
-  afterAll(async () => {
-    client?.close();
-    service?.signal('SIGKILL');
-    await service?.exit;
-  });
-  return {
-    client: { shouldRateLimit: (request, metadata) => client.shouldRateLimit(request, metadata) },
-    metrics: async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(),
-  };
+  // A generous store budget: this shared machine stalls now and then, and a stall must not become a failure mode here.
+  return useRlsService(() => ({ QUOTA_RLS_CONFIG: config, QUOTA_RLS_STORE_TIMEOUT_MS: '2000', QUOTA_METRICS_ADDR: '127.0.0.1:0', ...env() }));
 }
 
 /** A Duration as Envoy reads it, in whole seconds. */
