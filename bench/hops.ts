@@ -1,8 +1,10 @@
 // One request in flight over one loopback hop, whatever is behind it: the
 // callers of bench/hop-floor.ts, and the floor bench/limiters-run.ts sets the
-// quota client's latency against.
+// quota client's latency against; and the two-hop relay it runs beside the
+// limiters.
 import { connect, type Socket } from 'node:net';
 import { credentials, makeGenericClientConstructor, type ClientDuplexStream } from '@grpc/grpc-js';
+import type { AllowCaller } from './client.js';
 import type { Call } from './load.js';
 import { ECHO_SERVICE } from './servers/echo-service.js';
 
@@ -64,4 +66,31 @@ export function grpcHops(port: number, pid: number | undefined): Hop[] {
     { name: 'grpc unary', serverPid: pid, call: unary, close: () => client.close() },
     { name: 'grpc stream', serverPid: pid, call: () => (stream.write(PAYLOAD), reply.wait()), close: () => (stream.end(), client.close()) },
   ];
+}
+
+/**
+ * Calls on one open grpc-js bidi stream to echo-server.ts's relay, any number
+ * in flight: the relay answers each message once its Redis command has, and a
+ * stream's messages and one Redis connection's replies both keep their order,
+ * so each answer settles the oldest call waiting.
+ */
+export function relayCaller(port: number): AllowCaller {
+  const Echo = makeGenericClientConstructor(ECHO_SERVICE, 'Echo');
+  const client = new Echo(`127.0.0.1:${port}`, credentials.createInsecure());
+  const stream = client.makeBidiStreamRequest(
+    ECHO_SERVICE.stream.path,
+    (b: Buffer) => b,
+    (b: Buffer) => b,
+  ) as ClientDuplexStream<Buffer, Buffer>;
+  const waiting: Array<{ resolve: (allowed: boolean) => void; reject: (error: Error) => void }> = [];
+  stream.on('data', () => waiting.shift()?.resolve(true));
+  stream.on('error', (error: Error) => waiting.splice(0).forEach((call) => call.reject(error)));
+  return {
+    call: () =>
+      new Promise((resolve, reject) => {
+        waiting.push({ resolve, reject });
+        stream.write(PAYLOAD);
+      }),
+    close: () => (stream.end(), client.close()),
+  };
 }

@@ -2,7 +2,10 @@
 // rate-limiter-flexible (RateLimiterRedis in this process) on the same Redis, at
 // several concurrencies, kinds alternating at every step (bench/sweep.ts). Both
 // keep a fixed window per user over 10,000 users that never fills, so every
-// call is an allowed decision of the same algorithm.
+// call is an allowed decision of the same algorithm. Beside them, in the same
+// sweep, the floor of the quota client's path: a two-hop relay (a message on an
+// open grpc-js stream to a Node process that answers it once one Redis command
+// has answered; bench/servers/echo-server.ts), which does nothing else.
 //
 // With 1 in flight among the concurrencies, it then measures in the same run
 // the floor of the quota client's two hops at one call in flight: a message on
@@ -19,8 +22,8 @@ import { quotaClientCaller } from './quota-client-caller.js';
 import { packageVersions } from './package-versions.js';
 import { formatPointLine, type SweepKind, sweep, sweepBudgetMs } from './sweep.js';
 import { parseSweepOptions } from './sweep-options.js';
-import { formatSweepTable, sweepMedians } from './sweep-table.js';
-import { grpcHops, type Hop, tcpHop } from './hops.js';
+import { formatSweepTable, ratioRow, sweepMedians } from './sweep-table.js';
+import { grpcHops, type Hop, relayCaller, tcpHop } from './hops.js';
 import { driveLoad } from './load.js';
 import { median } from './stats.js';
 
@@ -30,22 +33,26 @@ const BATCH = { maxDelayMs: 0, maxSize: 100 };
 
 async function main(run: BenchRun): Promise<number> {
   const options = parseSweepOptions(process.argv.slice(2), { concurrencies: [1, 4, 16, 64, 256, 1024], rounds: 3, seconds: 3, warmupSeconds: 2 }, USAGE);
-  run.watchdog(sweepBudgetMs({ ...options, kinds: 2 }));
+  run.watchdog(sweepBudgetMs({ ...options, kinds: 3 }));
 
   const redis = await startRedisServer();
   run.onCleanup(() => redis.stop());
   const service = await startServerChild('service', 'quota-server.ts', [redis.url]);
   run.onCleanup(() => service.stop());
+  const relay = await startServerChild('relay', 'echo-server.ts', ['relay', redis.url]);
+  run.onCleanup(() => relay.stop());
   const kinds: SweepKind[] = [
     { id: 'quota', label: 'quota client (batched)', caller: quotaClientCaller(service.port, BATCH, true, 'bench-window') },
     { id: 'flexible', label: 'rate-limiter-flexible', caller: flexibleCaller(redis.url) },
+    { id: 'relay', label: 'two-hop relay (floor)', caller: relayCaller(relay.port) },
   ];
   run.onCleanup(() => kinds.forEach((k) => k.caller.close()));
   const labels = new Map(kinds.map((k) => [k.id, k.label]));
 
   process.stdout.write(
     `Limiters in the caller's process, fixed window per user, 10,000 users, one Redis ${redis.url}:\n` +
-      `quota client (default batching, one AllowStream) -> quota service -> Redis, vs rate-limiter-flexible RateLimiterRedis -> Redis\n` +
+      `quota client (default batching, one AllowStream) -> quota service -> Redis, vs rate-limiter-flexible RateLimiterRedis -> Redis,\n` +
+      `and the floor of the first: grpc-js stream -> a relay making one Redis call (HINCRBY) per message -> Redis\n` +
       `concurrencies ${options.concurrencies.join(', ')}; ${options.rounds} rounds x ${options.seconds} s per point, warm-up ${options.warmupSeconds} s per kind; ` +
       `node ${process.version}, ${cpus().length} cpus, ${(totalmem() / 2 ** 30).toFixed(1)} GiB\n\n`,
   );
@@ -58,7 +65,8 @@ async function main(run: BenchRun): Promise<number> {
     points,
     kinds.map((k) => k.id),
   );
-  process.stdout.write(`\nmedians over ${options.rounds} rounds, decisions/s (p99):\n${formatSweepTable(medians, labels)}\n`);
+  const ratios = ['quota', 'relay'].map((id) => ratioRow(medians, id, 'flexible', `${labels.get(id)} / ${labels.get('flexible')}`));
+  process.stdout.write(`\nmedians over ${options.rounds} rounds, decisions/s (p99):\n${formatSweepTable(medians, labels)}\n${ratios.join('\n')}\n`);
   const alone = medians.find((m) => m.kind === 'quota' && m.concurrency === 1);
   const floor = alone === undefined ? undefined : await twoHopFloor(run, redis.port, options);
   if (alone !== undefined && floor !== undefined) {

@@ -51,3 +51,14 @@ export function formatSweepTable(medians: readonly SweepMedian[], labels: Readon
   });
   return [header, rule, ...rows].join('\n');
 }
+
+/** "a / b" per concurrency, as a one-row table, from the medians. */
+export function ratioRow(medians: readonly SweepMedian[], over: string, under: string, label: string): string {
+  const concurrencies = [...new Set(medians.map((m) => m.concurrency))].sort((a, b) => a - b);
+  const cells = concurrencies.map((c) => {
+    const a = medians.find((m) => m.kind === over && m.concurrency === c);
+    const b = medians.find((m) => m.kind === under && m.concurrency === c);
+    return a === undefined || b === undefined || b.decisionsPerSecond === 0 ? '' : `${(a.decisionsPerSecond / b.decisionsPerSecond).toFixed(2)}×`;
+  });
+  return `| ${label} | ${cells.join(' | ')} |`;
+}

@@ -7,7 +7,7 @@ import { median } from '../stats.js';
 import { sweepMedians } from '../sweep-table.js';
 import type { ClusterFigures, SweepFigures } from './results.js';
 
-/** Ours in blue, the libraries people pick instead in warm colours, no limiter in grey: the same in every plot. */
+/** Ours in blue, the libraries people pick instead in warm colours, no limiter and the bare relay in grey: the same in every plot. */
 const SERIES_COLOURS: Record<string, string> = {
   'quota client (batched)': '#1f6fb4',
   'quota client, slices': '#1f6fb4',
@@ -17,6 +17,7 @@ const SERIES_COLOURS: Record<string, string> = {
   'express-rate-limit': '#e8743b',
   '@fastify/rate-limit': '#c23b22',
   'no limiter': '#8c8c8c',
+  'two-hop relay (floor)': '#8c8c8c',
 };
 const OTHER_COLOURS = ['#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#bcbd22', '#17becf'];
 

@@ -1,6 +1,6 @@
 // The two plotted comparisons: limiters in the caller's process
 // (bench/limiters-run.ts) and behind an HTTP route (bench/http-limiters-run.ts).
-import { formatSweepTable, type SweepMedian, sweepMedians } from '../sweep-table.js';
+import { formatSweepTable, ratioRow, type SweepMedian, sweepMedians } from '../sweep-table.js';
 import { type Chart, latencyChart, throughputChart } from './charts.js';
 import { measuredLine, missingOrFailed } from './measured.js';
 import { type Results, type SweepFigures, sweepFiguresSchema } from './results.js';
@@ -31,17 +31,6 @@ function versionsLine(figures: SweepFigures): string {
   return entries.length === 0 ? '' : `Versions: ${entries.map(([name, version]) => `${name} ${version}`).join(', ')}.`;
 }
 
-/** "a / b" per concurrency, as a one-row table, from the medians. */
-function ratioRow(medians: readonly SweepMedian[], over: string, under: string, label: string): string {
-  const concurrencies = [...new Set(medians.map((m) => m.concurrency))].sort((a, b) => a - b);
-  const cells = concurrencies.map((c) => {
-    const a = medians.find((m) => m.kind === over && m.concurrency === c);
-    const b = medians.find((m) => m.kind === under && m.concurrency === c);
-    return a === undefined || b === undefined || b.decisionsPerSecond === 0 ? '' : `${(a.decisionsPerSecond / b.decisionsPerSecond).toFixed(2)}×`;
-  });
-  return `| ${label} | ${cells.join(' | ')} |`;
-}
-
 /** The quota client's p50 at one call in flight against the floor of its two hops measured in the same run, when the run has both. */
 function floorLine(figures: SweepFigures, medians: readonly SweepMedian[], kind: string | undefined): string {
   const alone = medians.find((m) => m.kind === kind && m.concurrency === 1);
@@ -62,7 +51,11 @@ export function limitersSection(results: Results): Section {
     "Both limiters run in the caller's process and decide on one Redis. **quota client (batched)** = `@quota-service/client` with its " +
       'default batching (a call goes at once when no batch is in flight, and the calls made meanwhile ride the next batch, on one `AllowStream`) to the quota service, which decides in ' +
       'Redis; **rate-limiter-flexible** = `RateLimiterRedis` as its README sets it up on ioredis (auto-pipelining on). Both keep a fixed ' +
-      'window per user over 10,000 users that never fills, so every call is an allowed decision of the same algorithm.',
+      'window per user over 10,000 users that never fills, so every call is an allowed decision of the same algorithm. ' +
+      "**two-hop relay (floor)** = the quota client's path with nothing of the quota service on it, only its two hops: a message on " +
+      'an open grpc-js stream to a Node process that answers it once one Redis command (HINCRBY of a per-user hash, on ioredis as the ' +
+      'service uses it) has answered. No decision is made; it is the most any limiter behind a service of its own can reach on this machine, ' +
+      'and its ratio to rate-limiter-flexible is the one the second hop alone sets.',
   ].join('\n\n');
   const got = sweepOf(results, 'limiters', 'make bench-quick');
   if ('text' in got) return { markdown: `${intro}\n\n${got.text}`, charts: [] };
@@ -73,7 +66,7 @@ export function limitersSection(results: Results): Section {
       title: 'Decisions/s against calls in flight',
       xTitle: 'calls in flight (closed loop)',
       yTitle: 'decisions/s',
-      alt: 'Line chart: decisions/s of the quota client and of rate-limiter-flexible against calls in flight',
+      alt: 'Line chart: decisions/s of the quota client, of rate-limiter-flexible and of the two-hop relay against calls in flight',
     }),
     latencyChart(figures, {
       file: 'bench-limiters-latency.svg',
@@ -88,8 +81,14 @@ export function limitersSection(results: Results): Section {
   );
   const labels = new Map(figures.kinds.map((k) => [k.id, k.label]));
   const table = formatSweepTable(medians, labels);
-  const [ours, theirs] = figures.kinds;
-  const ratio = ours !== undefined && theirs !== undefined ? ratioRow(medians, ours.id, theirs.id, `${ours.label} / ${theirs.label}`) : '';
+  const [ours, theirs, relay] = figures.kinds;
+  const ratio =
+    theirs === undefined
+      ? ''
+      : [ours, relay]
+          .filter((kind) => kind !== undefined)
+          .map((kind) => ratioRow(medians, kind.id, theirs.id, `${kind.label} / ${theirs.label}`))
+          .join('\n');
   const markdown = [
     intro,
     head,
