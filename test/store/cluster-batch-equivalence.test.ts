@@ -1,13 +1,8 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { type AllowInput, type Decision, identityKey, limitCalls, parsePolicies, validateRequest, VirtualClock } from '@quota-service/core';
-import { QuotaEngine } from '../../src/engine/engine.js';
-import { MemoryStore } from '../../src/store/memory.js';
-import { keySlot } from '../../src/store/redis/key-slot.js';
-import { RedisStore } from '../../src/store/redis/redis-store.js';
-import type { RedisCluster } from '../support/redis-cluster.js';
-import { scriptCalls } from '../support/script-calls.js';
+import { type AllowInput, type Decision, identityKey, limitCalls, parsePolicies, validateRequest } from '@quota-service/core';
+import { type Answer, answerOf, comparable, type Sides, useSides } from '../support/cluster-sides.js';
 import { T0 } from '../support/store-fixtures.js';
 import { useRedisCluster } from '../support/use-redis.js';
 
@@ -83,79 +78,6 @@ function clearOfRealExpiry(now: number): number {
 
 const timeStep = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 5_000 }), fc.integer({ min: 0, max: 600_000 }));
 
-/** What every side answered: a decision, or the error allow() rejected with (message only). */
-type Answer = Decision | { error: string };
-const answerOf = (settled: PromiseSettledResult<Decision>): Answer =>
-  settled.status === 'fulfilled' ? comparable(settled.value) : { error: String((settled.reason as Error).message) };
-
-/**
- * A decision as the sides are compared: every field but `leasesExpired`, the
- * count of expired leases a call dropped (for a metric). Redis expires a lease
- * set on its own clock, which the test clock does not move, so it still holds
- * leases the model's set has dropped with the set; the decision fields
- * (allowed, remaining, leases held, times) are compared whole.
- */
-function comparable(decision: Decision): Decision {
-  const { leasesExpired: _dropped, ...rest } = decision as Decision & { leasesExpired?: number };
-  return rest;
-}
-
-interface Sides {
-  clock: VirtualClock;
-  model: QuotaEngine;
-  batched: QuotaEngine;
-  oneByOne: QuotaEngine;
-  reset(): Promise<void>;
-  /** Which master (0, 1, 2: the shards in slot order) serves `key` on the batched side. */
-  masterOf(key: string): number;
-  /** Script calls the batched side's masters ran since the last reset. */
-  batchedScriptCalls(): Promise<number>;
-  close(): Promise<void>;
-}
-
-function masters(cluster: RedisCluster) {
-  return cluster.topology().then(({ shards }) => shards.map((shard) => cluster.node(shard.masterPort)));
-}
-
-function useSides(): () => Sides {
-  const clusterA = useRedisCluster();
-  const clusterB = useRedisCluster();
-  let sides: Sides | undefined;
-  beforeAll(async () => {
-    const clock = new VirtualClock(T0);
-    const memory = new MemoryStore(clock);
-    const batchedStore = RedisStore.connectCluster(clusterA().seeds, { clock: clock });
-    const oneByOneStore = RedisStore.connectCluster(clusterB().seeds, { clock: clock, batch: false });
-    await Promise.all([batchedStore.ready(), oneByOneStore.ready()]);
-    const { shards } = await clusterA().topology();
-    sides = {
-      masterOf: (key) => {
-        const slot = keySlot(key);
-        return shards.findIndex((shard) => shard.slots.some(([first, last]) => slot >= first && slot <= last));
-      },
-      clock,
-      model: new QuotaEngine(policies, memory),
-      batched: new QuotaEngine(policies, batchedStore),
-      oneByOne: new QuotaEngine(policies, oneByOneStore),
-      async reset() {
-        memory.space.clear();
-        const nodes = [...(await masters(clusterA())), ...(await masters(clusterB()))];
-        await Promise.all(nodes.map((node) => node.flushall()));
-        await Promise.all((await masters(clusterA())).map((node) => node.config('RESETSTAT')));
-        clock.set(T0);
-      },
-      batchedScriptCalls: async () => (await Promise.all((await masters(clusterA())).map(scriptCalls))).reduce((a, b) => a + b, 0),
-      close: async () => {
-        await Promise.all([batchedStore.close(), oneByOneStore.close(), memory.close()]);
-      },
-    };
-  });
-  afterAll(async () => {
-    await sides?.close();
-  });
-  return () => sides!;
-}
-
 /** Answers seen by runSteps, so a test can tell it decided both ways. */
 const tally = { allowed: 0, denied: 0 };
 
@@ -194,7 +116,7 @@ async function runSteps(sides: Sides, start: number, steps: readonly { dt: numbe
 const SLOT_OWNER_OF_USER: Record<string, number> = { a: 2, b: 0, c: 1 };
 
 describe('batched on a cluster = one by one on a cluster = the model', () => {
-  const sides = useSides();
+  const sides = useSides(policies);
 
   it.each(singleLimitPolicies)(
     '%s: random batches (an identity may come back within a batch), each decided as if alone and in order',

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { tokenSha256 } from '../../../src/config/callers.js';
+import { type QuotactlResult, quotactl } from '../../support/quotactl.js';
 
 /** A support desk's token: its caller has the admin role. */
 export const ADMIN_TOKEN = 'support-desk-admin-token-7f3a91c2e5b84d06';
@@ -89,4 +90,44 @@ export function writeAdminFixture(): { dir: string; env: Record<string, string>;
     env: { QUOTA_POLICIES: join(dir, 'policies.yaml'), QUOTA_AUTH_TOKENS: join(dir, 'callers.yaml') },
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/**
+ * quotactl against the service at `address()` as the caller of `token` (none:
+ * no QUOTACTL_TOKEN), `admin` as the support desk; every run is kept in
+ * `outputs`, for a test to check that none printed a token.
+ */
+export function quotactlAs(address: () => string) {
+  const outputs: QuotactlResult[] = [];
+  async function as(token: string | undefined, args: readonly string[], options: { tty?: boolean } = {}): Promise<QuotactlResult> {
+    const env: Record<string, string> = { QUOTACTL_ADDR: address(), ...(token !== undefined && { QUOTACTL_TOKEN: token }) };
+    const result = await quotactl(args, { env, ...options });
+    outputs.push(result);
+    return result;
+  }
+  const admin = (args: readonly string[], options?: { tty?: boolean }) => as(ADMIN_TOKEN, args, options);
+  return { as, admin, outputs };
+}
+
+/** A limit as `quotactl --json peek` (and reset) reports it. */
+export interface LimitJson {
+  name: string;
+  limit: number;
+  remaining: number;
+  applied: string;
+  plan?: string;
+}
+
+/** An override as `quotactl --json overrides` reports it. */
+export interface OverrideJson {
+  limit: string;
+  match: string;
+  value: string;
+  keyBy: string;
+  algorithm: string;
+  parameters: Record<string, number | string>;
+  expiresAtMs: number;
+  reason: string;
+  setBy: string;
+  setAtMs: number;
 }

@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { jsonLines, type QuotactlResult, quotactl } from '../../support/quotactl.js';
+import { jsonLines } from '../../support/quotactl.js';
 import { valueDigest } from '../../../src/api/admin/audit.js';
-import { ADMIN_TOKEN, DAILY_ADMIN_TOKEN, VIEWER_TOKEN, writeAdminFixture } from './admin-fixture.js';
+import { ADMIN_TOKEN, DAILY_ADMIN_TOKEN, type LimitJson, type OverrideJson, quotactlAs, VIEWER_TOKEN, writeAdminFixture } from './admin-fixture.js';
 import { useServiceProcess } from './service.js';
 
 // quotactl's admin commands (reset, overrides) end to end: the real program
@@ -19,34 +19,7 @@ writeFileSync(
 afterAll(() => fixture.remove());
 const service = useServiceProcess(() => fixture.env);
 
-const outputs: QuotactlResult[] = [];
-async function as(token: string | undefined, args: readonly string[], options: { tty?: boolean } = {}): Promise<QuotactlResult> {
-  const env: Record<string, string> = { QUOTACTL_ADDR: service.address(), ...(token !== undefined && { QUOTACTL_TOKEN: token }) };
-  const result = await quotactl(args, { env, ...options });
-  outputs.push(result);
-  return result;
-}
-const admin = (args: readonly string[], options?: { tty?: boolean }) => as(ADMIN_TOKEN, args, options);
-
-interface LimitJson {
-  name: string;
-  limit: number;
-  remaining: number;
-  applied: string;
-  plan?: string;
-}
-interface OverrideJson {
-  limit: string;
-  match: string;
-  value: string;
-  keyBy: string;
-  algorithm: string;
-  parameters: Record<string, number | string>;
-  expiresAtMs: number;
-  reason: string;
-  setBy: string;
-  setAtMs: number;
-}
+const { as, admin, outputs } = quotactlAs(() => service.address());
 
 /** The identity's limits as peek reports them (--json). */
 async function peek(policy: string, ...identity: string[]): Promise<LimitJson[]> {

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { useRedisServer } from '../../support/use-redis.js';
 import { jsonLines, quotactl } from '../../support/quotactl.js';
-import { ADMIN_TOKEN, writeAdminFixture } from './admin-fixture.js';
+import { ADMIN_TOKEN, type LimitJson, writeAdminFixture } from './admin-fixture.js';
 import { useServiceReplicas } from './service.js';
 
 // The support desk's session, with quotactl alone and an admin token, against
@@ -21,11 +21,6 @@ async function on(i: number, args: readonly string[]): Promise<{ code: number; d
   return { code, doc: jsonLines(stdout)[0] ?? {} };
 }
 
-interface LimitJson {
-  limit: number;
-  remaining: number;
-  applied: string;
-}
 const apiLimit = (doc: Record<string, unknown>) => (doc.limits as LimitJson[])[0]!;
 const REPLICAS = [0, 1, 2];
 
