@@ -8,9 +8,7 @@ import type { QuotaServer } from '../../src/quota-server.js';
 import {
   auditLines,
   auditOf,
-  bearer,
   CALLERS,
-  codeOf,
   loopbackClients,
   NARROW_ADMIN_TOKEN,
   ORDER_API_TOKEN,
@@ -19,6 +17,7 @@ import {
   startAdminServer,
   SUPPORT_TOKEN,
 } from '../support/admin-grpc-fixture.js';
+import { bearer, codeOf } from '../support/grpc-calls.js';
 
 /**
  * Who may call the admin API over gRPC, wired as src/main.ts wires it: refused

@@ -7,9 +7,7 @@ import type { QuotaServer } from '../../src/quota-server.js';
 import {
   type AuditLine,
   auditLines,
-  bearer,
   CALLERS,
-  codeOf,
   loopbackClients,
   NARROW_ADMIN_TOKEN,
   ORDER_API_TOKEN,
@@ -18,6 +16,7 @@ import {
   startAdminServer,
   SUPPORT_TOKEN,
 } from '../support/admin-grpc-fixture.js';
+import { bearer, codeOf } from '../support/grpc-calls.js';
 import { listedServices, reflect } from '../support/reflection.js';
 
 const { FileDescriptorProto } = await import('google-protobuf/google/protobuf/descriptor_pb.js');

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { ChannelCredentials } from '@grpc/grpc-js';
-import { ClientError, createChannel, createClient, Metadata, Status, type Channel } from 'nice-grpc';
+import { type ClientError, createChannel, createClient, Metadata, Status, type Channel } from 'nice-grpc';
 import { HealthDefinition } from 'nice-grpc-server-health';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCallers, tokenSha256 } from '../../src/config/callers.js';
@@ -14,6 +14,7 @@ import { MemoryStore } from '../../src/store/memory.js';
 import { openAllowStream } from '../support/allow-stream-probe.js';
 import { shippedPolicies } from '../support/quota-service.js';
 import { CLIENT, createTestCertificates, LOOPBACK_SERVER } from '../support/test-certificates.js';
+import { bearer, codeOf } from '../support/grpc-calls.js';
 
 const ORDER_API_TOKEN = 'order-api-token-7f3a9c1e5b2d4f60';
 const GATEWAY_TOKEN = 'gateway-token-0c9e8d7b6a5f4e3d2c1b';
@@ -26,13 +27,6 @@ callers:
     token_sha256: ${tokenSha256(GATEWAY_TOKEN)}
     policies: ['*']
 `;
-
-const bearer = (token: string) => ({ metadata: Metadata({ authorization: `Bearer ${token}` }) });
-const codeOf = (promise: Promise<unknown>) =>
-  promise.then(
-    () => 'OK',
-    (error: unknown) => (error instanceof ClientError ? Status[error.code] : `not a gRPC error: ${String(error)}`),
-  );
 
 async function serve(options: { tls?: Parameters<typeof serverTls>[0]; callers?: string; lines?: string[] }): Promise<QuotaServer> {
   const lines = options.lines ?? [];

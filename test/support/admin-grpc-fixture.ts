@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { type Client, ClientError, createChannel, createClient, Metadata, Status } from 'nice-grpc';
+import { type Client, createChannel, createClient } from 'nice-grpc';
 import { stringify } from 'yaml';
 import { parsePolicies, type PolicySet, VirtualClock } from '@quota-service/core';
 import { OverrideMatch, QuotaAdminServiceDefinition, QuotaServiceDefinition } from '@quota-service/contract';
@@ -48,14 +48,6 @@ export const POLICIES = stringify({
     },
   },
 });
-
-export const bearer = (token: string) => ({ metadata: Metadata({ authorization: `Bearer ${token}` }) });
-/** The status a call ends with, by name: 'OK' when it succeeds. */
-export const codeOf = (promise: Promise<unknown>) =>
-  promise.then(
-    () => 'OK',
-    (error: unknown) => (error instanceof ClientError ? Status[error.code] : `not a gRPC error: ${String(error)}`),
-  );
 
 /** A serving quota server with the admin API on POLICIES; every log line it writes is pushed onto `lines`. */
 export async function startAdminServer(options: { callers?: string; address?: string; lines: string[] }): Promise<QuotaServer> {

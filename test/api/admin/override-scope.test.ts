@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { ClientError, createChannel, createClient, Metadata, Status } from 'nice-grpc';
+import { createChannel, createClient } from 'nice-grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePolicies, VirtualClock } from '@quota-service/core';
 import { OverrideMatch, QuotaAdminServiceDefinition, QuotaServiceDefinition } from '@quota-service/contract';
@@ -13,6 +13,7 @@ import { createLogger } from '../../../src/logger.js';
 import { MemoryOverrides } from '../../../src/overrides/memory-overrides.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { T0 } from '../../support/store-fixtures.js';
+import { bearer, codeOf } from '../../support/grpc-calls.js';
 
 /**
  * An admin's `policies` bound every admin call, against a real gRPC server
@@ -67,12 +68,6 @@ callers:
     policies: ['*']
 `;
 
-const bearer = (token: string) => ({ metadata: Metadata({ authorization: `Bearer ${token}` }) });
-const codeOf = (promise: Promise<unknown>) =>
-  promise.then(
-    () => 'OK',
-    (error: unknown) => (error instanceof ClientError ? Status[error.code] : `not a gRPC error: ${String(error)}`),
-  );
 const EXACT = OverrideMatch.OVERRIDE_MATCH_EXACT;
 const PREFIX = OverrideMatch.OVERRIDE_MATCH_PREFIX;
 const key = (limit: string, value: string, match = EXACT) => ({ limit, match, value });
