@@ -45,6 +45,25 @@ function floorLine(figures: SweepFigures, medians: readonly SweepMedian[], kind:
   );
 }
 
+type Kind = SweepFigures['kinds'][number];
+
+/** At one call in flight: the relay's and the quota client's decisions/s against the other limiter's, when the run has the relay. */
+function relayLine(medians: readonly SweepMedian[], ours?: Kind, theirs?: Kind, relay?: Kind): string {
+  const at = (kind: Kind | undefined, concurrency: number) =>
+    medians.find((m) => m.kind === kind?.id && m.concurrency === concurrency)?.decisionsPerSecond ?? 0;
+  const [q, f, r] = [at(ours, 1), at(theirs, 1), at(relay, 1)];
+  if (q === 0 || f === 0 || r === 0) return '';
+  const passing = [...new Set(medians.map((m) => m.concurrency))]
+    .sort((a, b) => a - b)
+    .find((_concurrency, i, all) => all.slice(i).every((c) => at(ours, c) > at(relay, c)));
+  const passes = passing === undefined ? '' : ` From ${passing} calls in flight on, the batching client passes the relay, which sends every call alone.`;
+  return (
+    `At 1 in flight the two-hop relay reaches ${(r / f).toFixed(2)}× the decisions/s of ${theirs?.label}: what its second hop alone costs. ` +
+    `The quota client reaches ${(q / f).toFixed(2)}×, that is ${(q / r).toFixed(2)}× the relay: the rest is the work of the client, the ` +
+    `service and the decide script on top of the two hops.${passes}`
+  );
+}
+
 export function limitersSection(results: Results): Section {
   const intro = [
     '## The quota client against rate-limiter-flexible',
@@ -54,8 +73,8 @@ export function limitersSection(results: Results): Section {
       'window per user over 10,000 users that never fills, so every call is an allowed decision of the same algorithm. ' +
       "**two-hop relay (floor)** = the quota client's path with nothing of the quota service on it, only its two hops: a message on " +
       'an open grpc-js stream to a Node process that answers it once one Redis command (HINCRBY of a per-user hash, on ioredis as the ' +
-      'service uses it) has answered. No decision is made; it is the most any limiter behind a service of its own can reach on this machine, ' +
-      'and its ratio to rate-limiter-flexible is the one the second hop alone sets.',
+      'service uses it) has answered. It decides nothing and does not batch: at one call in flight it is the most any limiter behind a ' +
+      'service of its own can reach on this machine, and its ratio to rate-limiter-flexible there is what the second hop alone costs.',
   ].join('\n\n');
   const got = sweepOf(results, 'limiters', 'make bench-quick');
   if ('text' in got) return { markdown: `${intro}\n\n${got.text}`, charts: [] };
@@ -95,6 +114,7 @@ export function limitersSection(results: Results): Section {
     ...charts.map(image),
     `Medians over the rounds, decisions/s (p99):\n\n${table}${ratio === '' ? '' : `\n${ratio}`}`,
     floorLine(figures, medians, ours?.id),
+    relayLine(medians, ours, theirs, relay),
     versionsLine(figures),
     'The batched path spreads each decision over three processes (caller, quota service, Redis) and two loopback hops; ' +
       "rate-limiter-flexible takes one hop from the caller's thread. With few calls in flight the hops set the pace; with many, batching " +
