@@ -11,12 +11,16 @@
 // main thread of each process (bench/sched.ts): time on a CPU, time waiting
 // for one, sleeps.
 // `--service-profile DIR`: the service child writes a CPU profile there too.
+// `--relay`: the same load on the floor of that path instead, the two-hop relay
+// of bench/limiters-run.ts (a grpc-js stream to a Node process that answers
+// each message once one Redis command has), reported as if it were the service.
 import { parseArgs } from 'node:util';
 import { benchMain, type BenchRun } from './bench-main.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { startServerChild } from './children.js';
 import { driveLoad } from './load.js';
 import { quotaClientCaller } from './quota-client-caller.js';
+import { relayCaller } from './hops.js';
 import { ROUND_GRACE_MS } from './rounds.js';
 import { redisCpuMs } from './cpu.js';
 import { type SchedSample, sampleSched, schedPer } from './sched.js';
@@ -30,6 +34,7 @@ async function main(run: BenchRun): Promise<number> {
       warmup: { type: 'string', default: '2' },
       batch: { type: 'string', default: 'on' },
       'service-profile': { type: 'string' },
+      relay: { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -39,9 +44,12 @@ async function main(run: BenchRun): Promise<number> {
   run.watchdog(60_000 + (seconds + warmup) * 1000 + 2 * ROUND_GRACE_MS);
   const redis = await startRedisServer();
   run.onCleanup(() => redis.stop());
-  const service = await startServerChild('service', 'quota-server.ts', [redis.url], { cpuProfDir: values['service-profile'] });
+  const profile = { cpuProfDir: values['service-profile'] };
+  const service = values.relay
+    ? await startServerChild('service', 'echo-server.ts', ['relay', redis.url], profile)
+    : await startServerChild('service', 'quota-server.ts', [redis.url], profile);
   run.onCleanup(() => service.stop());
-  const caller = quotaClientCaller(service.port, values.batch === 'off' ? false : { maxDelayMs: 0, maxSize: 100 });
+  const caller = values.relay ? relayCaller(service.port) : quotaClientCaller(service.port, values.batch === 'off' ? false : { maxDelayMs: 0, maxSize: 100 });
   run.onCleanup(() => caller.close());
   const load = (s: number) => driveLoad({ call: caller.call, concurrency, durationMs: s * 1000, graceMs: ROUND_GRACE_MS });
   if (warmup > 0) await load(warmup);

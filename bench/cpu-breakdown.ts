@@ -7,7 +7,9 @@
 // Then each point once more without profiles, for what a latency is made of:
 // per decision, each process's main thread on a CPU and waiting for one, how
 // often it slept (each sleep is a wake-up: a hop), and Redis's time in the
-// decide script per script call, set against the mean time of a decision.
+// decide script per script call, set against the mean time of a decision;
+// and the same for the two-hop relay (bench/limiters-run.ts) under the same
+// load, what the three processes spend on the hops alone.
 //
 //   npx tsx bench/cpu-breakdown.ts [--concurrencies 1,4,16] [--seconds 4]
 import { spawn } from 'node:child_process';
@@ -112,33 +114,52 @@ async function main(run_: BenchRun): Promise<number> {
   process.stdout.write(`\nidle time is left out; load average after: ${loadavg()[0]!.toFixed(2)}\n`);
   process.stdout.write(
     '\nThe same points without profiles: per decision, each main thread on a CPU, waiting for one (runnable, not running) and ' +
-      'how often it slept; the mean time of a decision (calls in flight / decisions/s); Redis: time in the decide script per call\n\n',
+      'how often it slept; the mean time of a decision (calls in flight / decisions/s); Redis: time in the decide script per call. ' +
+      "Beside each, the same load on the floor of the quota client's path, the two-hop relay of the limiters comparison (a Node " +
+      'process between a grpc-js stream and one Redis command per message, no decision): what the same three processes spend ' +
+      'when they do nothing but the hops\n\n',
   );
-  const schedHeader = ['in flight', 'decisions/s', 'mean ms', 'process', 'on a CPU µs', 'waiting for a CPU µs', 'sleeps', 'script µs/call (calls/decision)'];
+  const schedHeader = [
+    'in flight',
+    'path',
+    'decisions/s',
+    'mean ms',
+    'process',
+    'on a CPU µs',
+    'waiting for a CPU µs',
+    'sleeps',
+    'script µs/call (calls/decision)',
+  ];
   process.stdout.write(`| ${schedHeader.join(' | ')} |\n|${schedHeader.map(() => '---').join('|')}|\n`);
   for (const concurrency of concurrencies) {
-    const output = await run(['--conditions=@quota-service/source', '--import', 'tsx', 'bench/client-profile.ts', ...pointArgs(concurrency, seconds)]);
-    process.stdout.write(schedRows(concurrency, output).join('\n') + '\n');
+    for (const path of ['quota', 'relay'] as const) {
+      const args = [...pointArgs(concurrency, seconds), ...(path === 'relay' ? ['--relay'] : [])];
+      const output = await run(['--conditions=@quota-service/source', '--import', 'tsx', 'bench/client-profile.ts', ...args]);
+      process.stdout.write(schedRows(concurrency, path, output).join('\n') + '\n');
+    }
   }
   return 0;
 }
+
+const PATHS = { quota: 'quota client', relay: 'two-hop relay' } as const;
 
 function pointArgs(concurrency: number, seconds: number): string[] {
   return ['--concurrency', String(concurrency), '--seconds', String(seconds), '--warmup', '1'];
 }
 
-/** The scheduler table's rows of one point, from client-profile's output. */
-function schedRows(concurrency: number, output: string): string[] {
+/** The scheduler table's rows of one point, from client-profile's output; `relay`: its middle process is the relay, its script none. */
+function schedRows(concurrency: number, path: 'quota' | 'relay', output: string): string[] {
   const figures = /(\d+) decisions\/s, p50/.exec(output);
   const script = /redis script (\S+) µs\/call, (\S+) calls\/decision/.exec(output);
   if (figures === null || script === null) throw new Error(`client-profile printed no figures:\n${output}`);
   const rate = Number(figures[1]);
   return (['caller', 'service', 'redis'] as const).map((name, i) => {
     const sched = new RegExp(`^sched ${name} on-cpu (\\S+) wait (\\S+) sleeps (\\S+)$`, 'm').exec(output);
-    const lead = i === 0 ? [String(concurrency), String(rate), ((concurrency / rate) * 1000).toFixed(3)] : ['', '', ''];
+    const lead =
+      i === 0 ? [path === 'quota' ? String(concurrency) : '', PATHS[path], String(rate), ((concurrency / rate) * 1000).toFixed(3)] : ['', '', '', ''];
     const cells = sched === null ? ['n/a', 'n/a', 'n/a'] : [sched[1]!, sched[2]!, sched[3]!];
-    const scriptCell = name === 'redis' ? `${script[1]} (${script[2]})` : '';
-    return `| ${[...lead, name, ...cells, scriptCell].join(' | ')} |`;
+    const scriptCell = name === 'redis' && path === 'quota' ? `${script[1]} (${script[2]})` : '';
+    return `| ${[...lead, path === 'relay' && name === 'service' ? 'relay' : name, ...cells, scriptCell].join(' | ')} |`;
   });
 }
 

@@ -121,7 +121,9 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'time in the decide script per script call. With one batch in flight at a time the caller, the service and Redis run one ' +
       'after another, so the mean time of a decision is about the sum of their times on a CPU and waiting. At one call in flight ' +
       'that sum is the whole decision: the time is CPU on a serial path of three processes, mostly paid per batch rather than per ' +
-      'decision (compare 1 and 16 in flight), which is what batching shares and what a call alone pays in full.',
+      'decision (compare 1 and 16 in flight), which is what batching shares and what a call alone pays in full. Beside each point, ' +
+      'the same load on the two-hop relay of the limiters comparison (the same three processes doing nothing but the hops, no ' +
+      "decision): the difference, process by process, is what the quota client's path adds to its hops.",
   },
   {
     id: 'workers',
