@@ -1,5 +1,6 @@
-// Child process for bench/hop-floor.ts: echoes bytes back, nothing else, so the
-// bench measures what one loopback hop costs on this machine by itself.
+// Child process for the benches' floors (bench/hop-floor.ts, bench/limiters-run.ts,
+// bench/cpu-breakdown.ts): echoes bytes back, nothing else, so a bench measures
+// what the hops cost on this machine by themselves.
 //   echo-server.js tcp    a TCP socket that writes back what it reads
 //   echo-server.js grpc   grpc-js (no nice-grpc) with a unary and a bidi-streaming echo
 //   echo-server.js relay REDIS_URL   the same, but each stream message is echoed
