@@ -3,7 +3,7 @@
 // quota client's latency against; and the two-hop relay it runs beside the
 // limiters.
 import { connect, type Socket } from 'node:net';
-import { credentials, makeGenericClientConstructor, type ClientDuplexStream } from '@grpc/grpc-js';
+import { type Client, credentials, makeGenericClientConstructor, type ClientDuplexStream } from '@grpc/grpc-js';
 import type { AllowCaller } from './client.js';
 import type { Call } from './load.js';
 import { ECHO_SERVICE } from './servers/echo-service.js';
@@ -42,8 +42,7 @@ export async function tcpHop(port: number, pid: number | undefined, payload: Buf
 
 /** A grpc-js unary call and a message on one open bidi stream, to an echo server child (echo-server.ts grpc). */
 export function grpcHops(port: number, pid: number | undefined): Hop[] {
-  const Echo = makeGenericClientConstructor(ECHO_SERVICE, 'Echo');
-  const client = new Echo(`127.0.0.1:${port}`, credentials.createInsecure());
+  const client = echoClient(port);
   const unary: Call = () =>
     new Promise((resolve, reject) =>
       client.makeUnaryRequest(
@@ -54,29 +53,30 @@ export function grpcHops(port: number, pid: number | undefined): Hop[] {
         (error) => (error ? reject(error) : resolve(true)),
       ),
     );
-  const stream = client.makeBidiStreamRequest(
-    ECHO_SERVICE.stream.path,
-    (b: Buffer) => b,
-    (b: Buffer) => b,
-  ) as ClientDuplexStream<Buffer, Buffer>;
-  stream.on('error', () => {});
-  const reply = replies();
-  stream.on('data', reply.answer);
+  const stream = streamCalls(client);
   return [
     { name: 'grpc unary', serverPid: pid, call: unary, close: () => client.close() },
-    { name: 'grpc stream', serverPid: pid, call: () => (stream.write(PAYLOAD), reply.wait()), close: () => (stream.end(), client.close()) },
+    { name: 'grpc stream', serverPid: pid, call: stream.call, close: stream.close },
   ];
 }
 
-/**
- * Calls on one open grpc-js bidi stream to echo-server.ts's relay, any number
- * in flight: the relay answers each message once its Redis command has, and a
- * stream's messages and one Redis connection's replies both keep their order,
- * so each answer settles the oldest call waiting.
- */
+/** Calls on one open grpc-js bidi stream to echo-server.ts's relay (see streamCalls). */
 export function relayCaller(port: number): AllowCaller {
+  return streamCalls(echoClient(port));
+}
+
+function echoClient(port: number): Client {
   const Echo = makeGenericClientConstructor(ECHO_SERVICE, 'Echo');
-  const client = new Echo(`127.0.0.1:${port}`, credentials.createInsecure());
+  return new Echo(`127.0.0.1:${port}`, credentials.createInsecure());
+}
+
+/**
+ * Calls on one open bidi stream of an echo-server.ts child, any number in
+ * flight: the echo, and the relay once its Redis command has answered, answer
+ * in order (a stream's messages and one Redis connection's replies both keep
+ * theirs), so each answer settles the oldest call waiting.
+ */
+function streamCalls(client: Client): AllowCaller {
   const stream = client.makeBidiStreamRequest(
     ECHO_SERVICE.stream.path,
     (b: Buffer) => b,
