@@ -182,6 +182,13 @@ export function httpSection(results: Results): Section {
     'Each request through the quota service takes two more loopback hops (to the service, on to Redis) than the bare route, and the ' +
       "frameworks' own limiters one (to Redis). What the quota service buys for its hop: one place for every policy, all-or-nothing " +
       'multi-limit decisions, failure modes, and batching that shares that hop among the requests in flight together.',
+    'With a few requests in flight, each on its own connection, requests reach the quota client one by one: the first goes to the ' +
+      'service at once, and those that come while its answer is on the way wait for it and then go together (the client keeps one batch ' +
+      "in flight), up to a round trip longer than a lone request, where the frameworks' limiters send each request's command at once. " +
+      "So at 4 in flight the quota service's share can fall below its share at 1, while the bare route's rate climbs steeply. Sending " +
+      'batches without waiting would shorten that wait, but under load it splits the requests into more and smaller batches, each a ' +
+      'message, a decode and a script call: where the route, the quota service and Redis share a few cores, as here, that costs more ' +
+      'from 16 in flight on than it gains at 4.',
   ];
   return { markdown: markdown.filter((p) => p !== '').join('\n\n'), charts };
 }
