@@ -88,9 +88,10 @@ function parseOptions(argv: string[]) {
   };
 }
 
-/** Starts `script` of a revision with `args`; resolves with its child once it printed `port=<n>`. */
-async function startServer(run: BenchRun, script: string, args: string[]): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ['--max-semi-space-size=32', script, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+/** A quota service of `revision` on `redisUrl`, with the Node flags its image gives it; resolves once it printed `port=<n>`. */
+async function startService(run: BenchRun, revision: Revision, redisUrl: string): Promise<{ child: ChildProcess; port: number }> {
+  const script = benchServer(revision, 'quota-server.js');
+  const child = spawn(process.execPath, ['--max-semi-space-size=32', script, redisUrl], { stdio: ['pipe', 'pipe', 'inherit'] });
   const owner = own(child);
   run.onCleanup(() => owner.stop(3_000));
   const port = await new Promise<number>((resolve, reject) => {
@@ -161,7 +162,7 @@ async function main(run: BenchRun): Promise<number> {
   const instances: Instance[] = [];
   for (let i = 0; i < options.instances; i++) {
     for (const [side, revision] of [['a', a] as const, ['b', b] as const]) {
-      const { child, port } = await startServer(run, benchServer(revision, 'quota-server.js'), [server.url]);
+      const { child, port } = await startService(run, revision, server.url);
       instances.push({ side, revision, port, pid: child.pid! });
     }
   }
