@@ -70,8 +70,13 @@ function parseOptions(argv: string[]) {
       rounds: { type: 'string', default: '3' },
       seconds: { type: 'string', default: '3' },
       instances: { type: 'string', default: '2' },
+      help: { type: 'boolean', short: 'h', default: false },
     },
   });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
   const whole = (flag: string, text: string, max: number) => {
     const n = Number(text);
     if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`--${flag} must be a whole number from 1 to ${max}, got "${text}"\n${USAGE}`);
