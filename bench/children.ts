@@ -23,22 +23,24 @@ const SERVICE_NODE_FLAGS = ['--max-semi-space-size=32'];
 /**
  * Starts `bench/servers/<entry>` in its own Node process, compiled to JavaScript
  * first as production runs it (bench/compiled.ts), and resolves once it has
- * printed its bound port.
+ * printed its bound port. `builtIn`: the root of another checkout whose
+ * servers are compiled already (a revision bench/ab built), run from there.
  */
 export async function startServerChild(
   name: string,
   entry: string,
   args: readonly string[],
-  options: { cpuProfDir?: string | undefined } = {},
+  options: { cpuProfDir?: string | undefined; builtIn?: string } = {},
 ): Promise<ServerChild> {
-  await compileServers(REPO_ROOT);
+  const root = options.builtIn ?? REPO_ROOT;
+  if (options.builtIn === undefined) await compileServers(REPO_ROOT);
   // One directory per server, default file names: they carry pid and thread id.
   const profiling = options.cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(options.cpuProfDir, name)}`];
   // The quota service with the Node flags its image and npm start give it (Dockerfile).
   const flags = entry === 'quota-server.ts' ? SERVICE_NODE_FLAGS : [];
-  const script = join(REPO_ROOT, OUT_DIR, 'bench', 'servers', entry.replace(/\.ts$/, '.js'));
+  const script = join(root, OUT_DIR, 'bench', 'servers', entry.replace(/\.ts$/, '.js'));
   const child = spawn(process.execPath, [...flags, ...profiling, script, ...args], {
-    cwd: REPO_ROOT,
+    cwd: root,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   // Owned: killed if the bench ends any other way. (The children also exit by

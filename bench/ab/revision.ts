@@ -13,8 +13,6 @@ const run = promisify(execFile);
 
 /** The working tree as it is now: changes not committed and new files git does not ignore included. */
 export const WORKTREE = 'worktree';
-/** Where the bench servers of a built revision are (tsconfig.bench.json's outDir). */
-const BENCH_DIST = join('.tmp', 'bench-dist');
 /** Written last: a directory without it is an unfinished build and is built again. */
 const BUILT_STAMP = '.ab-built';
 
@@ -113,9 +111,4 @@ export async function buildRevision(repoRoot: string, name: string, log: (line: 
   }
   await writeFile(join(dir, BUILT_STAMP), `${commit}\n`);
   return revision;
-}
-
-/** A bench server of a built revision, as `node` runs it. */
-export function benchServer(revision: Revision, entry: string): string {
-  return join(revision.dir, BENCH_DIST, 'bench', 'servers', entry);
 }

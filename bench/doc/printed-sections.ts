@@ -181,8 +181,8 @@ export const BY_HAND = [
   ['`npx tsx bench/service-path-run.ts`', "the service's own CPU and garbage per decision, store and network left out"],
   ['`npx tsx bench/client-profile.ts`', 'only the batching client, to profile its CPU per decision (`node --cpu-prof`)'],
   [
-    '`npx tsx bench/ab/main.ts HEAD worktree [--unary]`',
-    'two revisions of the decision path in one run, each built apart with its own quota client, rounds alternating over several service processes of each: decisions/s, p50 and CPU per decision of caller, service and Redis (with `--unary`, unary Allow and ShouldRateLimit by h2load), each figure B / A with every sample',
+    '`npx tsx bench/ab/main.ts HEAD worktree [--unary] [--http fastify]`',
+    'two revisions of the decision path in one run, each built apart with its own quota client, rounds alternating over several service processes of each: decisions/s, p50 and CPU per decision of caller, service and Redis (with `--unary`, unary Allow and ShouldRateLimit by h2load; with `--http`, the order route through each revision’s HTTP adapter), each figure B / A with every sample',
   ],
 ] as const;
 
