@@ -2,11 +2,13 @@ import fc from 'fast-check';
 import type { Cluster } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { parsePolicies } from '@quota-service/core';
+import { identityKey, parsePolicies } from '@quota-service/core';
 import { QuotaEngine } from '../../src/engine/engine.js';
+import { keySlot } from '../../src/store/redis/key-slot.js';
 import type { RedisStore } from '../../src/store/redis/redis-store.js';
 import { runInLockStep } from '../support/lock-step.js';
 import { clusterFixture, limitFrom, memoryFixture, redisFixture, type StoreFixture } from '../support/store-fixtures.js';
+import { decideLimit } from '../support/store-calls.js';
 import { useRedisCluster, useRedisServer } from '../support/use-redis.js';
 
 /**
@@ -121,6 +123,9 @@ describe('multi-limit policy: cluster = single node = model', () => {
   });
 });
 
+/** The slot of identity 'a' (every key of a limit for 'a' carries the hash tag {a}). */
+const SLOT_OF_A = keySlot('{a}');
+
 describe('decisions keep flowing, and stay right, through FUNCTION FLUSH and a manual failover', () => {
   const cluster = useRedisCluster();
 
@@ -135,7 +140,7 @@ describe('decisions keep flowing, and stay right, through FUNCTION FLUSH and a m
     client.options.slotsRefreshInterval = 0;
     (client as unknown as { clearNodesRefreshInterval(): void }).clearNodesRefreshInterval();
     const before = await cluster().topology();
-    const shardOfA = before.shards.find((s) => s.slots.some(([first]) => first === 10922))!; // {a} hashes to slot 15495
+    const shardOfA = before.shards.find((s) => s.slots.some(([first, last]) => first <= SLOT_OF_A && SLOT_OF_A <= last))!;
     const promoted = shardOfA.replicaPorts[0]!;
     const steps = fc.sample(step, { numRuns: 300, seed: 7 });
 
@@ -174,6 +179,15 @@ describe('decisions keep flowing, and stay right, through FUNCTION FLUSH and a m
     );
     expect(notFound.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
     expect(onCluster.store.parts?.decideCommand().command).toBe('FCALL');
+    // One more decision for {a} by a slot map that still names the demoted master, as ioredis's own
+    // map did after the failover unless it had read the new one first (a refresh the test cannot
+    // hold back every time, nor keep ioredis from dropping its connection there): the route is set
+    // as ioredis sets one from a MOVED, and no I/O runs between setting it and sending.
+    const ioredis = client as unknown as { slots: string[][]; connectionPool: { findOrCreate(node: { host: string; port: number }): unknown } };
+    ioredis.connectionPool.findOrCreate({ host: '127.0.0.1', port: shardOfA.masterPort });
+    ioredis.slots[SLOT_OF_A] = [`127.0.0.1:${shardOfA.masterPort}`];
+    const last = limitFrom(LIMITS[2]!);
+    await expect(decideLimit(onCluster.store, last, identityKey(last.name, last.keyBy, 'a'), 1)).resolves.toMatchObject({ allowed: expect.any(Boolean) });
     // And the client was redirected: the demoted master answered MOVED for {a}'s slot.
     const demoted = await cluster().node(shardOfA.masterPort).info('errorstats');
     expect(Number(/errorstat_MOVED:count=(\d+)/.exec(demoted)?.[1] ?? 0)).toBeGreaterThan(0);
