@@ -16,8 +16,6 @@
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { startRedisServer } from '../test/support/redis-server.js';
-import { AllowRequest } from '@quota-service/contract';
-import { rlsRequestBytes } from '../test/support/rls-client.js';
 import { benchMain, type BenchRun } from './bench-main.js';
 import { startServerChild } from './children.js';
 import { type Call, driveLoad } from './load.js';
@@ -26,19 +24,9 @@ import { rawUnaryCaller } from './raw-unary.js';
 import { grpcFrame, h2loadAvailable, h2loadClosedLoop, h2loadOpenLoop } from './h2load.js';
 import { benchBudgetMs } from './rounds.js';
 import { median, percentile } from './stats.js';
+import { UNARY_PATHS, type UnaryMethod, unaryRequestOf } from './unary-requests.js';
 
 const USERS = 10_000;
-
-/**
- * Both calls through the same lean client (raw-unary.ts), cycling over USERS
- * values: Allow of policy `bench` for user <id>, ShouldRateLimit of domain
- * `bench` with one descriptor (user, <id>); the same token bucket behind each.
- */
-const PATHS = { Allow: '/quota.v1.QuotaService/Allow', ShouldRateLimit: '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit' } as const;
-const requestOf = {
-  Allow: (user: string) => AllowRequest.encode({ policy: 'bench', identity: { user }, cost: 1, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 }).finish(),
-  ShouldRateLimit: (user: string) => rlsRequestBytes({ domain: 'bench', descriptors: [{ entries: [{ key: 'user', value: user }] }] }),
-};
 
 /** Envoy's default timeout for a rate limit call (20 ms), as Envoy sends its deadline; the same for both kinds. */
 const DEADLINE_HEADERS = { 'grpc-timeout': '20m' };
@@ -50,19 +38,18 @@ const H2LOAD_MAX = { clients: 1, streams: 32 } as const;
 /** The answers of a call that outlived that deadline: DEADLINE_EXCEEDED, or the failure mode's UNAVAILABLE once the store budget is spent. */
 const TIMED_OUT = new Set(['grpc-status 4', 'grpc-status 14']);
 
-type Kind = keyof typeof PATHS;
-
 /**
- * One lean caller per kind; a call that outlived its deadline is counted in
- * `timedOut` before it fails like any other error.
+ * One lean caller per kind (raw-unary.ts), cycling over USERS values
+ * (unary-requests.ts: the same token bucket behind each); a call that outlived
+ * its deadline is counted in `timedOut` before it fails like any other error.
  */
-function callers(port: number, timedOut: Record<Kind, number>): Record<Kind, { call: Call; close(): void }> {
+function callers(port: number, timedOut: Record<UnaryMethod, number>): Record<UnaryMethod, { call: Call; close(): void }> {
   const users = Array.from({ length: USERS }, (_, i) => `bench-user-${i}`);
-  const caller = (kind: Kind) => {
+  const caller = (kind: UnaryMethod) => {
     const raw = rawUnaryCaller(
       port,
-      PATHS[kind],
-      users.map((user): Uint8Array => requestOf[kind](user)),
+      UNARY_PATHS[kind],
+      users.map((user): Uint8Array => unaryRequestOf[kind](user)),
       DEADLINE_HEADERS,
     );
     const call: Call = (signal) =>
@@ -131,7 +118,7 @@ async function main(run: BenchRun): Promise<number> {
   run.onCleanup(() => redis.stop());
   const service = await startServerChild('service', 'quota-server.ts', [redis.url]);
   run.onCleanup(() => service.stop());
-  const timedOut: Record<Kind, number> = { Allow: 0, ShouldRateLimit: 0 };
+  const timedOut: Record<UnaryMethod, number> = { Allow: 0, ShouldRateLimit: 0 };
   const callersOf = callers(service.port, timedOut);
   run.onCleanup(() => Object.values(callersOf).forEach((c) => c.close()));
   // h2load when installed (make bench installs it): a client whose own cost and pauses do not set the figures.
@@ -149,9 +136,9 @@ async function main(run: BenchRun): Promise<number> {
     await driveLoad({ call: callersOf[kind].call, concurrency: options.concurrency, durationMs: options.warmupSeconds * 1000, graceMs: 5_000 });
   }
   timedOut.Allow = timedOut.ShouldRateLimit = 0;
-  const nodeRates: Record<Kind, number[]> = { Allow: [], ShouldRateLimit: [] };
-  const h2loadRates: Record<Kind, number[]> = { Allow: [], ShouldRateLimit: [] };
-  const closedErrors: Record<Kind, number> = { Allow: 0, ShouldRateLimit: 0 };
+  const nodeRates: Record<UnaryMethod, number[]> = { Allow: [], ShouldRateLimit: [] };
+  const h2loadRates: Record<UnaryMethod, number[]> = { Allow: [], ShouldRateLimit: [] };
+  const closedErrors: Record<UnaryMethod, number> = { Allow: 0, ShouldRateLimit: 0 };
   let failed = 0;
   for (let round = 0; round < options.rounds; round++) {
     for (const kind of kinds) {
@@ -159,8 +146,8 @@ async function main(run: BenchRun): Promise<number> {
       const result = await driveLoad({ call: callersOf[kind].call, concurrency: options.concurrency, durationMs: options.seconds * 1000, graceMs: 5_000 });
       nodeRates[kind].push(result.decisionsPerSecond);
       if (withH2load) {
-        const url = `http://127.0.0.1:${service.port}${PATHS[kind]}`;
-        const loaded = await h2loadClosedLoop(url, grpcFrame(requestOf[kind]('bench-user-0')), {
+        const url = `http://127.0.0.1:${service.port}${UNARY_PATHS[kind]}`;
+        const loaded = await h2loadClosedLoop(url, grpcFrame(unaryRequestOf[kind]('bench-user-0')), {
           ...H2LOAD_MAX,
           seconds: options.seconds,
           headers: DEADLINE_HEADER_LINES,
@@ -188,19 +175,20 @@ async function main(run: BenchRun): Promise<number> {
       ? 'latency: h2load, one connection, one descriptor value; no-op = the same calls at the same rate to a no-op server of the same gRPC stack\n\n'
       : 'latency: the Node client (h2load not found): its own garbage collection pauses count as latency\n\n',
   );
-  const half = (kind: Kind) => Math.max(1, Math.floor(median(rates[kind]) / 2));
+  const half = (kind: UnaryMethod) => Math.max(1, Math.floor(median(rates[kind]) / 2));
   type Latency = { p50: number; p99: number; errors: number };
-  const latencies: Record<Kind, Latency[]> = { Allow: [], ShouldRateLimit: [] };
-  const noopLatencies: Record<Kind, Latency[]> = { Allow: [], ShouldRateLimit: [] };
+  const latencies: Record<UnaryMethod, Latency[]> = { Allow: [], ShouldRateLimit: [] };
+  const noopLatencies: Record<UnaryMethod, Latency[]> = { Allow: [], ShouldRateLimit: [] };
   for (let round = 0; round < options.rounds; round++) {
     for (const kind of kinds) {
-      const frame = grpcFrame(requestOf[kind]('bench-user-0'));
+      const frame = grpcFrame(unaryRequestOf[kind]('bench-user-0'));
       const latency = withH2load
-        ? await h2loadOpenLoop(service.port, PATHS[kind], frame, half(kind), options.seconds, DEADLINE_HEADER_LINES)
+        ? await h2loadOpenLoop(service.port, UNARY_PATHS[kind], frame, half(kind), options.seconds, DEADLINE_HEADER_LINES)
         : await openLoop(callersOf[kind].call, half(kind), options.seconds);
       latencies[kind].push(latency);
       failed += latency.errors;
-      if (noop !== undefined) noopLatencies[kind].push(await h2loadOpenLoop(noop.port, PATHS[kind], frame, half(kind), options.seconds, DEADLINE_HEADER_LINES));
+      if (noop !== undefined)
+        noopLatencies[kind].push(await h2loadOpenLoop(noop.port, UNARY_PATHS[kind], frame, half(kind), options.seconds, DEADLINE_HEADER_LINES));
     }
   }
   const nodeColumn = `Node client at ${options.concurrency} in flight`;

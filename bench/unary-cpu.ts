@@ -8,7 +8,6 @@
 //   npx tsx bench/unary-cpu.ts [--seconds 3] [--rounds 3] [--warmup 1]
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { AllowRequest } from '@quota-service/contract';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { rlsRequestBytes } from '../test/support/rls-client.js';
 import { benchMain, type BenchRun } from './bench-main.js';
@@ -16,15 +15,10 @@ import { startServerChild, type ServerChild } from './children.js';
 import { processCpuMs } from './cpu.js';
 import { grpcFrame, h2loadAvailable, h2loadClosedLoop } from './h2load.js';
 import { median } from './stats.js';
+import { UNARY_PATHS, type UnaryMethod, unaryRequestOf } from './unary-requests.js';
 
-const PATHS = {
-  Allow: '/quota.v1.QuotaService/Allow',
-  ShouldRateLimit: '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
-} as const;
-type Method = keyof typeof PATHS;
-
-const REQUESTS: Record<Method, Uint8Array> = {
-  Allow: AllowRequest.encode({ policy: 'bench', identity: { user: 'bench-user-1' }, cost: 1, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 }).finish(),
+const REQUESTS: Record<UnaryMethod, Uint8Array> = {
+  Allow: unaryRequestOf.Allow('bench-user-1'),
   ShouldRateLimit: rlsRequestBytes({
     domain: 'bench',
     descriptors: [{ entries: [{ key: 'user', value: 'bench-user-1' }] }, { entries: [{ key: 'user', value: 'bench-user-2' }] }],
@@ -38,8 +32,8 @@ interface Measured {
 }
 
 /** Server CPU per call at full load, then mean latency one call at a time. */
-async function measure(server: ServerChild, method: Method, seconds: number): Promise<Measured> {
-  const url = `http://127.0.0.1:${server.port}${PATHS[method]}`;
+async function measure(server: ServerChild, method: UnaryMethod, seconds: number): Promise<Measured> {
+  const url = `http://127.0.0.1:${server.port}${UNARY_PATHS[method]}`;
   const body = grpcFrame(REQUESTS[method]);
   const before = processCpuMs(server.pid!);
   // A deadline as a proxy sends one (1 s: a store budget of 750 ms), so that a busy machine does not
@@ -74,7 +68,7 @@ async function main(run: BenchRun): Promise<number> {
     `unary calls: the service on one Redis vs a no-op grpc-js server, h2load -c 4 -m 16 (CPU) and -c 1 -m 1 (latency), ` +
       `${rounds} alternating rounds x ${seconds} s; node ${process.version}, ${cpus().length} cpus, load average ${loadavg()[0]!.toFixed(2)}\n\n`,
   );
-  const methods: Method[] = ['Allow', 'ShouldRateLimit'];
+  const methods: UnaryMethod[] = ['Allow', 'ShouldRateLimit'];
   for (const method of methods) for (const server of Object.values(servers)) await measure(server, method, Number(values.warmup));
   const results: Record<string, Measured[]> = {};
   for (let round = 0; round < rounds; round++) {

@@ -4,12 +4,11 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Redis } from 'ioredis';
-import { AllowRequest } from '@quota-service/contract';
-import { rlsRequestBytes } from '../../test/support/rls-client.js';
 import { processCpuMs, redisCpuMs } from '../cpu.js';
 import { grpcFrame, h2loadClosedLoop } from '../h2load.js';
 import { driveLoad } from '../load.js';
 import { routeCaller } from '../route-caller.js';
+import { UNARY_PATHS, unaryRequestOf } from '../unary-requests.js';
 import type { Comparison } from './compare.js';
 import type { Revision } from './revision.js';
 
@@ -56,14 +55,8 @@ export async function streamRound(instance: Instance, redis: Redis, options: { c
 }
 
 const UNARY = {
-  Allow: {
-    path: '/quota.v1.QuotaService/Allow',
-    frame: grpcFrame(AllowRequest.encode({ policy: 'bench', identity: { user: 'ab-user' }, cost: 1, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 }).finish()),
-  },
-  ShouldRateLimit: {
-    path: '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
-    frame: grpcFrame(rlsRequestBytes({ domain: 'bench', descriptors: [{ entries: [{ key: 'user', value: 'ab-user' }] }] })),
-  },
+  Allow: { path: UNARY_PATHS.Allow, frame: grpcFrame(unaryRequestOf.Allow('ab-user')) },
+  ShouldRateLimit: { path: UNARY_PATHS.ShouldRateLimit, frame: grpcFrame(unaryRequestOf.ShouldRateLimit('ab-user')) },
 } as const;
 
 /** Unary figures of one instance by h2load: Allow's mean latency at 1 in flight; Allow and ShouldRateLimit at -c 4 -m 16. */
