@@ -1,5 +1,6 @@
+import { once } from 'node:events';
 import fc from 'fast-check';
-import type { Cluster } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { identityKey, parsePolicies } from '@quota-service/core';
@@ -182,9 +183,12 @@ describe('decisions keep flowing, and stay right, through FUNCTION FLUSH and a m
     // One more decision for {a} by a slot map that still names the demoted master, as ioredis's own
     // map did after the failover unless it had read the new one first (a refresh the test cannot
     // hold back every time, nor keep ioredis from dropping its connection there): the route is set
-    // as ioredis sets one from a MOVED, and no I/O runs between setting it and sending.
-    const ioredis = client as unknown as { slots: string[][]; connectionPool: { findOrCreate(node: { host: string; port: number }): unknown } };
-    ioredis.connectionPool.findOrCreate({ host: '127.0.0.1', port: shardOfA.masterPort });
+    // as ioredis sets one from a MOVED, on a connection that is up, and no I/O runs between setting it and sending.
+    const ioredis = client as unknown as { slots: string[][]; connectionPool: { findOrCreate(node: { host: string; port: number }): Redis } };
+    const toDemoted = ioredis.connectionPool.findOrCreate({ host: '127.0.0.1', port: shardOfA.masterPort });
+    // Connected first: the store's client queues nothing for a connection that is not up (enableOfflineQueue off).
+    if (toDemoted.status === 'wait') await toDemoted.connect();
+    else if (toDemoted.status !== 'ready') await once(toDemoted, 'ready');
     ioredis.slots[SLOT_OF_A] = [`127.0.0.1:${shardOfA.masterPort}`];
     const last = limitFrom(LIMITS[2]!);
     await expect(decideLimit(onCluster.store, last, identityKey(last.name, last.keyBy, 'a'), 1)).resolves.toMatchObject({ allowed: expect.any(Boolean) });
