@@ -1,19 +1,20 @@
 // Child process of bench/ab/main.ts, copied into a built revision's directory so that
 // `@quota-service/client` is that revision's: Allow through the quota client with
 // its default batching (policy bench-window of bench/servers/bench-policies.ts,
-// 10,000 users), each concurrency a closed loop for the given seconds after one
-// second of warm-up. Prints, per concurrency, a JSON line as its measured seconds
-// start, then one with decisions/s, p50 ms, and this process's CPU per decision in µs.
-//   node caller.mjs <port> <seconds> <concurrency>[,<concurrency>...]
+// 10,000 users). It stays up for the whole run, so its client stays warm, and
+// measures one step per line read on stdin, `<concurrency> <seconds>`: a closed
+// loop for one second of warm-up, then for the given seconds. Per step it prints a
+// JSON line as its measured seconds start, then one with decisions/s, p50 ms, and
+// this process's CPU per decision in µs. Ends when stdin does.
+//   node caller.mjs <port>
 import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
 import { createQuotaClient } from '@quota-service/client';
 
 const USERS = 10_000;
-const [port, secondsText, concurrenciesText] = process.argv.slice(2);
-const seconds = Number(secondsText);
-const concurrencies = (concurrenciesText ?? '').split(',').map(Number);
-if (!/^\d+$/.test(port ?? '') || !(seconds > 0) || !concurrencies.every((c) => Number.isInteger(c) && c > 0)) {
-  process.stderr.write('usage: node caller.mjs <port> <seconds> <concurrency>[,<concurrency>...]\n');
+const [port] = process.argv.slice(2);
+if (!/^\d+$/.test(port ?? '')) {
+  process.stderr.write('usage: node caller.mjs <port>, then one "<concurrency> <seconds>" line per step on stdin\n');
   process.exit(2);
 }
 
@@ -39,7 +40,9 @@ async function loop(concurrency, ms) {
   return { calls: latencies.length, elapsedMs: performance.now() - started, latencies };
 }
 
-for (const concurrency of concurrencies) {
+for await (const step of createInterface({ input: process.stdin })) {
+  const [concurrency, seconds] = step.split(' ').map(Number);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || !(seconds > 0)) throw new Error(`not a step: "${step}" (want "<concurrency> <seconds>")`);
   await loop(concurrency, 1_000);
   // The parent samples the service's and Redis's CPU on this line and on the result.
   process.stdout.write(`${JSON.stringify({ start: concurrency })}\n`);

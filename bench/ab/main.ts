@@ -1,19 +1,22 @@
-// Two revisions of the decision path measured in one run, rounds alternating, so
-// that a change is set against what it changes on the same machine in the same
-// minutes (figures of separate runs on a shared machine differ by more than most
-// changes do). Each revision is built apart (bench/ab/revision.ts: its service,
-// its bench servers and its quota client), and runs `--instances` service
-// processes on one Redis; each round visits every instance of both, in an order
-// that alternates. Measured per instance and round:
-// - stream: the revision's quota client (batching, one AllowStream) in a process of
-//   its own, at each of `--concurrencies` in flight: decisions/s, p50, and CPU per
-//   decision of the caller, the service and Redis;
+// Two revisions of the decision path measured in one run, so that a change is
+// set against what it changes on the same machine in the same minutes (figures
+// of separate runs on a shared machine differ by more than most changes do).
+// Each revision is built apart (bench/ab/revision.ts: its service, its bench
+// servers and its quota client), and runs `--instances` service processes on
+// one Redis. The run is a list of steps, each measured on an instance of A and
+// one of B back to back (which goes first alternates), so that every sample of
+// A has one of B taken under the same conditions: a pair. The steps:
+// - stream: the revision's quota client (batching, one AllowStream) in a process
+//   of its own, up for the whole run, at each of `--concurrencies` in flight:
+//   decisions/s, p50, and CPU per decision of the caller, the service and Redis;
 // - with `--unary` (h2load): unary Allow at 1 in flight (mean latency), and Allow
 //   and ShouldRateLimit at h2load -c 4 -m 16 (calls/s, service CPU per call);
 // - with `--http express|fastify`: POST /api/orders through that framework and the
 //   revision's HTTP adapter and quota client, in front of each instance, at each of
 //   `--concurrencies`: requests/s, p50, CPU per request of route, service and Redis.
-// Prints per figure the median of each revision, B / A, and every sample.
+// Prints per figure the median of each revision, B / A, the pairs' ratios, a
+// verdict only when the pairs favour a side beyond chance (a sign test), and
+// every sample.
 //
 //   npx tsx bench/ab/main.ts <A> <B> [--concurrencies 1,4,16] [--unary] [--http express|fastify] [--rounds 3] [--seconds 3] [--instances 2]
 //
@@ -31,7 +34,8 @@ import { startServerChild } from '../children.js';
 import { h2loadAvailable } from '../h2load.js';
 import { Comparison } from './compare.js';
 import { buildRevision, type Revision } from './revision.js';
-import { CALLER, httpRound, type Instance, streamRound, unaryRound } from './scenarios.js';
+import { httpStep, type Instance, type Step, streamStep, unaryLatencyStep, unaryLoadStep } from './scenarios.js';
+import { CALLER, StreamCaller } from './stream-caller.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const USAGE =
@@ -78,14 +82,20 @@ function parseOptions(argv: string[]) {
 
 type Options = ReturnType<typeof parseOptions>;
 
-/** `options.instances` service processes of each revision on `redisUrl` (with --http, a route server in front of each), in the order A, B, A, B... */
+/**
+ * `options.instances` service processes of each revision on `redisUrl`, each with
+ * its revision's stream caller (and with --http a route server in front), in the
+ * order A, B, A, B...: instance i of A and instance i of B make the pairs.
+ */
 async function startInstances(run: BenchRun, [a, b]: [Revision, Revision], redisUrl: string, options: Options): Promise<Instance[]> {
   const instances: Instance[] = [];
   for (let i = 0; i < options.instances; i++) {
     for (const [side, revision] of [['a', a] as const, ['b', b] as const]) {
       const service = await startServerChild(`${side}${i} service`, 'quota-server.ts', [redisUrl], { builtIn: revision.dir });
       run.onCleanup(() => service.stop());
-      const instance: Instance = { side, revision, port: service.port, pid: service.pid! };
+      const caller = new StreamCaller(revision.name, revision.dir, service.port);
+      run.onCleanup(() => caller.close());
+      const instance: Instance = { side, revision, port: service.port, pid: service.pid!, caller };
       if (options.http !== undefined) {
         const args = [options.http, 'quota', String(service.port), redisUrl];
         const route = await startServerChild(`${side}${i} route`, 'http-route-server.ts', args, { builtIn: revision.dir });
@@ -96,6 +106,16 @@ async function startInstances(run: BenchRun, [a, b]: [Revision, Revision], redis
     }
   }
   return instances;
+}
+
+/** Every step of a round, in order. */
+function stepsOf(options: Options, redis: Redis, into: Comparison): Step[] {
+  const { concurrencies, seconds } = options;
+  return [
+    ...concurrencies.map((c) => streamStep(c, seconds, redis, into)),
+    ...(options.unary ? [unaryLatencyStep(seconds, into), unaryLoadStep('Allow', seconds, into), unaryLoadStep('ShouldRateLimit', seconds, into)] : []),
+    ...(options.http === undefined ? [] : concurrencies.map((c) => httpStep(c, seconds, redis, into))),
+  ];
 }
 
 async function main(run: BenchRun): Promise<number> {
@@ -116,17 +136,17 @@ async function main(run: BenchRun): Promise<number> {
   const instances = await startInstances(run, revisions, server.url, options);
   process.stdout.write(
     `A = ${a.name} (${a.commit.slice(0, 12)}), B = ${b.name} (${b.commit.slice(0, 12)}); ${options.instances} service processes each on one Redis; ` +
-      `${options.rounds} rounds x ${options.seconds} s per figure and instance, order alternating; stream at ${options.concurrencies.join(', ')} in flight` +
+      `${options.rounds} rounds x ${options.seconds} s per step and instance, each step on A and B back to back; stream at ${options.concurrencies.join(', ')} in flight` +
       `${options.unary ? '; unary by h2load' : ''}${options.http === undefined ? '' : `; HTTP on ${options.http}`}; ` +
       `node ${process.version}, ${cpus().length} cpus, load average ${loadavg()[0]!.toFixed(2)}\n\n`,
   );
   const comparison = new Comparison();
+  const steps = stepsOf(options, redis, comparison);
   for (let round = 0; round < options.rounds; round++) {
-    const order = round % 2 === 0 ? instances : [...instances].reverse();
-    for (const instance of order) {
-      await streamRound(instance, redis, options, comparison);
-      if (options.unary) await unaryRound(instance, options.seconds, comparison);
-      if (options.http !== undefined) await httpRound(instance, redis, options, comparison);
+    for (const [i, step] of steps.entries()) {
+      // A, B, A, B... or the reverse, alternating by round and step, so neither side always goes first.
+      const order = (round + i) % 2 === 0 ? instances : [...instances].reverse();
+      for (const instance of order) await step.run(instance);
     }
   }
   process.stdout.write(`${comparison.table(`A ${a.name}`, `B ${b.name}`)}\n\nload average after: ${loadavg()[0]!.toFixed(2)}\n`);

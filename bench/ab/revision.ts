@@ -2,6 +2,8 @@
 // .tmp/ab/<commit>, the repository's installed packages beside them, except that
 // @quota-service/* are that revision's own packages, then its generated code, its
 // packages, and the service and bench servers compiled as the benches run them.
+// A revision that locks other package versions runs with the checkout's all the
+// same (building it says so).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
@@ -84,7 +86,10 @@ export async function buildRevision(repoRoot: string, name: string, log: (line: 
   const commit = await resolveCommit(repoRoot, name);
   const dir = join(repoRoot, '.tmp', 'ab', commit.slice(0, 12));
   const revision = { name, commit, dir };
-  if (existsSync(join(dir, BUILT_STAMP))) return revision;
+  if (existsSync(join(dir, BUILT_STAMP))) {
+    await warnOfOtherPackages(repoRoot, revision, log);
+    return revision;
+  }
   log(`building ${name} (${commit.slice(0, 12)}) in ${dir}`);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
@@ -110,5 +115,17 @@ export async function buildRevision(repoRoot: string, name: string, log: (line: 
     throw new Error(`building ${name} (${commit.slice(0, 12)}) failed:\n${stdout ?? ''}${stderr ?? String(error)}`);
   }
   await writeFile(join(dir, BUILT_STAMP), `${commit}\n`);
+  await warnOfOtherPackages(repoRoot, revision, log);
   return revision;
+}
+
+/**
+ * A revision runs with the packages this checkout installed: one whose
+ * package-lock.json differs would have installed others, so its figures may
+ * differ from what it gives installed as it locks them. Says so when that is the case.
+ */
+export async function warnOfOtherPackages(repoRoot: string, revision: Revision, log: (line: string) => void): Promise<void> {
+  const lock = (dir: string) => readFile(join(dir, 'package-lock.json'), 'utf8').catch(() => '');
+  if ((await lock(revision.dir)) === (await lock(repoRoot))) return;
+  log(`note: the package-lock.json of ${revision.name} differs from this checkout's; it runs with the packages this checkout installed`);
 }

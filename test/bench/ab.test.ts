@@ -1,39 +1,60 @@
 // The A/B bench's own parts (bench/ab/): the table that sets two revisions'
-// samples side by side, and the node_modules a built revision runs with. No
-// measuring here: the samples are made up, so every expected figure is known.
-import { lstat, mkdir, mkdtemp, readlink, realpath, rm } from 'node:fs/promises';
+// samples side by side, and the node_modules a built revision runs with (and
+// the note when it locks other packages). No measuring here: the samples are
+// made up, so every expected figure is known.
+import { lstat, mkdir, mkdtemp, readlink, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Comparison } from '../../bench/ab/compare.js';
-import { overlayNodeModules } from '../../bench/ab/revision.js';
+import { Comparison, signTest } from '../../bench/ab/compare.js';
+import { overlayNodeModules, warnOfOtherPackages } from '../../bench/ab/revision.js';
 
 describe('A/B comparison table', () => {
-  it('gives each metric the median of each side, B / A, and says which side the ratio favours by the metric’s direction', () => {
+  it('gives each metric the median of each side, B / A of the medians, and the ratio of each back-to-back pair', () => {
     const comparison = new Comparison();
     for (const value of [100, 300, 200]) comparison.add('decisions/s', true, 'a', value);
-    for (const value of [250, 150]) comparison.add('decisions/s', true, 'b', value);
-    for (const value of [10, 12]) comparison.add('CPU µs/decision', false, 'a', value);
-    for (const value of [11, 11]) comparison.add('CPU µs/decision', false, 'b', value);
+    for (const value of [250, 150, 220]) comparison.add('decisions/s', true, 'b', value);
     comparison.add('p50 ms', false, 'a', 0.2);
     comparison.add('p50 ms', false, 'b', 0.25);
     expect(comparison.table('A old', 'B new').split('\n')).toEqual([
-      '| metric | A old | B new | B / A | samples A | samples B |',
-      '|---|---:|---:|---:|---|---|',
-      '| decisions/s | 200 | 200 | 1.000 | 100 300 200 | 250 150 |',
-      '| CPU µs/decision | 11 | 11 | 1.000 | 10 12 | 11 11 |',
-      '| p50 ms | 0.2 | 0.25 | 1.250 (B worse) | 0.2 | 0.25 |',
+      '| metric | A old | B new | B / A | pairs: B / A (lowest–highest) | verdict | samples A | samples B |',
+      '|---|---:|---:|---:|---:|---|---|---|',
+      // Pairs 250 / 100, 150 / 300, 220 / 200: 2.5, 0.5, 1.1; two favour B, one A.
+      '| decisions/s | 200 | 220 | 1.100 | 1.100 (0.50–2.50) | unclear (2 of 3 pairs favour B, p = 1.0) | 100 300 200 | 250 150 220 |',
+      '| p50 ms | 0.2 | 0.25 | 1.250 | 1.250 (1.25–1.25) | unclear (0 of 1 pairs favour B, p = 1.0) | 0.2 | 0.25 |',
     ]);
   });
 
-  it('says B is better when more is better and B has more, or less is better and B has less', () => {
+  it('names a side only when the pairs favour it beyond chance, by the metric’s direction', () => {
     const comparison = new Comparison();
-    comparison.add('decisions/s', true, 'a', 1000);
-    comparison.add('decisions/s', true, 'b', 1500);
-    comparison.add('latency ms', false, 'a', 2);
-    comparison.add('latency ms', false, 'b', 1);
-    const rows = comparison.table('A', 'B').split('\n').slice(2);
-    expect(rows).toEqual(['| decisions/s | 1000 | 1500 | 1.500 (B better) | 1000 | 1500 |', '| latency ms | 2 | 1 | 0.500 (B better) | 2 | 1 |']);
+    for (const [a, b] of [1000, 1200, 900, 1100, 1000, 950].map((a, i) => [a, a + 10 * (i + 1)])) {
+      comparison.add('decisions/s', true, 'a', a!);
+      comparison.add('decisions/s', true, 'b', b!);
+      comparison.add('latency ms', false, 'a', a! / 1000);
+      comparison.add('latency ms', false, 'b', b! / 1000);
+    }
+    // One pair in six the other way, one tie in seven: not beyond chance.
+    for (const value of [5, 6, 5, 6, 5, 6, 7]) comparison.add('CPU µs', false, 'a', value);
+    for (const value of [6, 5, 4, 5, 4, 5, 7]) comparison.add('CPU µs', false, 'b', value);
+    const verdicts = comparison
+      .table('A', 'B')
+      .split('\n')
+      .slice(2)
+      .map((row) => row.split(' | ')[5]);
+    expect(verdicts).toEqual([
+      'B better (6 of 6 pairs favour B, p = 0.031)',
+      'B worse (0 of 6 pairs favour B, p = 0.031)',
+      'unclear (5 of 6 pairs favour B, p = 0.22)',
+    ]);
+  });
+
+  it('takes a sign test’s p-value as the chance of a split at least as uneven, both ways', () => {
+    expect(signTest(0, 0)).toBe(1);
+    expect(signTest(3, 3)).toBe(1);
+    expect(signTest(5, 0)).toBeCloseTo(2 / 32, 12);
+    expect(signTest(0, 6)).toBeCloseTo(2 / 64, 12);
+    // 1 + 9 + 36 ways of at most 2 of 9: 2 * 46 / 512.
+    expect(signTest(7, 2)).toBeCloseTo(92 / 512, 12);
   });
 });
 
@@ -59,5 +80,23 @@ describe('a built revision’s node_modules', () => {
     // The checkout's packages never leak in: @quota-service is a folder of the revision's links, not the installed one.
     expect((await lstat(join(target, '@quota-service'))).isSymbolicLink()).toBe(false);
     await expect(lstat(join(target, '@quota-service', 'core'))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('says so when the revision locks other package versions than the checkout it runs with', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ab-lock-'));
+    const [checkout, same, other] = ['checkout', 'same', 'other'].map((name) => join(dir!, name));
+    for (const [at, lock] of [
+      [checkout, '{"lockfileVersion":3,"packages":{"node_modules/ioredis":{"version":"6.0.0"}}}'],
+      [same, '{"lockfileVersion":3,"packages":{"node_modules/ioredis":{"version":"6.0.0"}}}'],
+      [other, '{"lockfileVersion":3,"packages":{"node_modules/ioredis":{"version":"5.4.1"}}}'],
+    ] as const) {
+      await mkdir(at!, { recursive: true });
+      await writeFile(join(at!, 'package-lock.json'), lock);
+    }
+    const heard: string[] = [];
+    await warnOfOtherPackages(checkout!, { name: 'HEAD', commit: 'c1', dir: same! }, (line) => heard.push(line));
+    expect(heard).toEqual([]);
+    await warnOfOtherPackages(checkout!, { name: 'HEAD~3', commit: 'c2', dir: other! }, (line) => heard.push(line));
+    expect(heard).toEqual(["note: the package-lock.json of HEAD~3 differs from this checkout's; it runs with the packages this checkout installed"]);
   });
 });
