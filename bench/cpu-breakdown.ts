@@ -135,7 +135,7 @@ async function main(run_: BenchRun): Promise<number> {
     for (const path of ['quota', 'relay'] as const) {
       const args = [...pointArgs(concurrency, seconds), ...(path === 'relay' ? ['--relay'] : [])];
       const output = await run(['--conditions=@quota-service/source', '--import', 'tsx', 'bench/client-profile.ts', ...args]);
-      process.stdout.write(schedRows(concurrency, path, output).join('\n') + '\n');
+      process.stdout.write(`${schedRows(concurrency, path, output).join('\n')}\n`);
     }
   }
   return 0;

@@ -57,7 +57,7 @@ async function main(run: BenchRun): Promise<number> {
   const elements: (number | string)[] = [decisions[0]!.at(-1) as number];
   for (const one of decisions) elements.push(one[0] as number, one[1] as number, one[2] as number, String(one[3]), one[4] as number, one[5] as number);
   const array = Buffer.from(
-    `*${elements.length}\r\n` + elements.map((e) => (typeof e === 'number' ? `:${e}\r\n` : `$${Buffer.byteLength(e)}\r\n${e}\r\n`)).join(''),
+    `*${elements.length}\r\n${elements.map((e) => (typeof e === 'number' ? `:${e}\r\n` : `$${Buffer.byteLength(e)}\r\n${e}\r\n`)).join('')}`,
   );
   const bulk = Buffer.concat([Buffer.from(`$${binary.length}\r\n`), binary, Buffer.from('\r\n')]);
 

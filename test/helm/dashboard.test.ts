@@ -120,6 +120,7 @@ describe('Grafana dashboard', () => {
     };
     const ids = raw.panels.map((panel) => panel.id);
     expect(new Set(ids).size).toBe(ids.length);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's variable syntax, meant literally
     for (const panel of raw.panels) for (const target of panel.targets ?? []) expect(target.datasource.uid).toBe('${datasource}');
     expect(dashboard.templating.list.find((variable) => variable.name === 'datasource')).toMatchObject({ type: 'datasource', query: 'prometheus' });
   });
