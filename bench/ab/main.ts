@@ -4,8 +4,8 @@
 // Each revision is built apart (bench/ab/revision.ts: its service, its bench
 // servers and its quota client), and runs `--instances` service processes on
 // one Redis. The run is a list of steps, each measured on an instance of A and
-// one of B back to back (which goes first alternates), so that every sample of
-// A has one of B taken under the same conditions: a pair. The steps:
+// one of B back to back (which goes first alternates: A B B A ...), so that every
+// sample of A has one of B taken under the same conditions: a pair. The steps:
 // - stream: the revision's quota client (batching, one AllowStream) in a process
 //   of its own, up for the whole run, at each of `--concurrencies` in flight:
 //   decisions/s, p50, and CPU per decision of the caller, the service and Redis;
@@ -34,7 +34,7 @@ import { startServerChild } from '../children.js';
 import { h2loadAvailable } from '../h2load.js';
 import { Comparison } from './compare.js';
 import { buildRevision, type Revision } from './revision.js';
-import { httpStep, type Instance, type Step, streamStep, unaryLatencyStep, unaryLoadStep } from './scenarios.js';
+import { httpStep, type Instance, type Step, streamStep, unaryLatencyStep, unaryLoadStep, visitOrder } from './scenarios.js';
 import { CALLER, StreamCaller } from './stream-caller.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -84,12 +84,13 @@ type Options = ReturnType<typeof parseOptions>;
 
 /**
  * `options.instances` service processes of each revision on `redisUrl`, each with
- * its revision's stream caller (and with --http a route server in front), in the
- * order A, B, A, B...: instance i of A and instance i of B make the pairs.
+ * its revision's stream caller (and with --http a route server in front), as
+ * pairs: instance i of A with instance i of B.
  */
-async function startInstances(run: BenchRun, [a, b]: [Revision, Revision], redisUrl: string, options: Options): Promise<Instance[]> {
-  const instances: Instance[] = [];
+async function startPairs(run: BenchRun, [a, b]: [Revision, Revision], redisUrl: string, options: Options): Promise<Array<[Instance, Instance]>> {
+  const pairs: Array<[Instance, Instance]> = [];
   for (let i = 0; i < options.instances; i++) {
+    const pair: Instance[] = [];
     for (const [side, revision] of [['a', a] as const, ['b', b] as const]) {
       const service = await startServerChild(`${side}${i} service`, 'quota-server.ts', [redisUrl], { builtIn: revision.dir });
       run.onCleanup(() => service.stop());
@@ -102,10 +103,11 @@ async function startInstances(run: BenchRun, [a, b]: [Revision, Revision], redis
         run.onCleanup(() => route.stop());
         instance.route = { port: route.port, pid: route.pid! };
       }
-      instances.push(instance);
+      pair.push(instance);
     }
+    pairs.push([pair[0]!, pair[1]!]);
   }
-  return instances;
+  return pairs;
 }
 
 /** Every step of a round, in order. */
@@ -133,7 +135,7 @@ async function main(run: BenchRun): Promise<number> {
   run.onCleanup(() => server.stop());
   const redis = new Redis(server.url);
   run.onCleanup(() => redis.disconnect());
-  const instances = await startInstances(run, revisions, server.url, options);
+  const pairs = await startPairs(run, revisions, server.url, options);
   process.stdout.write(
     `A = ${a.name} (${a.commit.slice(0, 12)}), B = ${b.name} (${b.commit.slice(0, 12)}); ${options.instances} service processes each on one Redis; ` +
       `${options.rounds} rounds x ${options.seconds} s per step and instance, each step on A and B back to back; stream at ${options.concurrencies.join(', ')} in flight` +
@@ -144,12 +146,15 @@ async function main(run: BenchRun): Promise<number> {
   const steps = stepsOf(options, redis, comparison);
   for (let round = 0; round < options.rounds; round++) {
     for (const [i, step] of steps.entries()) {
-      // A, B, A, B... or the reverse, alternating by round and step, so neither side always goes first.
-      const order = (round + i) % 2 === 0 ? instances : [...instances].reverse();
-      for (const instance of order) await step.run(instance);
+      for (const instance of visitOrder(pairs, round, i)) await step.run(instance);
     }
   }
-  process.stdout.write(`${comparison.table(`A ${a.name}`, `B ${b.name}`)}\n\nload average after: ${loadavg()[0]!.toFixed(2)}\n`);
+  process.stdout.write(
+    `${comparison.table(`A ${a.name}`, `B ${b.name}`)}\n\n` +
+      "Each verdict is its own figure's sign test at p < 0.05: of 20 figures a change left alone, about one names a side by chance. " +
+      'Believe a change that shows in the figures it should move together (decisions/s with CPU per decision), or again in a second run.\n' +
+      `load average after: ${loadavg()[0]!.toFixed(2)}\n`,
+  );
   return 0;
 }
 

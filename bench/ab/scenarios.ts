@@ -29,6 +29,17 @@ export interface Step {
   run(instance: Instance): Promise<void>;
 }
 
+/**
+ * The order in which the `step`-th step of round `round` visits the pairs (A's
+ * instance i and B's): pair by pair, so each side's i-th sample of a figure is
+ * pair i's, and within a pair A first or B first, alternating from pair to pair
+ * (A B B A ...) and from step to step and round to round, so that neither side
+ * goes first more often, whatever going first or second does to a figure.
+ */
+export function visitOrder<T>(pairs: ReadonlyArray<readonly [T, T]>, round: number, step: number): T[] {
+  return pairs.flatMap(([a, b], i) => ((i + round + step) % 2 === 0 ? [a, b] : [b, a]));
+}
+
 /** CPU (ms) of the service, Redis and, when given, another process: sampled before and after a measured stretch. */
 async function cpuNow(instance: Instance, redis: Redis, other?: number) {
   return { service: processCpuMs(instance.pid), redis: await redisCpuMs(redis), other: other === undefined ? 0 : processCpuMs(other) };

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Comparison, signTest } from '../../bench/ab/compare.js';
 import { overlayNodeModules, warnOfOtherPackages } from '../../bench/ab/revision.js';
+import { visitOrder } from '../../bench/ab/scenarios.js';
 
 describe('A/B comparison table', () => {
   it('gives each metric the median of each side, B / A of the medians, and the ratio of each back-to-back pair', () => {
@@ -55,6 +56,31 @@ describe('A/B comparison table', () => {
     expect(signTest(0, 6)).toBeCloseTo(2 / 64, 12);
     // 1 + 9 + 36 ways of at most 2 of 9: 2 * 46 / 512.
     expect(signTest(7, 2)).toBeCloseTo(92 / 512, 12);
+  });
+});
+
+describe('the order a step visits the pairs in', () => {
+  const pairs = [
+    ['a0', 'b0'],
+    ['a1', 'b1'],
+  ] as const;
+
+  it('goes pair by pair, A first and B first in turn (A B B A), flipping with each step and round', () => {
+    expect(visitOrder(pairs, 0, 0)).toEqual(['a0', 'b0', 'b1', 'a1']);
+    expect(visitOrder(pairs, 0, 1)).toEqual(['b0', 'a0', 'a1', 'b1']);
+    expect(visitOrder(pairs, 1, 0)).toEqual(['b0', 'a0', 'a1', 'b1']);
+    expect(visitOrder(pairs, 1, 1)).toEqual(['a0', 'b0', 'b1', 'a1']);
+  });
+
+  it('lets neither side go first more often, over any number of rounds with pairs in an even number', () => {
+    for (const rounds of [1, 2, 3]) {
+      let aFirst = 0;
+      for (let round = 0; round < rounds; round++) {
+        const order = visitOrder(pairs, round, 0);
+        for (let i = 0; i < order.length; i += 2) if (order[i]!.startsWith('a')) aFirst++;
+      }
+      expect(aFirst).toBe(rounds);
+    }
   });
 });
 
