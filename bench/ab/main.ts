@@ -88,25 +88,22 @@ type Options = ReturnType<typeof parseOptions>;
  * pairs: instance i of A with instance i of B.
  */
 async function startPairs(run: BenchRun, [a, b]: [Revision, Revision], redisUrl: string, options: Options): Promise<Array<[Instance, Instance]>> {
-  const pairs: Array<[Instance, Instance]> = [];
-  for (let i = 0; i < options.instances; i++) {
-    const pair: Instance[] = [];
-    for (const [side, revision] of [['a', a] as const, ['b', b] as const]) {
-      const service = await startServerChild(`${side}${i} service`, 'quota-server.ts', [redisUrl], { builtIn: revision.dir });
-      run.onCleanup(() => service.stop());
-      const caller = new StreamCaller(revision.name, revision.dir, service.port);
-      run.onCleanup(() => caller.close());
-      const instance: Instance = { side, revision, port: service.port, pid: service.pid!, caller };
-      if (options.http !== undefined) {
-        const args = [options.http, 'quota', String(service.port), redisUrl];
-        const route = await startServerChild(`${side}${i} route`, 'http-route-server.ts', args, { builtIn: revision.dir });
-        run.onCleanup(() => route.stop());
-        instance.route = { port: route.port, pid: route.pid! };
-      }
-      pair.push(instance);
+  const start = async (side: 'a' | 'b', revision: Revision, i: number): Promise<Instance> => {
+    const service = await startServerChild(`${side}${i} service`, 'quota-server.ts', [redisUrl], { builtIn: revision.dir });
+    run.onCleanup(() => service.stop());
+    const caller = new StreamCaller(revision.name, revision.dir, service.port);
+    run.onCleanup(() => caller.close());
+    const instance: Instance = { side, revision, port: service.port, pid: service.pid!, caller };
+    if (options.http !== undefined) {
+      const args = [options.http, 'quota', String(service.port), redisUrl];
+      const route = await startServerChild(`${side}${i} route`, 'http-route-server.ts', args, { builtIn: revision.dir });
+      run.onCleanup(() => route.stop());
+      instance.route = { port: route.port, pid: route.pid! };
     }
-    pairs.push([pair[0]!, pair[1]!]);
-  }
+    return instance;
+  };
+  const pairs: Array<[Instance, Instance]> = [];
+  for (let i = 0; i < options.instances; i++) pairs.push([await start('a', a, i), await start('b', b, i)]);
   return pairs;
 }
 

@@ -84,13 +84,17 @@ async function workspacePackages(dir: string): Promise<Map<string, string>> {
  */
 export async function buildRevision(repoRoot: string, name: string, log: (line: string) => void): Promise<Revision> {
   const commit = await resolveCommit(repoRoot, name);
-  const dir = join(repoRoot, '.tmp', 'ab', commit.slice(0, 12));
-  const revision = { name, commit, dir };
-  if (existsSync(join(dir, BUILT_STAMP))) {
-    await warnOfOtherPackages(repoRoot, revision, log);
-    return revision;
+  const revision = { name, commit, dir: join(repoRoot, '.tmp', 'ab', commit.slice(0, 12)) };
+  if (!existsSync(join(revision.dir, BUILT_STAMP))) {
+    log(`building ${name} (${commit.slice(0, 12)}) in ${revision.dir}`);
+    await build(repoRoot, revision);
   }
-  log(`building ${name} (${commit.slice(0, 12)}) in ${dir}`);
+  await warnOfOtherPackages(repoRoot, revision, log);
+  return revision;
+}
+
+/** Unpacks the revision's files into its directory, links the packages beside them, and builds it there. */
+async function build(repoRoot: string, { name, commit, dir }: Revision): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   const archive = join(dir, '.ab-files.tar');
@@ -115,8 +119,6 @@ export async function buildRevision(repoRoot: string, name: string, log: (line: 
     throw new Error(`building ${name} (${commit.slice(0, 12)}) failed:\n${stdout ?? ''}${stderr ?? String(error)}`);
   }
   await writeFile(join(dir, BUILT_STAMP), `${commit}\n`);
-  await warnOfOtherPackages(repoRoot, revision, log);
-  return revision;
 }
 
 /**
