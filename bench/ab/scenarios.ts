@@ -2,7 +2,7 @@
 // instance; main runs each step on an instance of A and one of B back to back,
 // and adds what it measured to the comparison under the instance's side.
 import type { Redis } from 'ioredis';
-import { processCpuMs, redisCpuMs } from '../cpu.js';
+import { type CpuSample, cpuBetween, processCpuMs, sampleCpu } from '../cpu.js';
 import { grpcFrame, h2loadClosedLoop } from '../h2load.js';
 import { driveLoad } from '../load.js';
 import { routeCaller } from '../route-caller.js';
@@ -40,27 +40,22 @@ export function visitOrder<T>(pairs: ReadonlyArray<readonly [T, T]>, round: numb
   return pairs.flatMap(([a, b], i) => ((i + round + step) % 2 === 0 ? [a, b] : [b, a]));
 }
 
-/** CPU (ms) of the service, Redis and, when given, another process: sampled before and after a measured stretch. */
-async function cpuNow(instance: Instance, redis: Redis, other?: number) {
-  return { service: processCpuMs(instance.pid), redis: await redisCpuMs(redis), other: other === undefined ? 0 : processCpuMs(other) };
-}
-
 /** The stream figures at one concurrency: the instance's caller, CPU sampled around its measured seconds. */
 export function streamStep(concurrency: number, seconds: number, redis: Redis, into: Comparison): Step {
   return {
     async run(instance) {
-      let before = { service: 0, redis: 0 };
+      let before: CpuSample | undefined;
       const result = await instance.caller.measure(concurrency, seconds, async () => {
-        before = await cpuNow(instance, redis);
+        before = await sampleCpu(instance.pid, redis);
       });
-      const after = await cpuNow(instance, redis);
+      const cpu = cpuBetween(before!, await sampleCpu(instance.pid, redis));
       const perCall = (ms: number) => (ms * 1000) / result.calls;
       const at = `stream ${concurrency} in flight`;
       into.add(`${at}: decisions/s`, true, instance.side, result.decisionsPerSecond);
       into.add(`${at}: p50 ms`, false, instance.side, result.p50Ms);
       into.add(`${at}: caller CPU µs/decision`, false, instance.side, result.callerCpuUs);
-      into.add(`${at}: service CPU µs/decision`, false, instance.side, perCall(after.service - before.service));
-      into.add(`${at}: Redis CPU µs/decision`, false, instance.side, perCall(after.redis - before.redis));
+      into.add(`${at}: service CPU µs/decision`, false, instance.side, perCall(cpu.serverMs));
+      into.add(`${at}: Redis CPU µs/decision`, false, instance.side, perCall(cpu.redisMs));
     },
   };
 }
@@ -108,17 +103,19 @@ export function httpStep(concurrency: number, seconds: number, redis: Redis, int
       const caller = routeCaller(route.port, concurrency);
       try {
         await driveLoad({ call: caller.call, concurrency, durationMs: 1_000, graceMs: 5_000 });
-        const before = await cpuNow(instance, redis, route.pid);
+        const before = await sampleCpu(instance.pid, redis);
+        const routeBefore = processCpuMs(route.pid);
         const result = await driveLoad({ call: caller.call, concurrency, durationMs: seconds * 1_000, graceMs: 5_000 });
-        const after = await cpuNow(instance, redis, route.pid);
+        const routeMs = processCpuMs(route.pid) - routeBefore;
+        const cpu = cpuBetween(before, await sampleCpu(instance.pid, redis));
         if (result.errors > 0) throw new Error(`${result.errors} requests to ${instance.revision.name}'s route failed, the first: ${result.firstError}`);
         const perRequest = (ms: number) => (ms * 1000) / result.calls;
         const at = `HTTP ${concurrency} in flight`;
         into.add(`${at}: requests/s`, true, instance.side, result.decisionsPerSecond);
         into.add(`${at}: p50 ms`, false, instance.side, result.p50Ms);
-        into.add(`${at}: route CPU µs/request`, false, instance.side, perRequest(after.other - before.other));
-        into.add(`${at}: service CPU µs/request`, false, instance.side, perRequest(after.service - before.service));
-        into.add(`${at}: Redis CPU µs/request`, false, instance.side, perRequest(after.redis - before.redis));
+        into.add(`${at}: route CPU µs/request`, false, instance.side, perRequest(routeMs));
+        into.add(`${at}: service CPU µs/request`, false, instance.side, perRequest(cpu.serverMs));
+        into.add(`${at}: Redis CPU µs/request`, false, instance.side, perRequest(cpu.redisMs));
       } finally {
         caller.close();
       }
