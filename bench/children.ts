@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { own } from '../test/support/owned-child.js';
 import { compileServers, OUT_DIR } from './compiled.js';
+import { type ProcessCounters, parseCounters } from './process-counters.js';
 
 /** A server child started by the bench; see bench/servers/lifecycle.ts for the child's side. */
 export interface ServerChild {
@@ -10,9 +11,13 @@ export interface ServerChild {
   readonly port: number;
   /** For CPU accounting (bench/cpu.ts). */
   readonly pid: number | undefined;
+  /** Its event-loop turns and heap allocations so far; undefined from a child that does not answer within 2 s (an older build's). */
+  counters(): Promise<ProcessCounters | undefined>;
   /** SIGTERM, then SIGKILL if it has not exited within 3 s. */
   stop(): Promise<void>;
 }
+
+const COUNTERS_TIMEOUT_MS = 2_000;
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STARTUP_TIMEOUT_MS = 30_000;
@@ -59,14 +64,16 @@ export async function startServerChild(
     const port = await new Promise<number>((resolve, reject) => {
       let stdout = '';
       const timer = setTimeout(() => reject(new Error(`${name}: no port within ${STARTUP_TIMEOUT_MS} ms`)), STARTUP_TIMEOUT_MS);
-      child.stdout?.on('data', (chunk: Buffer) => {
+      const onPort = (chunk: Buffer) => {
         stdout += chunk.toString();
         const match = /^port=(\d+)$/m.exec(stdout);
         if (match) {
           clearTimeout(timer);
+          child.stdout?.off('data', onPort);
           resolve(Number(match[1]));
         }
-      });
+      };
+      child.stdout?.on('data', onPort);
       child.once('error', (error) => {
         clearTimeout(timer);
         reject(error);
@@ -78,6 +85,22 @@ export async function startServerChild(
     });
     // An unexpected death later on shows up as failed calls; keep its last words for the report.
     let stopping = false;
+    let answer: ((line: string) => void) | undefined;
+    let partial = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (line.startsWith('counters ')) answer?.(line);
+    });
+    const counters = () =>
+      new Promise<ProcessCounters | undefined>((resolve) => {
+        const timer = setTimeout(() => resolve(undefined), COUNTERS_TIMEOUT_MS);
+        answer = (line) => {
+          clearTimeout(timer);
+          resolve(parseCounters(line));
+        };
+        child.stdin?.write('counters\n');
+      });
     child.once('exit', (code, signal) => {
       if (!stopping) process.stderr.write(`${name} exited during the run (code ${String(code)}, signal ${String(signal)}):\n${stderr.trim()}\n`);
     });
@@ -85,6 +108,7 @@ export async function startServerChild(
       name,
       port,
       pid: child.pid,
+      counters,
       stop: async () => {
         stopping = true;
         await stop();

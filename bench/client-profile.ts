@@ -9,7 +9,8 @@
 // reads it), the time Redis spent in the decide script per script call (its
 // command statistics), and per decision what the scheduler counted for the
 // main thread of each process (bench/sched.ts): time on a CPU, time waiting
-// for one, sleeps.
+// for one, sleeps; and for the caller and the service, event-loop turns and
+// bytes allocated on the JavaScript heap (bench/process-counters.ts).
 // `--service-profile DIR`: the service child writes a CPU profile there too.
 // `--relay`: the same load on the floor of that path instead, the two-hop relay
 // of bench/limiters-run.ts (a grpc-js stream to a Node process that answers
@@ -24,6 +25,7 @@ import { relayCaller } from './hops.js';
 import { ROUND_GRACE_MS } from './rounds.js';
 import { redisCpuMs } from './cpu.js';
 import { type SchedSample, sampleSched, schedPer } from './sched.js';
+import { type ProcessCounters, countersPer, readCounters } from './process-counters.js';
 
 async function main(run: BenchRun): Promise<number> {
   const { values } = parseArgs({
@@ -59,11 +61,14 @@ async function main(run: BenchRun): Promise<number> {
   await redisClient.config('RESETSTAT');
   const pids = { caller: process.pid, service: service.pid, redis: redis.pid };
   const sample = () => Object.values(pids).map((pid) => (pid === undefined ? undefined : sampleSched(pid)));
+  const counters = async () => ({ caller: readCounters(), service: await service.counters() });
+  const countersBefore = await counters();
   const schedBefore = sample();
   const windowStart = process.hrtime.bigint() / 1000n;
   const result = await load(seconds);
   const windowEnd = process.hrtime.bigint() / 1000n;
   const schedAfter = sample();
+  const countersAfter = await counters();
   const cpu = process.cpuUsage(before);
   const redisMs = (await redisCpuMs(redisClient)) - redisBefore;
   // The decide script's calls: FCALL of its library, or EVALSHA where the store sends it as a script.
@@ -77,7 +82,8 @@ async function main(run: BenchRun): Promise<number> {
       `redis script ${script === null ? 'n/a' : (Number(script[2]) / Number(script[1])).toFixed(1)} µs/call, ${script === null ? 'n/a' : (Number(script[1]) / result.calls).toFixed(3)} calls/decision\n` +
       Object.keys(pids)
         .map((name, i) => `sched ${name} ${formatSched(schedPer(schedBefore[i], schedAfter[i], result.calls))}\n`)
-        .join(''),
+        .join('') +
+      (['caller', 'service'] as const).map((name) => `counters ${name} ${formatCounters(countersBefore[name], countersAfter[name], result.calls)}\n`).join(''),
   );
   return result.errors > 0 ? 1 : 0;
 }
@@ -85,6 +91,13 @@ async function main(run: BenchRun): Promise<number> {
 /** `on-cpu <µs> wait <µs> sleeps <n>` per decision, or `n/a` (bench/cpu-breakdown.ts reads it). */
 function formatSched(per: SchedSample | undefined): string {
   return per === undefined ? 'n/a' : `on-cpu ${per.onCpuUs.toFixed(1)} wait ${per.waitUs.toFixed(1)} sleeps ${per.sleeps.toFixed(2)}`;
+}
+
+/** `loops <n> allocated <bytes>` per decision, or `n/a` (bench/cpu-breakdown.ts reads it). */
+function formatCounters(before: ProcessCounters | undefined, after: ProcessCounters | undefined, per: number): string {
+  if (before === undefined || after === undefined) return 'n/a';
+  const { loops, allocatedBytes } = countersPer(before, after, per);
+  return `loops ${loops.toFixed(2)} allocated ${allocatedBytes.toFixed(0)}`;
 }
 
 benchMain(main);

@@ -6,8 +6,10 @@
 // the socket writes, our code by layer, garbage collection), in µs per decision.
 // Then each point once more without profiles, for what a latency is made of:
 // per decision, each process's main thread on a CPU and waiting for one, how
-// often it slept (each sleep is a wake-up: a hop), and Redis's time in the
-// decide script per script call, set against the mean time of a decision;
+// often it slept (each sleep is a wake-up: a hop), the caller's and the
+// service's event-loop turns and bytes allocated on the JavaScript heap, and
+// Redis's time in the decide script per script call, set against the mean
+// time of a decision;
 // and the same for the two-hop relay (bench/limiters-run.ts) under the same
 // load, what the three processes spend on the hops alone.
 //
@@ -114,7 +116,8 @@ async function main(run_: BenchRun): Promise<number> {
   process.stdout.write(`\nidle time is left out; load average after: ${loadavg()[0]!.toFixed(2)}\n`);
   process.stdout.write(
     '\nThe same points without profiles: per decision, each main thread on a CPU, waiting for one (runnable, not running) and ' +
-      'how often it slept; the mean time of a decision (calls in flight / decisions/s); Redis: time in the decide script per call. ' +
+      'how often it slept; for the caller and the service, turns of the event loop and bytes allocated on the JavaScript heap; ' +
+      'the mean time of a decision (calls in flight / decisions/s); Redis: time in the decide script per call. ' +
       "Beside each, the same load on the floor of the quota client's path, the two-hop relay of the limiters comparison (a Node " +
       'process between a grpc-js stream and one Redis command per message, no decision): what the same three processes spend ' +
       'when they do nothing but the hops\n\n',
@@ -128,6 +131,8 @@ async function main(run_: BenchRun): Promise<number> {
     'on a CPU µs',
     'waiting for a CPU µs',
     'sleeps',
+    'loop turns',
+    'heap bytes allocated',
     'script µs/call (calls/decision)',
   ];
   process.stdout.write(`| ${schedHeader.join(' | ')} |\n|${schedHeader.map(() => '---').join('|')}|\n`);
@@ -158,8 +163,11 @@ function schedRows(concurrency: number, path: 'quota' | 'relay', output: string)
     const lead =
       i === 0 ? [path === 'quota' ? String(concurrency) : '', PATHS[path], String(rate), ((concurrency / rate) * 1000).toFixed(3)] : ['', '', '', ''];
     const cells = sched === null ? ['n/a', 'n/a', 'n/a'] : [sched[1]!, sched[2]!, sched[3]!];
+    const counters = new RegExp(`^counters ${name} loops (\\S+) allocated (\\S+)$`, 'm').exec(output);
+    // Redis is not a Node process: no counters.
+    const counterCells = name === 'redis' ? ['', ''] : [counters?.[1] ?? 'n/a', counters?.[2] ?? 'n/a'];
     const scriptCell = name === 'redis' && path === 'quota' ? `${script[1]} (${script[2]})` : '';
-    return `| ${[...lead, path === 'relay' && name === 'service' ? 'relay' : name, ...cells, scriptCell].join(' | ')} |`;
+    return `| ${[...lead, path === 'relay' && name === 'service' ? 'relay' : name, ...cells, ...counterCells, scriptCell].join(' | ')} |`;
   });
 }
 

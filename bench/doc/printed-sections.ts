@@ -117,7 +117,9 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'Set each row against the hop floor below. ' +
       "The second table runs the same points without profiles and reads the kernel's scheduler figures of each process's main " +
       "thread, per decision: time on a CPU (its JavaScript, and the kernel's work for its sockets: a loopback write runs the " +
-      "receiver's TCP work too), time runnable but waiting for a core, and sleeps (each one a wake-up, that is a hop); and Redis's " +
+      "receiver's TCP work too), time runnable but waiting for a core, and sleeps (each one a wake-up, that is a hop); for the caller " +
+      'and the service, turns of the event loop (a turn that finds nothing to do sleeps) and bytes allocated on the JavaScript heap ' +
+      "(what the garbage collector later sweeps; Buffers' memory outside the heap is not in it); and Redis's " +
       'time in the decide script per script call. With one batch in flight at a time the caller, the service and Redis run one ' +
       'after another, so the mean time of a decision is about the sum of their times on a CPU and waiting. At one call in flight ' +
       'that sum is the whole decision: the time is CPU on a serial path of three processes, mostly paid per batch rather than per ' +

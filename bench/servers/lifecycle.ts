@@ -1,6 +1,10 @@
+import { formatCounters, readCounters } from '../process-counters.js';
+
 /**
  * The contract between a server child and bench/children.ts: announce the bound
- * port as one `port=<n>` line on stdout, then live until told to stop.
+ * port as one `port=<n>` line on stdout, then live until told to stop. A
+ * `counters` line on stdin is answered with one line of the child's event-loop
+ * turns and heap allocations so far (bench/process-counters.ts).
  *
  * The child stops on SIGTERM/SIGINT and also when its stdin closes: the parent
  * holds the other end of that pipe, so even if the parent dies without cleaning
@@ -23,7 +27,10 @@ export function serveUntilParentLeaves(port: number, shutdown: () => Promise<voi
   process.on('SIGINT', stop);
   process.stdin.on('end', stop);
   process.stdin.on('close', stop);
-  process.stdin.resume();
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (lines: string) => {
+    for (const line of lines.split('\n')) if (line === 'counters') process.stdout.write(`${formatCounters(readCounters())}\n`);
+  });
   process.stdout.write(`port=${port}\n`);
 }
 
