@@ -8,7 +8,9 @@
 // sample of A has one of B taken under the same conditions: a pair. The steps:
 // - stream: the revision's quota client (batching, one AllowStream) in a process
 //   of its own, up for the whole run, at each of `--concurrencies` in flight:
-//   decisions/s, p50, and CPU per decision of the caller, the service and Redis;
+//   decisions/s, p50, CPU per decision of the caller, the service and Redis, and
+//   the bytes the service allocates on its heap per decision (a figure the
+//   machine's load barely moves; none from a revision older than that count);
 // - with `--unary` (h2load): unary Allow at 1 in flight (mean latency), and Allow
 //   and ShouldRateLimit at h2load -c 4 -m 16 (calls/s, service CPU per call);
 // - with `--http express|fastify`: POST /api/orders through that framework and the
@@ -93,7 +95,7 @@ async function startPairs(run: BenchRun, [a, b]: [Revision, Revision], redisUrl:
     run.onCleanup(() => service.stop());
     const caller = new StreamCaller(revision.name, revision.dir, service.port);
     run.onCleanup(() => caller.close());
-    const instance: Instance = { side, revision, port: service.port, pid: service.pid!, caller };
+    const instance: Instance = { side, revision, port: service.port, pid: service.pid!, counters: service.counters, caller };
     if (options.http !== undefined) {
       const args = [options.http, 'quota', String(service.port), redisUrl];
       const route = await startServerChild(`${side}${i} route`, 'http-route-server.ts', args, { builtIn: revision.dir });

@@ -3,6 +3,7 @@
 // and adds what it measured to the comparison under the instance's side.
 import type { Redis } from 'ioredis';
 import { type CpuSample, cpuBetween, processCpuMs, sampleCpu } from '../cpu.js';
+import { type ProcessCounters, countersPer } from '../process-counters.js';
 import { grpcFrame, h2loadClosedLoop } from '../h2load.js';
 import { driveLoad } from '../load.js';
 import { routeCaller } from '../route-caller.js';
@@ -20,6 +21,8 @@ export interface Instance {
   revision: Revision;
   port: number;
   pid: number;
+  /** The service's event-loop turns and heap allocations so far (undefined from a revision older than these counters). */
+  counters(): Promise<ProcessCounters | undefined>;
   caller: StreamCaller;
   route?: { port: number; pid: number };
 }
@@ -40,15 +43,21 @@ export function visitOrder<T>(pairs: ReadonlyArray<readonly [T, T]>, round: numb
   return pairs.flatMap(([a, b], i) => ((i + round + step) % 2 === 0 ? [a, b] : [b, a]));
 }
 
-/** The stream figures at one concurrency: the instance's caller, CPU sampled around its measured seconds. */
+/**
+ * The stream figures at one concurrency: the instance's caller, CPU and the
+ * service's heap allocations sampled around its measured seconds.
+ */
 export function streamStep(concurrency: number, seconds: number, redis: Redis, into: Comparison): Step {
   return {
     async run(instance) {
       let before: CpuSample | undefined;
+      let countersBefore: ProcessCounters | undefined;
       const result = await instance.caller.measure(concurrency, seconds, async () => {
+        countersBefore = await instance.counters();
         before = await sampleCpu(instance.pid, redis);
       });
       const cpu = cpuBetween(before!, await sampleCpu(instance.pid, redis));
+      const countersAfter = await instance.counters();
       const perCall = (ms: number) => (ms * 1000) / result.calls;
       const at = `stream ${concurrency} in flight`;
       into.add(`${at}: decisions/s`, true, instance.side, result.decisionsPerSecond);
@@ -56,6 +65,10 @@ export function streamStep(concurrency: number, seconds: number, redis: Redis, i
       into.add(`${at}: caller CPU µs/decision`, false, instance.side, result.callerCpuUs);
       into.add(`${at}: service CPU µs/decision`, false, instance.side, perCall(cpu.serverMs));
       into.add(`${at}: Redis CPU µs/decision`, false, instance.side, perCall(cpu.redisMs));
+      if (countersBefore !== undefined && countersAfter !== undefined) {
+        const { allocatedBytes } = countersPer(countersBefore, countersAfter, result.calls);
+        into.add(`${at}: service heap bytes allocated/decision`, false, instance.side, allocatedBytes);
+      }
     },
   };
 }
