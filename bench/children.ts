@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { own } from '../test/support/owned-child.js';
@@ -11,7 +11,7 @@ export interface ServerChild {
   readonly port: number;
   /** For CPU accounting (bench/cpu.ts). */
   readonly pid: number | undefined;
-  /** Its event-loop turns and heap allocations so far; undefined from a child that does not answer within 2 s (an older build's). */
+  /** Its event-loop turns and heap allocations so far; undefined from a child that does not answer within 2 s (an older build's), and from then on. */
   counters(): Promise<ProcessCounters | undefined>;
   /** SIGTERM, then SIGKILL if it has not exited within 3 s. */
   stop(): Promise<void>;
@@ -85,22 +85,6 @@ export async function startServerChild(
     });
     // An unexpected death later on shows up as failed calls; keep its last words for the report.
     let stopping = false;
-    let answer: ((line: string) => void) | undefined;
-    let partial = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      const lines = (partial + chunk.toString()).split('\n');
-      partial = lines.pop() ?? '';
-      for (const line of lines) if (line.startsWith('counters ')) answer?.(line);
-    });
-    const counters = () =>
-      new Promise<ProcessCounters | undefined>((resolve) => {
-        const timer = setTimeout(() => resolve(undefined), COUNTERS_TIMEOUT_MS);
-        answer = (line) => {
-          clearTimeout(timer);
-          resolve(parseCounters(line));
-        };
-        child.stdin?.write('counters\n');
-      });
     child.once('exit', (code, signal) => {
       if (!stopping) process.stderr.write(`${name} exited during the run (code ${String(code)}, signal ${String(signal)}):\n${stderr.trim()}\n`);
     });
@@ -108,7 +92,7 @@ export async function startServerChild(
       name,
       port,
       pid: child.pid,
-      counters,
+      counters: askingCounters(child),
       stop: async () => {
         stopping = true;
         await stop();
@@ -118,4 +102,33 @@ export async function startServerChild(
     await stop();
     throw error;
   }
+}
+
+/**
+ * Asks the child for its counters (a `counters` line on its stdin, answered by
+ * one on its stdout: bench/servers/lifecycle.ts). A child that did not answer
+ * once (an older build's) is not asked again.
+ */
+function askingCounters(child: ChildProcess): () => Promise<ProcessCounters | undefined> {
+  let answer: ((line: string) => void) | undefined;
+  let partial = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) if (line.startsWith('counters ')) answer?.(line);
+  });
+  let answers = true;
+  return () =>
+    new Promise((resolve) => {
+      if (!answers) return resolve(undefined);
+      const timer = setTimeout(() => {
+        answers = false;
+        resolve(undefined);
+      }, COUNTERS_TIMEOUT_MS);
+      answer = (line) => {
+        clearTimeout(timer);
+        resolve(parseCounters(line));
+      };
+      child.stdin?.write('counters\n');
+    });
 }

@@ -2,13 +2,14 @@ import { performance } from 'node:perf_hooks';
 import { GCProfiler, getHeapStatistics } from 'node:v8';
 
 /**
- * Two counts of this process since it first called readCounters, which the
- * CPU breakdown divides by the decisions made in between:
- * - loops: turns of the event loop (libuv's own count); a turn that finds
- *   nothing ready sleeps, so loops >= sleeps.
- * - allocatedBytes: bytes allocated on the JavaScript heap (V8's used heap size
- *   as it grows between collections: what the collectors later have to sweep or
- *   copy). Buffers' memory outside the heap is not in it.
+ * Two counts of this process, which the CPU breakdown takes before and after
+ * its measured seconds and divides by the decisions made in between:
+ * - loops: turns of the event loop since the process started (libuv's own
+ *   count); a turn that finds nothing ready sleeps, so loops >= sleeps.
+ * - allocatedBytes: bytes allocated on the JavaScript heap since the process
+ *   first called readCounters (V8's used heap size as it grows between
+ *   collections: what the collectors later have to sweep or copy). Buffers'
+ *   memory outside the heap is not in it.
  */
 export interface ProcessCounters {
   loops: number;

@@ -38,7 +38,7 @@ export class Comparison {
       const ratios = pairRatios(row);
       const spread = ratios.length === 0 ? 'n/a' : `${median(ratios).toFixed(3)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`;
       lines.push(
-        `| ${row.metric} | ${figure(median(row.a))} | ${figure(median(row.b))} | ${(median(row.b) / median(row.a)).toFixed(3)} | ${spread} | ${verdict(ratios, row.higherIsBetter)} | ${row.a.map(figure).join(' ')} | ${row.b.map(figure).join(' ')} |`,
+        `| ${row.metric} | ${figure(median(row.a))} | ${figure(median(row.b))} | ${ratioOfMedians(row.a, row.b)} | ${spread} | ${verdict(ratios, row.higherIsBetter)} | ${row.a.map(figure).join(' ')} | ${row.b.map(figure).join(' ')} |`,
       );
     }
     return lines.join('\n');
@@ -80,4 +80,10 @@ function figure(value: number): string {
   if (!Number.isFinite(value)) return 'n/a';
   if (Math.abs(value) >= 100) return Math.round(value).toString();
   return Number(value.toPrecision(3)).toString();
+}
+
+/** B / A of the medians, or n/a when a side has no samples (a figure an older revision does not report). */
+function ratioOfMedians(a: readonly number[], b: readonly number[]): string {
+  const ratio = median(b) / median(a);
+  return Number.isFinite(ratio) ? ratio.toFixed(3) : 'n/a';
 }

@@ -1,3 +1,4 @@
+import { createInterface } from 'node:readline';
 import { formatCounters, readCounters } from '../process-counters.js';
 
 /**
@@ -27,9 +28,8 @@ export function serveUntilParentLeaves(port: number, shutdown: () => Promise<voi
   process.on('SIGINT', stop);
   process.stdin.on('end', stop);
   process.stdin.on('close', stop);
-  process.stdin.setEncoding('utf8');
-  process.stdin.on('data', (lines: string) => {
-    for (const line of lines.split('\n')) if (line === 'counters') process.stdout.write(`${formatCounters(readCounters())}\n`);
+  createInterface({ input: process.stdin }).on('line', (line) => {
+    if (line === 'counters') process.stdout.write(`${formatCounters(readCounters())}\n`);
   });
   process.stdout.write(`port=${port}\n`);
 }

@@ -49,6 +49,14 @@ describe('A/B comparison table', () => {
     ]);
   });
 
+  it('says n/a for a figure one side does not report (a revision older than it), not NaN', () => {
+    const comparison = new Comparison();
+    for (const value of [26_000, 25_000]) comparison.add('heap bytes/decision', false, 'b', value);
+    expect(comparison.table('A', 'B').split('\n')[2]).toBe(
+      '| heap bytes/decision | n/a | 25500 | n/a | n/a | unclear (0 of 0 pairs favour B, p = 1.0) |  | 26000 25000 |',
+    );
+  });
+
   it('takes a sign test’s p-value as the chance of a split at least as uneven, both ways', () => {
     expect(signTest(0, 0)).toBe(1);
     expect(signTest(3, 3)).toBe(1);
