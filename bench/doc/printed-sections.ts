@@ -125,7 +125,10 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'that sum is the whole decision: the time is CPU on a serial path of three processes, mostly paid per batch rather than per ' +
       'decision (compare 1 and 16 in flight), which is what batching shares and what a call alone pays in full. Beside each point, ' +
       'the same load on the two-hop relay of the limiters comparison (the same three processes doing nothing but the hops, no ' +
-      "decision): the difference, process by process, is what the quota client's path adds to its hops.",
+      "decision): the difference, process by process, is what the quota client's path adds to its hops. Its turns of the event loop " +
+      "and sleeps are the relay's at one call in flight (one per hop) and fewer from 4 in flight on (one per batch): what it adds is " +
+      'the work each turn does, in CPU and in bytes allocated. Unlike times, bytes per decision barely move with the load of the ' +
+      'machine, so two versions of the path compare by them even on a busy one.',
   },
   {
     id: 'workers',
