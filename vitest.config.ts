@@ -15,6 +15,7 @@ const SOURCE_CONDITION = '@quota-service/source';
 const TIMING = [
   'test/faults/**/*.test.ts',
   'test/grpc/get-quota-outage.test.ts',
+  'test/engine/failure-outage.test.ts',
   'test/api/envoy/rls-store-failure.test.ts',
   'test/api/envoy/rls-cold-start.test.ts',
   'test/api/envoy/rls-deadline.test.ts',
