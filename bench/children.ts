@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { own } from '../test/support/owned-child.js';
 import { compileServers, OUT_DIR } from './compiled.js';
@@ -61,19 +62,18 @@ export async function startServerChild(
   const stop = () => owner.stop(3_000);
 
   try {
+    // The child's stdout, line by line: its port, then its answers to `counters`.
+    const lines = createInterface({ input: child.stdout! });
     const port = await new Promise<number>((resolve, reject) => {
-      let stdout = '';
       const timer = setTimeout(() => reject(new Error(`${name}: no port within ${STARTUP_TIMEOUT_MS} ms`)), STARTUP_TIMEOUT_MS);
-      const onPort = (chunk: Buffer) => {
-        stdout += chunk.toString();
-        const match = /^port=(\d+)$/m.exec(stdout);
-        if (match) {
-          clearTimeout(timer);
-          child.stdout?.off('data', onPort);
-          resolve(Number(match[1]));
-        }
+      const onPort = (line: string) => {
+        const match = /^port=(\d+)$/.exec(line);
+        if (match === null) return;
+        clearTimeout(timer);
+        lines.off('line', onPort);
+        resolve(Number(match[1]));
       };
-      child.stdout?.on('data', onPort);
+      lines.on('line', onPort);
       child.once('error', (error) => {
         clearTimeout(timer);
         reject(error);
@@ -92,7 +92,7 @@ export async function startServerChild(
       name,
       port,
       pid: child.pid,
-      counters: askingCounters(child),
+      counters: askingCounters(child, lines),
       stop: async () => {
         stopping = true;
         await stop();
@@ -109,13 +109,10 @@ export async function startServerChild(
  * one on its stdout: bench/servers/lifecycle.ts). A child that did not answer
  * once (an older build's) is not asked again.
  */
-function askingCounters(child: ChildProcess): () => Promise<ProcessCounters | undefined> {
+function askingCounters(child: ChildProcess, lines: Interface): () => Promise<ProcessCounters | undefined> {
   let answer: ((line: string) => void) | undefined;
-  let partial = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    const lines = (partial + chunk.toString()).split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) if (line.startsWith('counters ')) answer?.(line);
+  lines.on('line', (line) => {
+    if (line.startsWith('counters ')) answer?.(line);
   });
   let answers = true;
   return () =>
