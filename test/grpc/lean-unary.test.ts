@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { Client, credentials, Metadata, status } from '@grpc/grpc-js';
 import { AllowRequest, AllowResponse } from '@quota-service/contract';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseCallers } from '../../src/config/callers.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { createLogger } from '../../src/logger.js';
@@ -163,6 +163,16 @@ describe('the lean unary path answers as the middleware path does', () => {
       served.client.close();
       await served.server.shutdown(1_000);
     }
+  });
+
+  // The wall clock stands still during each case, so that what a window's end sets (Retry-After, the
+  // body's "try again in N s") is the same for both calls and compared exactly, even when a second
+  // turns between them. Only Date is frozen: timers and the sockets run as ever.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
   });
 
   for (const [name, path, body, headers] of CASES) {
