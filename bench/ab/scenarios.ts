@@ -90,15 +90,23 @@ export function unaryLatencyStep(seconds: number, into: Comparison): Step {
   };
 }
 
-/** A unary method by h2load at -c 4 -m 16: calls/s and the service's CPU per call. */
+/** A unary method by h2load at -c 4 -m 16: calls/s, and the service's CPU and heap bytes allocated per call. */
 export function unaryLoadStep(name: keyof typeof UNARY, seconds: number, into: Comparison): Step {
   const { path, frame } = UNARY[name];
   return {
     async run(instance) {
+      const countersBefore = await instance.counters();
       const before = processCpuMs(instance.pid);
       const loaded = await h2loadClosedLoop(unaryUrl(instance, path), frame, { clients: 4, streams: 16, seconds });
-      into.add(`unary ${name} -c 4 -m 16: calls/s`, true, instance.side, loaded.succeeded / seconds);
-      into.add(`unary ${name} -c 4 -m 16: service CPU µs/call`, false, instance.side, ((processCpuMs(instance.pid) - before) * 1000) / loaded.succeeded);
+      const cpuMs = processCpuMs(instance.pid) - before;
+      const countersAfter = await instance.counters();
+      const at = `unary ${name} -c 4 -m 16`;
+      into.add(`${at}: calls/s`, true, instance.side, loaded.succeeded / seconds);
+      into.add(`${at}: service CPU µs/call`, false, instance.side, (cpuMs * 1000) / loaded.succeeded);
+      if (countersBefore !== undefined && countersAfter !== undefined) {
+        const { allocatedBytes } = countersPer(countersBefore, countersAfter, loaded.succeeded);
+        into.add(`${at}: service heap bytes allocated/call`, false, instance.side, allocatedBytes);
+      }
     },
   };
 }

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
-import { type Decision, type Limit, type LimitCall, type LimitOutcome, rlsDescriptorTag, rlsKeyPrefix, rlsStateKey, UNIT_MS } from '@quota-service/core';
+import { type Decision, type LimitOutcome, rlsDescriptorTag, rlsKeyPrefix, rlsStateKey, UNIT_MS } from '@quota-service/core';
 import type { QuotaEngine } from '../../engine/engine.js';
+import type { CallsDecision } from '../../engine/decide-calls.js';
+import { Planned } from './rls-plan.js';
 import type { RateLimitRequest } from './envoy-codec.js';
 import type { Entry } from './rls-match.js';
 import { matchRule } from './rls-match.js';
@@ -61,173 +63,114 @@ export async function decideRls(
   descriptorLimits = true,
 ): Promise<RlsDecision> {
   validateRlsRequest(request);
+  const descriptors = request.descriptors;
   const domain = config.domains.get(request.domain);
-  const verdicts: DescriptorVerdict[] = request.descriptors.map(() => ({ kind: 'none' }));
+  const verdicts = new Array<DescriptorVerdict>(descriptors.length).fill(NO_RULE);
   if (domain === undefined) return { domain, verdicts, over: false, source: 'store', retryAfterMs: 0 };
 
-  const rules = request.descriptors.map((descriptor): RlsRule | undefined => {
+  const rules = new Array<RlsRule | undefined>(descriptors.length);
+  let replaced: Set<string> | undefined;
+  for (let i = 0; i < descriptors.length; i++) {
+    const descriptor = descriptors[i]!;
     const matched = matchRule(domain.root, descriptor.entries);
-    if (descriptor.limit === undefined || !descriptorLimits) return matched;
     // The override keeps the matched rule's spend_when_over: a charge after the response spends whatever limit the route set.
-    return overrideRule(domain.name, descriptor.limit.requests_per_unit, overrideUnit(descriptor.limit.unit), matched?.spendsWhenOver === true);
-  });
-  // A rule some other matched rule replaces is dropped: its descriptor answers OK and spends nothing.
-  const replaced = new Set(rules.flatMap((rule) => rule?.replaces ?? []));
-
-  const enforced = new Planned();
-  const shadowed = new Planned();
-  // quota_mode rules: each decided on its own (a quota over its limit must not hold the others back).
-  const quotas: Planned[] = [];
-  rules.forEach((rule, i) => {
-    if (rule === undefined || (rule.ownName !== undefined && replaced.has(rule.ownName))) return;
-    if (rule.limit === undefined) {
-      verdicts[i] = { kind: 'unlimited', rule, label: labelOf(rule, request.descriptors[i]!.entries) };
-      return;
+    const rule =
+      descriptor.limit === undefined || !descriptorLimits
+        ? matched
+        : overrideRule(domain.name, descriptor.limit.requests_per_unit, overrideUnit(descriptor.limit.unit), matched?.spendsWhenOver === true);
+    rules[i] = rule;
+    if (rule !== undefined && rule.replaces.length > 0) {
+      replaced ??= new Set();
+      for (const name of rule.replaces) replaced.add(name);
     }
-    const plan = rule.shadow ? shadowed : rule.quota ? new Planned() : enforced;
-    if (plan !== shadowed && plan !== enforced) quotas.push(plan);
-    plan.add(i, rule, stateKey(rule, request.descriptors[i]!.entries), hitsOf(request, i));
-  });
+  }
 
-  const [main, shadow, quota] = await Promise.all([
-    enforced.decide(engine, domain, timeoutMs),
-    // The shadow rules' store trouble never turns into an error: they answer OK anyway.
-    shadowed.decide(engine, domain, timeoutMs).catch(() => undefined),
-    quotas.length === 0 ? undefined : Promise.all(quotas.map((plan) => plan.decide(engine, domain, timeoutMs))),
-  ]);
+  // A rule some other matched rule replaces is dropped: its descriptor answers OK and spends nothing.
+  const enforced = new Planned();
+  let shadowed: Planned | undefined;
+  // quota_mode rules: each decided on its own (a quota over its limit must not hold the others back).
+  let quotas: Planned[] | undefined;
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i];
+    if (rule === undefined || (rule.ownName !== undefined && replaced?.has(rule.ownName) === true)) continue;
+    if (rule.limit === undefined) {
+      verdicts[i] = { kind: 'unlimited', rule, label: labelOf(rule, descriptors[i]!.entries) };
+      continue;
+    }
+    let plan = enforced;
+    if (rule.shadow) {
+      shadowed ??= new Planned();
+      plan = shadowed;
+    } else if (rule.quota) {
+      plan = new Planned();
+      quotas ??= [];
+      quotas.push(plan);
+    }
+    plan.add(i, rule, stateKey(rule, descriptors[i]!.entries), hitsOf(request, i));
+  }
+
+  // The enforced rules alone (the usual request) wait for their one decision, not for a Promise.all.
+  const main = enforced.decide(engine, domain, timeoutMs);
+  const [decided, shadow, quota] =
+    shadowed === undefined && quotas === undefined
+      ? [await main, undefined, undefined]
+      : await Promise.all([
+          main,
+          // The shadow rules' store trouble never turns into an error: they answer OK anyway.
+          shadowed?.decide(engine, domain, timeoutMs)?.catch(() => undefined),
+          quotas === undefined ? undefined : Promise.all(quotas.map((plan) => plan.decide(engine, domain, timeoutMs))),
+        ]);
   // The store decided and spent nothing (a descriptor was over, or could never pass): rules that spend when over are charged now.
-  const spentNothing = main !== undefined && main.decision.source === 'store' && (!main.decision.allowed || enforced.items.some((item) => item.never));
+  const spentNothing = decided !== undefined && decided.decision.source === 'store' && (!decided.decision.allowed || enforced.items.some((item) => item.never));
   const charged = spentNothing ? await enforced.chargeOver(engine, timeoutMs) : undefined;
-  let over = false;
-  let quotasOver = 0;
-  const retryAfterMs = 0;
-  const groups: [Planned, Awaited<ReturnType<Planned['decide']>>, boolean][] = [
-    [enforced, main, false],
-    [shadowed, shadow, true],
-  ];
-  for (let q = 0; q < quotas.length; q++) groups.push([quotas[q]!, quota?.[q], false]);
-  for (const [plan, result, shadowPlan] of groups) {
+
+  const judged = new Verdicts(request, verdicts);
+  judged.add(enforced, decided, false, charged);
+  if (shadowed !== undefined) judged.add(shadowed, shadow, true, undefined);
+  if (quotas !== undefined) for (let q = 0; q < quotas.length; q++) judged.add(quotas[q]!, quota?.[q], false, undefined);
+  let over = judged.over;
+  // As envoyproxy/ratelimit: quota-mode descriptors make the request OVER_LIMIT only when all of them are over.
+  if (quotas !== undefined && judged.quotasOver === quotas.length) over = true;
+  const source = decided?.decision.source ?? quota?.[0]?.decision.source ?? 'store';
+  const closed = decided?.decision.source === 'fail_closed' ? decided : quota?.find((q) => q?.decision.source === 'fail_closed');
+  return { domain, verdicts, over, source, retryAfterMs: closed === undefined ? 0 : (closed.decision.retryAfterMs ?? 0) };
+}
+
+/** The verdict of a descriptor no rule applies to (shared: a verdict is never changed once made). */
+const NO_RULE: DescriptorVerdict = Object.freeze({ kind: 'none' });
+
+/** Each planned descriptor's verdict, written into `verdicts` plan by plan; whether an enforced one, and how many quotas, are over. */
+class Verdicts {
+  over = false;
+  quotasOver = 0;
+
+  constructor(
+    private readonly request: RateLimitRequest,
+    private readonly verdicts: DescriptorVerdict[],
+  ) {}
+
+  /** `charged`: the statuses after a charge of rules that spend when over (the enforced plan only). */
+  add(plan: Planned, result: CallsDecision | undefined, shadow: boolean, charged: Map<number, LimitOutcome> | undefined): void {
     for (const item of plan.items) {
       const outcome = plan.outcomeOf(item, result?.outcomes?.[item.call]);
       const source = result?.decision.source ?? 'store';
       const itemOver = item.never || (outcome === undefined ? source === 'fail_closed' : !outcome.allowed);
       const retry = item.never ? neverRetryMs(item.rule) : (outcome?.retryAfterMs ?? result?.decision.retryAfterMs ?? 0);
-      const label = labelOf(item.rule, request.descriptors[item.index]!.entries);
       // Over or not as decided; a charged rule's status is the one after its charge.
-      const status = (plan === enforced ? plan.outcomeOf(item, charged?.get(item.call)) : undefined) ?? outcome;
-      verdicts[item.index] = {
+      const status = (charged === undefined ? undefined : plan.outcomeOf(item, charged.get(item.call))) ?? outcome;
+      this.verdicts[item.index] = {
         kind: 'limited',
         rule: item.rule,
-        label,
+        label: labelOf(item.rule, this.request.descriptors[item.index]!.entries),
         over: itemOver,
-        shadow: shadowPlan,
+        shadow,
         outcome: status,
         retryAfterMs: itemOver ? retry : 0,
       };
-      if (itemOver && item.rule.quota && !shadowPlan) quotasOver++;
-      else if (itemOver && !shadowPlan) over = true;
+      if (itemOver && item.rule.quota && !shadow) this.quotasOver++;
+      else if (itemOver && !shadow) this.over = true;
     }
   }
-  // As envoyproxy/ratelimit: quota-mode descriptors make the request OVER_LIMIT only when all of them are over.
-  if (quotas.length > 0 && quotasOver === quotas.length) over = true;
-  const source = main?.decision.source ?? quota?.[0]?.decision.source ?? 'store';
-  const closed = main?.decision.source === 'fail_closed' ? main : quota?.find((q) => q?.decision.source === 'fail_closed');
-  return { domain, verdicts, over, source, retryAfterMs: closed === undefined ? retryAfterMs : (closed.decision.retryAfterMs ?? 0) };
-}
-
-interface PlannedItem {
-  index: number;
-  rule: RlsRule;
-  /** Its call's index in Planned.calls (descriptors with the same state share one call). */
-  call: number;
-  /** Can never pass: a rule of 0 requests, or more hits than its limit can ever grant. */
-  never: boolean;
-}
-
-/** The calls of one all-or-nothing decision, built descriptor by descriptor. */
-class Planned {
-  readonly items: PlannedItem[] = [];
-  private readonly calls: LimitCall[] = [];
-  private readonly byState = new Map<string, number>();
-  /** The calls were decided as checks of 1 (a descriptor could never pass). */
-  private checked = false;
-
-  add(index: number, rule: RlsRule, identityKey: string, hits: { cost: number; checkOnly: boolean }): void {
-    const limit = rule.limit!;
-    // Descriptors whose calls would touch the same keys share one call, their hits added up: the same
-    // descriptor sent twice, or limit overrides of one unit on the same entries (one counter, keyed as
-    // envoyproxy/ratelimit keys it: entries and the unit's window). The call carries the strictest of
-    // their limits, and each descriptor is judged against its own (outcomeOf). Overrides of different
-    // units have keys, and calls, of their own.
-    const state = limit.algorithm.scriptKeys(identityKey, limit.params).join('\n');
-    let call = this.byState.get(state);
-    if (call === undefined) {
-      call = this.calls.push({ limit, identityKey, cost: hits.cost, checkOnly: hits.checkOnly }) - 1;
-      this.byState.set(state, call);
-    } else {
-      const known = this.calls[call]!;
-      const spent = (known.checkOnly ? 0 : known.cost) + (hits.checkOnly ? 0 : hits.cost);
-      const strictest = capacityOf(limit) < capacityOf(known.limit) ? limit : known.limit;
-      this.calls[call] = { limit: strictest, identityKey, cost: spent === 0 ? 1 : spent, checkOnly: spent === 0 };
-    }
-    this.items.push({ index, rule, call, never: false });
-  }
-
-  /**
-   * An item's outcome, from its call's: the same when the call carries the
-   * item's own limit, else read against the item's limit. Only fixed windows
-   * share a call with another limit (overrides of one unit), so what the
-   * counter holds is the call's capacity less its remaining. When the call
-   * was denied nothing was spent, and the item is over only when the hits
-   * decided do not fit its own limit either.
-   */
-  outcomeOf(item: PlannedItem, outcome: LimitOutcome | undefined): LimitOutcome | undefined {
-    const call = this.calls[item.call]!;
-    const own = item.rule.limit!;
-    if (outcome === undefined || own === call.limit) return outcome;
-    const count = capacityOf(call.limit) - outcome.remaining;
-    const allowed = outcome.allowed || count + (this.checked ? 1 : call.cost) <= capacityOf(own);
-    return { allowed, retryAfterMs: allowed ? 0 : outcome.retryAfterMs, remaining: capacityOf(own) - count, resetAfterMs: outcome.resetAfterMs };
-  }
-
-  /**
-   * After a decision that spent nothing (some descriptor was over): the calls
-   * of rules that spend when over, charged as asked; their statuses after the
-   * charge, by call. None when there are no such calls, or when the store
-   * could not take the charge (it is lost then, as an answer nobody reads
-   * would be: the decision stands).
-   */
-  async chargeOver(engine: QuotaEngine, timeoutMs: number): Promise<Map<number, LimitOutcome> | undefined> {
-    const chosen = [...new Set(this.items.filter((item) => item.rule.spendsWhenOver).map((item) => item.call))].filter((call) => !this.calls[call]!.checkOnly);
-    if (chosen.length === 0) return undefined;
-    const outcomes = await engine
-      .chargeCalls(
-        chosen.map((call) => this.calls[call]!),
-        timeoutMs,
-      )
-      .catch(() => undefined);
-    return outcomes === undefined ? undefined : new Map(chosen.map((call, i) => [call, outcomes[i]!]));
-  }
-
-  /**
-   * One engine call for all; a descriptor that can never pass is asked only
-   * for its status (a check of 1), and then nothing is spent at all.
-   */
-  async decide(engine: QuotaEngine, domain: RlsDomain, timeoutMs: number) {
-    if (this.items.length === 0) return undefined;
-    for (const item of this.items) {
-      const own = item.rule.limit!;
-      item.never = item.rule.blocks || own.algorithm.rejectCost(own.params, this.calls[item.call]!.cost) !== undefined;
-    }
-    this.checked = this.items.some((item) => item.never);
-    const calls = this.checked ? this.calls.map((call) => ({ ...call, cost: 1, checkOnly: true })) : this.calls;
-    return engine.decideCalls(domain.policy, calls, timeoutMs);
-  }
-}
-
-/** What a limit grants when full: a fixed window's limit, a bucket's capacity. */
-function capacityOf(limit: Limit): number {
-  return limit.algorithm.capacity(limit.params);
 }
 
 /**

@@ -38,26 +38,34 @@ const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
  * for a refused request.
  */
 export function validateRlsRequest(request: RateLimitRequest): void {
-  text('domain', request.domain, MAX_DOMAIN_BYTES);
-  if (request.descriptors.length === 0) throw new InvalidArgumentError('descriptors', 'at least one descriptor is required');
-  if (request.descriptors.length > MAX_DESCRIPTORS)
-    throw new InvalidArgumentError('descriptors', `at most ${MAX_DESCRIPTORS}, got ${request.descriptors.length}`);
-  request.descriptors.forEach((descriptor, i) => {
-    const field = `descriptors[${i}]`;
-    if (descriptor.entries.length === 0) throw new InvalidArgumentError(`${field}.entries`, 'at least one entry is required');
-    if (descriptor.entries.length > MAX_ENTRIES) throw new InvalidArgumentError(`${field}.entries`, `at most ${MAX_ENTRIES}, got ${descriptor.entries.length}`);
-    descriptor.entries.forEach((entry, j) => {
-      text(`${field}.entries[${j}].key`, entry.key, MAX_KEY_BYTES);
-      text(`${field}.entries[${j}].value`, entry.value, MAX_VALUE_BYTES);
-    });
+  const domainProblem = textProblem(request.domain, MAX_DOMAIN_BYTES);
+  if (domainProblem !== undefined) throw new InvalidArgumentError('domain', domainProblem);
+  const descriptors = request.descriptors;
+  if (descriptors.length === 0) throw new InvalidArgumentError('descriptors', 'at least one descriptor is required');
+  if (descriptors.length > MAX_DESCRIPTORS) throw new InvalidArgumentError('descriptors', `at most ${MAX_DESCRIPTORS}, got ${descriptors.length}`);
+  // Plain loops, and a field's name only built for a refusal: this runs on every call.
+  for (let i = 0; i < descriptors.length; i++) {
+    const descriptor = descriptors[i]!;
+    const entries = descriptor.entries;
+    if (entries.length === 0) throw new InvalidArgumentError(`descriptors[${i}].entries`, 'at least one entry is required');
+    if (entries.length > MAX_ENTRIES) throw new InvalidArgumentError(`descriptors[${i}].entries`, `at most ${MAX_ENTRIES}, got ${entries.length}`);
+    for (let j = 0; j < entries.length; j++) {
+      const entry = entries[j]!;
+      const keyProblem = textProblem(entry.key, MAX_KEY_BYTES);
+      if (keyProblem !== undefined) throw new InvalidArgumentError(`descriptors[${i}].entries[${j}].key`, keyProblem);
+      const valueProblem = textProblem(entry.value, MAX_VALUE_BYTES);
+      if (valueProblem !== undefined) throw new InvalidArgumentError(`descriptors[${i}].entries[${j}].value`, valueProblem);
+    }
     if (descriptor.limit !== undefined && UNIT_NAMES[descriptor.limit.unit] === undefined) {
-      throw new InvalidArgumentError(`${field}.limit.unit`, `must be a known unit (SECOND to YEAR, or WEEK), got ${descriptor.limit.unit}`);
+      throw new InvalidArgumentError(`descriptors[${i}].limit.unit`, `must be a known unit (SECOND to YEAR, or WEEK), got ${descriptor.limit.unit}`);
     }
-    if (descriptor.hits_addend !== undefined && descriptor.hits_addend.value > BigInt(Number.MAX_SAFE_INTEGER)) {
-      throw new InvalidArgumentError(`${field}.hits_addend`, `must be at most ${Number.MAX_SAFE_INTEGER}`);
+    if (descriptor.hits_addend !== undefined && descriptor.hits_addend.value > MAX_HITS) {
+      throw new InvalidArgumentError(`descriptors[${i}].hits_addend`, `must be at most ${Number.MAX_SAFE_INTEGER}`);
     }
-  });
+  }
 }
+
+const MAX_HITS = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** The unit of a descriptor's `limit` override (validated). */
 export function overrideUnit(unit: number): UnitName {
@@ -74,12 +82,13 @@ export function hitsOf(request: RateLimitRequest, index: number): Hits {
   return { cost: request.hits_addend === 0 ? 1 : request.hits_addend, checkOnly: false };
 }
 
-function text(field: string, value: string, maxBytes: number): void {
-  if (value === '') throw new InvalidArgumentError(field, 'must not be empty');
+/** Why `value` is refused (empty, not valid UTF-8, over `maxBytes`, control characters), or undefined. */
+function textProblem(value: string, maxBytes: number): string | undefined {
+  if (value === '') return 'must not be empty';
   // A string the strict decoder marked (src/grpc/strict-utf8.ts) is never well-formed.
-  if (!value.isWellFormed()) throw new InvalidArgumentError(field, 'not valid UTF-8');
-  if (value.length > maxBytes || Buffer.byteLength(value, 'utf8') > maxBytes) {
-    throw new InvalidArgumentError(field, `must be at most ${maxBytes} bytes, got ${Buffer.byteLength(value, 'utf8')}`);
-  }
-  if (CONTROL_CHARACTER.test(value)) throw new InvalidArgumentError(field, 'must not contain control characters');
+  if (!value.isWellFormed()) return 'not valid UTF-8';
+  if (value.length > maxBytes || Buffer.byteLength(value, 'utf8') > maxBytes)
+    return `must be at most ${maxBytes} bytes, got ${Buffer.byteLength(value, 'utf8')}`;
+  if (CONTROL_CHARACTER.test(value)) return 'must not contain control characters';
+  return undefined;
 }

@@ -19,31 +19,32 @@ export interface ResponseOptions {
  * naming the limit that denied.
  */
 export function rateLimitResponse(decision: RlsDecision, options: ResponseOptions): RateLimitResponse {
-  const statuses = decision.verdicts.map(statusOf);
+  const verdicts = decision.verdicts;
+  const statuses = new Array<DescriptorStatus>(verdicts.length);
+  // The enforced limits with a status, as the HTTP adapters report a policy's limits; the first over denies.
+  let limits: LimitStatus[] | undefined;
+  let denying: LimitedVerdict | undefined;
+  let retryAfterMs = decision.retryAfterMs;
+  for (let i = 0; i < verdicts.length; i++) {
+    const verdict = verdicts[i]!;
+    statuses[i] = statusOf(verdict);
+    if (verdict.kind !== 'limited' || verdict.shadow) continue;
+    if (verdict.over) {
+      denying ??= verdict;
+      retryAfterMs = Math.max(retryAfterMs, verdict.retryAfterMs);
+    }
+    if (options.rateLimitHeaders && (verdict.outcome !== undefined || verdict.rule.blocks)) {
+      limits ??= [];
+      limits.push(limitStatusOf(verdict));
+    }
+  }
   const over = decision.over && !options.shadowMode;
   const response: RateLimitResponse = { overall_code: over ? Code.OVER_LIMIT : Code.OK, statuses, response_headers_to_add: [] };
-  // The enforced limits with a status, as the HTTP adapters report a policy's limits.
-  const limited = decision.verdicts.filter((v): v is Extract<DescriptorVerdict, { kind: 'limited' }> => v.kind === 'limited' && !v.shadow);
-  const denying = limited.find((v) => v.over);
-  const retryAfterMs = Math.max(decision.retryAfterMs, ...limited.filter((v) => v.over).map((v) => v.retryAfterMs));
-  const metadata = passedMetadata(decision.verdicts);
+  const metadata = passedMetadata(verdicts);
   if (metadata !== undefined) response.dynamic_metadata = { fields: [{ key: 'metadata', value: metadata }] };
-  if (options.rateLimitHeaders) {
-    const limits: LimitStatus[] = limited
-      .filter((v) => v.outcome !== undefined || v.rule.blocks)
-      .map((v) => ({
-        name: v.rule.name,
-        algorithm: v.rule.limit!.algorithm.name,
-        limit: v.rule.blocks ? 0 : v.rule.limit!.algorithm.capacity(v.rule.limit!.params),
-        remaining: v.rule.blocks ? 0 : (v.outcome?.remaining ?? 0),
-        resetAfterMs: v.rule.blocks ? v.retryAfterMs : (v.outcome?.resetAfterMs ?? 0),
-        // A rule's own limit: the configuration has no plans or overrides.
-        applied: PARAMETER_SOURCE.default,
-        plan: '',
-        leasesHeld: 0,
-      }));
+  if (limits !== undefined) {
     const headers = rateLimitHeaders({ allowed: !over, deniedBy: denying?.rule.name ?? '', retryAfterMs, limits });
-    for (const [key, value] of Object.entries(headers)) response.response_headers_to_add.push({ key, value });
+    for (const key in headers) response.response_headers_to_add.push({ key, value: headers[key]! });
   }
   if (!over) return response;
 
@@ -79,6 +80,24 @@ export function rateLimitResponse(decision: RlsDecision, options: ResponseOption
     ],
   };
   return response;
+}
+
+type LimitedVerdict = Extract<DescriptorVerdict, { kind: 'limited' }>;
+
+/** An enforced limit's status for the RateLimit headers. */
+function limitStatusOf(verdict: LimitedVerdict): LimitStatus {
+  const { rule, outcome } = verdict;
+  return {
+    name: rule.name,
+    algorithm: rule.limit!.algorithm.name,
+    limit: rule.blocks ? 0 : rule.limit!.algorithm.capacity(rule.limit!.params),
+    remaining: rule.blocks ? 0 : (outcome?.remaining ?? 0),
+    resetAfterMs: rule.blocks ? verdict.retryAfterMs : (outcome?.resetAfterMs ?? 0),
+    // A rule's own limit: the configuration has no plans or overrides.
+    applied: PARAMETER_SOURCE.default,
+    plan: '',
+    leasesHeld: 0,
+  };
 }
 
 function statusOf(verdict: DescriptorVerdict): DescriptorStatus {
