@@ -12,7 +12,8 @@
 //   the bytes the service allocates on its heap per decision (a figure the
 //   machine's load barely moves; none from a revision older than that count);
 // - with `--unary` (h2load): unary Allow at 1 in flight (mean latency), and Allow
-//   and ShouldRateLimit at h2load -c 4 -m 16 (calls/s, service CPU per call);
+//   and ShouldRateLimit at h2load -c 4 -m 16 (calls/s, service CPU and heap bytes
+//   allocated per call);
 // - with `--http express|fastify`: POST /api/orders through that framework and the
 //   revision's HTTP adapter and quota client, in front of each instance, at each of
 //   `--concurrencies`: requests/s, p50, CPU per request of route, service and Redis.

@@ -187,7 +187,7 @@ export const BY_HAND = [
   ['`npx tsx bench/client-profile.ts`', 'only the batching client, to profile its CPU per decision (`node --cpu-prof`)'],
   [
     '`npx tsx bench/ab/main.ts HEAD worktree [--unary] [--http fastify]`',
-    'two revisions of the decision path in one run, each built apart with its own quota client, each step measured on a service process of each back to back: decisions/s, p50 and CPU per decision of caller, service and Redis (with `--unary`, unary Allow and ShouldRateLimit by h2load; with `--http`, the order route through each revision’s HTTP adapter), each figure B / A of the medians and of each back-to-back pair, a side named only when the pairs favour it beyond chance (a sign test), and every sample',
+    'two revisions of the decision path in one run, each built apart with its own quota client, each step measured on a service process of each back to back: decisions/s, p50 and CPU per decision of caller, service and Redis, and the bytes the service allocates on its heap per decision, a figure the machine’s load barely moves (with `--unary`, unary Allow and ShouldRateLimit by h2load, with the service’s CPU and heap bytes per call; with `--http`, the order route through each revision’s HTTP adapter), each figure B / A of the medians and of each back-to-back pair, a side named only when the pairs favour it beyond chance (a sign test), and every sample',
   ],
 ] as const;
 
