@@ -6,6 +6,7 @@ import { ReloadableCallerRegistry } from '../../src/config/callers-watcher.js';
 import { QuotaEngine } from '../../src/engine/engine.js';
 import { QuotaServiceDefinition, type AllowRequest } from '@quota-service/contract';
 import { allowStreamHandler, MAX_BATCHES_IN_FLIGHT, type DecideBatch } from '../../src/api/quota/allow-stream.js';
+import { SemaphorePerConnection } from '../../src/api/quota/stream-semaphore.js';
 import { startQuotaServer } from '../../src/quota-server.js';
 import { createLogger } from '../../src/logger.js';
 import { openAllowStream } from '../support/allow-stream-probe.js';
@@ -128,6 +129,59 @@ describe('AllowStream handler', () => {
     }
     expect(ids).toEqual(Array.from({ length: MAX_BATCHES_IN_FLIGHT + 6 }, (_, i) => i + 1));
     expect(await stream.next()).toEqual({ done: true, value: undefined });
+  });
+});
+
+describe('AllowStream handler on a full connection', () => {
+  it('a stream its connection’s bound held back keeps its own bound whole once the connection frees', async () => {
+    // Stream A fills its connection's bound; stream B, on the same connection, then takes a permit
+    // of its own bound but finds none of the connection's, and waits. A stream permit taken then
+    // must go back: once A is done, B reads as far ahead as its own bound lets it, no less.
+    const connections = new SemaphorePerConnection(MAX_BATCHES_IN_FLIGHT);
+    const pending = new Map<unknown, Array<() => void>>();
+    const decide: DecideBatch = (_requests, _caller, context) =>
+      new Promise((resolve) => {
+        const list = pending.get(context) ?? [];
+        list.push(() => resolve([]));
+        pending.set(context, list);
+      });
+    const handler = allowStreamHandler(decide, new AbortController().signal, connections);
+    const contextOf = (signal = new AbortController().signal) => ({ peer: 'one-connection', signal }) as never;
+    let readByB = 0;
+    async function* batchesOfA() {
+      for (let id = 1; id <= MAX_BATCHES_IN_FLIGHT; id++) yield { id, requests: [] };
+    }
+    async function* batchesOfB() {
+      for (let id = 1; ; id++) {
+        readByB++;
+        yield { id, requests: [] };
+      }
+    }
+    const contextA = contextOf();
+    const a = handler(batchesOfA(), contextA);
+    const firstOfA = a.next();
+    await vi.waitFor(() => expect(pending.get(contextA)).toHaveLength(MAX_BATCHES_IN_FLIGHT));
+
+    const cancelB = new AbortController();
+    const contextB = contextOf(cancelB.signal);
+    const b = handler(batchesOfB(), contextB);
+    void b.next();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(readByB).toBe(0);
+
+    // A answers everything and ends: the connection's permits are free again.
+    for (const finish of pending.get(contextA)!) finish();
+    expect((await firstOfA).done).toBe(false);
+    for (let i = 1; i < MAX_BATCHES_IN_FLIGHT; i++) expect((await a.next()).done).toBe(false);
+    expect((await a.next()).done).toBe(true);
+
+    await vi.waitFor(() => expect(readByB).toBe(MAX_BATCHES_IN_FLIGHT));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(readByB).toBe(MAX_BATCHES_IN_FLIGHT);
+    // B's caller goes: its reading stops, its decisions end, its permits go back.
+    cancelB.abort();
+    for (const finish of pending.get(contextB)!) finish();
+    await b.return(undefined);
   });
 });
 

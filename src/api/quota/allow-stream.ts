@@ -73,6 +73,21 @@ class HeldBatches {
     this.connection = connections.of(peer);
   }
 
+  /**
+   * A permit on both bounds taken at once, without a promise (the usual case:
+   * both have room); false, holding none, when either would have to wait or
+   * `signal` aborted (then take() waits, or answers false).
+   */
+  tryTake(signal: AbortSignal): boolean {
+    if (signal?.aborted || !this.stream.tryTake()) return false;
+    if (!this.connection.tryTake()) {
+      this.stream.give();
+      return false;
+    }
+    this.count++;
+    return true;
+  }
+
   /** A permit on both bounds, or false if `signal` aborted first (then none is held). */
   async take(signal: AbortSignal): Promise<boolean> {
     if (!(await this.stream.take(signal))) return false;
@@ -115,7 +130,7 @@ async function readBatches(
   try {
     for (;;) {
       // A slot before the read: past the bounds the next batch stays unread.
-      if (!(await held.take(context.signal))) return;
+      if (!held.tryTake(context.signal) && !(await held.take(context.signal))) return;
       if (draining.aborted) {
         held.giveOne();
         return;

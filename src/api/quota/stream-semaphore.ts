@@ -18,16 +18,20 @@ export class Semaphore {
     return this.held === 0 && this.waiters.length === 0;
   }
 
+  /** Takes a permit if one is free and nobody waits for one; false (holding nothing) otherwise. */
+  tryTake(): boolean {
+    if (this.held >= this.capacity || this.waiters.length > 0) return false;
+    this.held++;
+    return true;
+  }
+
   /**
    * Takes a permit: at once when one is free, else when one is given back.
    * Resolves false, holding nothing, if `signal` aborts first.
    */
   take(signal?: AbortSignal): Promise<boolean> {
     if (signal?.aborted) return Promise.resolve(false);
-    if (this.held < this.capacity && this.waiters.length === 0) {
-      this.held++;
-      return Promise.resolve(true);
-    }
+    if (this.tryTake()) return Promise.resolve(true);
     return new Promise((resolve) => {
       const onAbort = () => {
         const at = this.waiters.indexOf(waiter);
