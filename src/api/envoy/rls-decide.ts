@@ -85,13 +85,13 @@ export async function decideRls(
     }
   }
 
-  // A rule some other matched rule replaces is dropped: its descriptor answers OK and spends nothing.
   const enforced = new Planned();
   let shadowed: Planned | undefined;
   // quota_mode rules: each decided on its own (a quota over its limit must not hold the others back).
   let quotas: Planned[] | undefined;
   for (let i = 0; i < rules.length; i++) {
     const rule = rules[i];
+    // A rule some other matched rule replaces is dropped: its descriptor answers OK and spends nothing.
     if (rule === undefined || (rule.ownName !== undefined && replaced?.has(rule.ownName) === true)) continue;
     if (rule.limit === undefined) {
       verdicts[i] = { kind: 'unlimited', rule, label: labelOf(rule, descriptors[i]!.entries) };
