@@ -24,7 +24,8 @@ import { quotaClientCaller } from './quota-client-caller.js';
 import { relayCaller } from './hops.js';
 import { ROUND_GRACE_MS } from './rounds.js';
 import { redisCpuMs } from './cpu.js';
-import { type SchedSample, sampleSched, schedPer } from './sched.js';
+import { type SchedSample, sampleSched } from '../test/support/sched.js';
+import { schedPer } from './sched.js';
 import { type ProcessCounters, countersPer, readCounters } from './process-counters.js';
 
 async function main(run: BenchRun): Promise<number> {
