@@ -88,8 +88,9 @@ async function persistEveryKey(client: Redis): Promise<void> {
 }
 
 async function expiredKeys(client: Redis): Promise<number> {
-  const stats = await client.info('stats');
-  return Number(/^expired_keys:(\d+)/m.exec(stats)?.[1] ?? Number.NaN);
+  const count = /^expired_keys:(\d+)/m.exec(await client.info('stats'))?.[1];
+  if (count === undefined) throw new Error('INFO stats has no expired_keys');
+  return Number(count);
 }
 
 function redisClock(nodes: () => Promise<Redis[]>): RedisClock {
