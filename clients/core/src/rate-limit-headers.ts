@@ -22,18 +22,24 @@ export function retryAfterSeconds(retryAfterMs: number): number {
  * The HTTP adapters and Envoy's rate limit service send the same headers.
  */
 export function rateLimitHeaders(decision: Pick<QuotaDecision, 'allowed' | 'deniedBy' | 'retryAfterMs' | 'limits'>): Record<string, string> {
-  if (decision.limits.length === 0) return {};
-  const policy = decision.limits.map((l) => `${sfString(l.name)};q=${Math.floor(l.limit)}`).join(', ');
-  const current = decision.limits
-    .map((l) => {
-      const seconds = !decision.allowed && l.name === decision.deniedBy ? retryAfterSeconds(decision.retryAfterMs) : Math.ceil(l.resetAfterMs / 1000);
-      return `${sfString(l.name)};r=${Math.max(0, Math.floor(l.remaining))};t=${Math.max(0, seconds)}`;
-    })
-    .join(', ');
+  const limits = decision.limits;
+  if (limits.length === 0) return {};
+  // Both lists in one pass, each name quoted once: Envoy's door and the HTTP adapters build them for every answer.
+  let policy = '';
+  let current = '';
+  for (let i = 0; i < limits.length; i++) {
+    const l = limits[i]!;
+    const name = sfString(l.name);
+    const seconds = !decision.allowed && l.name === decision.deniedBy ? retryAfterSeconds(decision.retryAfterMs) : Math.ceil(l.resetAfterMs / 1000);
+    const separator = i === 0 ? '' : ', ';
+    policy += `${separator}${name};q=${Math.floor(l.limit)}`;
+    current += `${separator}${name};r=${Math.max(0, Math.floor(l.remaining))};t=${Math.max(0, seconds)}`;
+  }
   return { 'RateLimit-Policy': policy, RateLimit: current };
 }
 
-/** An SF String: quoted, with `"` and `\` escaped (limit names are plain anyway). */
+/** An SF String: quoted, with `"` and `\` escaped (limit names are plain anyway: then no regular expression runs). */
 function sfString(value: string): string {
+  if (!value.includes('"') && !value.includes('\\')) return `"${value}"`;
   return `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
