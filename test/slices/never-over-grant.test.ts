@@ -93,10 +93,10 @@ async function expiredKeys(client: Redis): Promise<number> {
   return Number(count);
 }
 
-function redisClock(nodes: () => Promise<Redis[]>): RedisClock {
+function redisClock(nodes: Redis[]): RedisClock {
   return {
-    keep: async () => void (await Promise.all((await nodes()).map(persistEveryKey))),
-    expired: async () => (await Promise.all((await nodes()).map(expiredKeys))).reduce((sum, n) => sum + n, 0),
+    keep: async () => void (await Promise.all(nodes.map(persistEveryKey))),
+    expired: async () => (await Promise.all(nodes.map(expiredKeys))).reduce((sum, n) => sum + n, 0),
   };
 }
 
@@ -193,20 +193,17 @@ function report(name: string, limit: Limit, run: Run): void {
 describe('never over-grant: 5 holders on one hot identity, 30 s of virtual time', () => {
   const redis = useRedisServer();
   const cluster = useRedisCluster();
-  const stores: Array<[string, (clock: Clock) => QuotaStore, () => RedisClock]> = [
-    ['memory', (clock) => new MemoryStore(clock), () => NO_REDIS],
+  const stores: Array<[string, (clock: Clock) => QuotaStore, () => Promise<RedisClock>]> = [
+    ['memory', (clock) => new MemoryStore(clock), async () => NO_REDIS],
     [
       'redis',
       (clock) => new RedisStore(redis().client(), { clock }),
-      () => {
-        const client = redis().client();
-        return redisClock(async () => [client]);
-      },
+      async () => redisClock([redis().client()]),
     ],
     [
       'cluster',
       (clock) => RedisStore.connectCluster(cluster().seeds, { clock }),
-      () => redisClock(async () => (await cluster().topology()).shards.map((shard) => cluster().node(shard.masterPort))),
+      async () => redisClock((await cluster().topology()).shards.map((shard) => cluster().node(shard.masterPort))),
     ],
   ];
 
@@ -219,7 +216,7 @@ describe('never over-grant: 5 holders on one hot identity, 30 s of virtual time'
     it.each(cases)(
       '$limit.algorithm.name, $load: granted within the limit, exactly; under-grant within its bound',
       async ({ limit, demand, load }) => {
-        const clock = clockOf();
+        const clock = await clockOf();
         for (let attempt = 1; ; attempt++) {
           const timers = new VirtualTimers(T0 + 1);
           const store = storeOf(timers);
