@@ -195,11 +195,7 @@ describe('never over-grant: 5 holders on one hot identity, 30 s of virtual time'
   const cluster = useRedisCluster();
   const stores: Array<[string, (clock: Clock) => QuotaStore, () => Promise<RedisClock>]> = [
     ['memory', (clock) => new MemoryStore(clock), async () => NO_REDIS],
-    [
-      'redis',
-      (clock) => new RedisStore(redis().client(), { clock }),
-      async () => redisClock([redis().client()]),
-    ],
+    ['redis', (clock) => new RedisStore(redis().client(), { clock }), async () => redisClock([redis().client()])],
     [
       'cluster',
       (clock) => RedisStore.connectCluster(cluster().seeds, { clock }),
