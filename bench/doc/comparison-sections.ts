@@ -68,7 +68,7 @@ export function limitersSection(results: Results): Section {
   const intro = [
     '## The quota client against rate-limiter-flexible',
     "Both limiters run in the caller's process and decide on one Redis. **quota client (batched)** = `@quota-service/client` with its " +
-      'default batching (a call goes at once when no batch is in flight, and the calls made meanwhile ride the next batch, on one `AllowStream`) to the quota service, which decides in ' +
+      'default batching (a call goes at once when no batch is in flight; behind one, the calls made together go as a second batch and a call made alone rides the next; on one `AllowStream`) to the quota service, which decides in ' +
       'Redis; **rate-limiter-flexible** = `RateLimiterRedis` as its README sets it up on ioredis (auto-pipelining on). Both keep a fixed ' +
       'window per user over 10,000 users that never fills, so every call is an allowed decision of the same algorithm. ' +
       "**two-hop relay (floor)** = the quota client's path with nothing of the quota service on it, only its two hops: a message on " +
@@ -183,12 +183,12 @@ export function httpSection(results: Results): Section {
       "frameworks' own limiters one (to Redis). What the quota service buys for its hop: one place for every policy, all-or-nothing " +
       'multi-limit decisions, failure modes, and batching that shares that hop among the requests in flight together.',
     'With a few requests in flight, each on its own connection, requests reach the quota client one by one: the first goes to the ' +
-      'service at once, and those that come while its answer is on the way wait for it and then go together (the client keeps one batch ' +
-      "in flight), up to a round trip longer than a lone request, where the frameworks' limiters send each request's command at once. " +
-      "So at 4 in flight the quota service's share can fall below its share at 1, while the bare route's rate climbs steeply. Sending " +
-      'batches without waiting would shorten that wait, but under load it splits the requests into more and smaller batches, each a ' +
-      'message, a decode and a script call: where the route, the quota service and Redis share a few cores, as here, that costs more ' +
-      'from 16 in flight on than it gains at 4.',
+      'service at once, and those that come while its answer is on the way wait for it and then go together (a call made alone behind ' +
+      "a batch in flight rides the next), up to a round trip longer than a lone request, where the frameworks' limiters send each " +
+      "request's command at once. So at 4 in flight the quota service's share can fall below its share at 1, while the bare route's " +
+      'rate climbs steeply. Sending each request without waiting would shorten that wait, but under load it splits the requests into ' +
+      'more and smaller batches, each a message, a decode and a script call: where the route, the quota service and Redis share a few ' +
+      'cores, as here, that costs more from 16 in flight on than it gains at 4.',
   ];
   return { markdown: markdown.filter((p) => p !== '').join('\n\n'), charts };
 }

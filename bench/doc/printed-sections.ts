@@ -120,7 +120,7 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       "receiver's TCP work too), time runnable but waiting for a core, and sleeps (each one a wake-up, that is a hop); for the caller " +
       'and the service, turns of the event loop (a turn that finds nothing to do sleeps) and bytes allocated on the JavaScript heap ' +
       "(what the garbage collector later sweeps; Buffers' memory outside the heap is not in it); and Redis's " +
-      'time in the decide script per script call. With one batch in flight at a time the caller, the service and Redis run one ' +
+      'time in the decide script per script call. With one batch in flight the caller, the service and Redis run one ' +
       'after another, so the mean time of a decision is about the sum of their times on a CPU and waiting. At one call in flight ' +
       'that sum is the whole decision: the time is CPU on a serial path of three processes, mostly paid per batch rather than per ' +
       'decision (compare 1 and 16 in flight), which is what batching shares and what a call alone pays in full. Beside each point, ' +

@@ -7,8 +7,9 @@ import { quotaClientDefinition } from '../../clients/quota-client/src/service-de
 /**
  * When the quota client's batcher sends (the default `maxDelayMs: 0`): a call
  * that finds no batch in flight goes at the end of its turn, before the next
- * I/O turn; calls made while a batch is unanswered ride the next batch, sent
- * when that one answers, or after the hold at the latest. The service here
+ * I/O turn (a turn's many calls as two batches); behind a batch in flight, the
+ * calls of one turn go as a second batch, and calls made alone ride the next,
+ * sent when a batch answers, or after the hold at the latest. The service here
  * records each batch it reads and answers when the test lets it.
  */
 const endOfTurn = () => new Promise<void>((resolve) => process.nextTick(resolve));
@@ -16,7 +17,7 @@ const nextIoTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 const NOT_DECIDED = 'UNAVAILABLE: not decided here';
 const request = (user: string) => ({ policy: 'orders', identity: { user }, cost: 1, requestId: '', deadlineMs: 0, sentAtUnixMs: 0 });
 
-describe('quota client batches: one in flight, the next rides behind it', () => {
+describe('quota client batches: when they go, and how many at once', () => {
   let server: Server | undefined;
   let close = () => {};
   afterEach(async () => {
@@ -89,6 +90,34 @@ describe('quota client batches: one in flight, the next rides behind it', () => 
     expect(batches).toEqual([['a'], ['b', 'c', 'd']]);
     releases[1]!();
     expect(await Promise.all(later)).toEqual([NOT_DECIDED, NOT_DECIDED, NOT_DECIDED]);
+  });
+
+  it('behind a batch in flight, the calls of one turn go as a second batch', async () => {
+    const { batches, releases, batchesRead, send } = await connect(60_000);
+    const first = send('a');
+    await endOfTurn();
+    await nextIoTurn();
+    const together = [send('b'), send('c')];
+    await batchesRead(2);
+    expect(batches).toEqual([['a'], ['b', 'c']]);
+    releases[1]!();
+    expect(await Promise.all(together)).toEqual([NOT_DECIDED, NOT_DECIDED]);
+    releases[0]!();
+    expect(await first).toBe(NOT_DECIDED);
+  });
+
+  it('the calls of one turn that find no batch in flight go as two batches, answered apart', async () => {
+    const { batches, releases, batchesRead, send } = await connect(60_000);
+    const calls = ['a', 'b', 'c', 'd', 'e'].map(send);
+    await batchesRead(2);
+    expect(batches).toEqual([
+      ['a', 'b', 'c'],
+      ['d', 'e'],
+    ]);
+    releases[1]!();
+    expect(await Promise.all(calls.slice(3))).toEqual([NOT_DECIDED, NOT_DECIDED]);
+    releases[0]!();
+    expect(await Promise.all(calls.slice(0, 3))).toEqual([NOT_DECIDED, NOT_DECIDED, NOT_DECIDED]);
   });
 
   it('a batch that does not answer holds the calls behind it no longer than the hold', async () => {

@@ -54,24 +54,27 @@ describe.each(bothStores(redis))('quota client against the service on the %s sto
   });
 
   it.each([
-    ['one AllowStream message', true],
-    ['one AllowBatch RPC', false],
-  ] as const)('batching: 50 concurrent calls make %s, and each caller gets its own decision', async (_name, stream) => {
-    const client = connect({ batch: { maxDelayMs: 0, maxSize: 100 }, stream });
-    // 5 users x 10 calls, interleaved; user i spends cost i+1 on its first call.
-    const calls = Array.from({ length: 50 }, (_, n) => ({ user: `b${n % 5}`, cost: n < 5 ? n + 1 : 1 }));
-    const decisions = await Promise.all(calls.map((c) => client.allow({ policy: 'orders', identity: { user: c.user }, cost: c.cost })));
-    expect(counter.count('AllowStream')).toBe(stream ? 1 : 0);
-    expect(counter.messages('AllowStream')).toBe(stream ? 1 : 0);
-    expect(counter.count('AllowBatch')).toBe(stream ? 0 : 1);
-    expect(counter.count('Allow')).toBe(0);
-    for (let u = 0; u < 5; u++) {
-      const mine = decisions.filter((_, n) => calls[n]!.user === `b${u}`);
-      // Bucket of 10: the first call spends u+1, then 1 each, in call order, until it runs dry.
-      const expected = Array.from({ length: 10 }, (_, k) => ({ allowed: k <= 9 - u, remaining: Math.max(0, 9 - u - k) }));
-      expect(mine.map((d) => ({ allowed: d.allowed, remaining: d.limits[0]!.remaining }))).toEqual(expected);
-    }
-  });
+    ['two AllowStream messages', true],
+    ['two AllowBatch RPCs', false],
+  ] as const)(
+    "batching: 50 concurrent calls make %s (a turn's many calls go as two batches), and each caller gets its own decision in call order",
+    async (_name, stream) => {
+      const client = connect({ batch: { maxDelayMs: 0, maxSize: 100 }, stream });
+      // 5 users x 10 calls, interleaved; user i spends cost i+1 on its first call.
+      const calls = Array.from({ length: 50 }, (_, n) => ({ user: `b${n % 5}`, cost: n < 5 ? n + 1 : 1 }));
+      const decisions = await Promise.all(calls.map((c) => client.allow({ policy: 'orders', identity: { user: c.user }, cost: c.cost })));
+      expect(counter.count('AllowStream')).toBe(stream ? 1 : 0);
+      expect(counter.messages('AllowStream')).toBe(stream ? 2 : 0);
+      expect(counter.count('AllowBatch')).toBe(stream ? 0 : 2);
+      expect(counter.count('Allow')).toBe(0);
+      for (let u = 0; u < 5; u++) {
+        const mine = decisions.filter((_, n) => calls[n]!.user === `b${u}`);
+        // Bucket of 10: the first call spends u+1, then 1 each, in call order, until it runs dry.
+        const expected = Array.from({ length: 10 }, (_, k) => ({ allowed: k <= 9 - u, remaining: Math.max(0, 9 - u - k) }));
+        expect(mine.map((d) => ({ allowed: d.allowed, remaining: d.limits[0]!.remaining }))).toEqual(expected);
+      }
+    },
+  );
 
   it('listPolicies: the names of the policies the service enforces; rejects when no service answers', async () => {
     const names = await connect().listPolicies();
@@ -122,7 +125,7 @@ describe.each(bothStores(redis))('quota client against the service on the %s sto
   it.each([
     ['unary', { batch: false }, 'Allow', 5],
     ['batching on a stream', {}, 'AllowStream', 1],
-    ['batching in AllowBatch calls', { stream: false }, 'AllowBatch', 1],
+    ['batching in AllowBatch calls', { stream: false }, 'AllowBatch', 2],
   ] as const)(
     '%s: caller bugs reject with a typed error naming the field, never a fallback decision',
     async (_name, mode: Partial<QuotaClientOptions>, rpc, rpcs) => {

@@ -1,12 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ScriptCall } from '../../src/store/redis/script/decide-script.js';
-import { HOLD_MS, ScriptBatcher } from '../../src/store/redis/script-batcher.js';
+import { ROUND_PACING, ScriptBatcher } from '../../src/store/redis/script-batcher.js';
 
 /**
  * When the script batcher sends: a call that finds no round in flight goes at
- * the end of the current turn (before any I/O or timer); calls that come
- * while a round is unanswered ride the next, which goes when it answers, or
- * HOLD_MS later at the latest. What Redis makes of the rounds is
+ * the end of the current turn (before any I/O or timer); behind a round in
+ * flight, the calls one turn queues together go as a second round, and calls
+ * that come alone ride the next, which goes when a round answers, or the hold
+ * later at the latest. What Redis makes of the rounds is
  * script-batch.test.ts's; here the sender only records what it is given and
  * answers when the test says.
  */
@@ -73,13 +74,28 @@ describe('script batcher rounds', () => {
     expect(await Promise.all(later)).toEqual(['down', 'down', 'down']);
   });
 
-  it('a round that does not answer holds the calls behind it HOLD_MS at the most', async () => {
+  it('behind a round in flight, the calls one turn queues together go as a second round, never split', async () => {
+    void batcher.run(call('a'));
+    await endOfTurn();
+    await nextIoTurn();
+    void batcher.runEach([call('b'), call('c'), call('d'), call('e')]);
+    await endOfTurn();
+    expect(weights()).toEqual([1, 4]);
+    sent[0]!.answer('reply');
+    sent[1]!.answer(null);
+    await nextIoTurn();
+    void batcher.runEach([call('f'), call('g'), call('h'), call('i')]);
+    await endOfTurn();
+    expect(weights()).toEqual([1, 4, 4]);
+  });
+
+  it('a round that does not answer holds the calls behind it the hold at the most', async () => {
     void batcher.run(call('a'));
     await endOfTurn();
     await nextIoTurn();
     const held = batcher.run(call('b'));
     await nextIoTurn();
-    vi.advanceTimersByTime(HOLD_MS - 1);
+    vi.advanceTimersByTime(ROUND_PACING.holdMs - 1);
     expect(weights()).toEqual([1]);
     vi.advanceTimersByTime(1);
     expect(weights()).toEqual([1, 1]);

@@ -13,6 +13,7 @@ export * from './remembered-decision.js';
 export * from './decide-in-memory.js';
 export * from './replayed-leases.js';
 export * from './rate-limit-headers.js';
+export { PACING, type Pacing, SendPacer } from './send-pacer.js';
 export * from './local-limiter.js';
 export { cappedName, identityDigests, valueDigest } from './value-digest.js';
 export { type Window, windowMs } from './algorithms/fixed-window/model.js';

@@ -7,6 +7,7 @@ import { expire, finish, isWaiting, type Pending, rideIn, stamp, stamped, watch 
 import type { QuotaRpcClient } from './service-definition.js';
 import { niceGrpcStream, type OpenStream } from './stream-call.js';
 import type { BatchOptions } from './types.js';
+import { PACING, SendPacer } from '@quota-service/core';
 
 /**
  * Sends one AllowRequest and resolves with its answer. Rejects with a
@@ -35,23 +36,15 @@ export function unarySender(client: QuotaRpcClient): Send {
 }
 
 /**
- * With `maxDelayMs: 0`: how many batches may be unanswered at once before new
- * calls wait for one to answer, and how long at most they wait (a slow answer
- * does not hold back the calls behind it longer than that).
- */
-export const BATCHES_IN_FLIGHT = 1;
-export const HOLD_MS = 2;
-
-/**
  * Coalesces concurrent calls into batches. With `maxDelayMs: 0` (the default)
- * a call that finds no batch in flight goes out as soon as the current turn's
- * synchronous work and promise reactions are done (process.nextTick after
- * them, before any I/O), with every call made by then; calls made while a
- * batch is unanswered ride the next one, sent when it answers
- * (BATCHES_IN_FLIGHT) or HOLD_MS later at the latest. Alone, a call waits for
- * nothing; under load the batches grow on their own. With `maxDelayMs > 0`
- * the first queued call opens a window of that length instead. Either way a
- * batch goes at once when `maxSize` calls are queued.
+ * a SendPacer (@quota-service/core) says when they go: a call that finds no
+ * batch in flight goes out at the end of its turn, with every call made by
+ * then; behind a batch in flight, the calls one turn made together (the
+ * callers an answer released) go as a second batch, and a call made alone
+ * rides the next, sent when a batch answers or the hold passes. Alone, a call
+ * waits for nothing; under load the batches grow on their own. With
+ * `maxDelayMs > 0` the first queued call opens a window of that length
+ * instead. Either way a batch goes at once when `maxSize` calls are queued.
  *
  * Each batch goes out as one message of a long-lived AllowStream
  * (allow-stream.ts), or, with `stream: false` or against a service without
@@ -66,11 +59,10 @@ export class Batcher {
   private queue: Pending[] = [];
   /** Every call's deadline, on one timer (call-deadlines.ts); a call past it gives up (expire). */
   private readonly deadlines = new CallDeadlines<Pending>(expire);
+  /** The window of `maxDelayMs > 0`. */
   private timer: NodeJS.Timeout | undefined;
-  /** A flush is queued with process.nextTick. */
-  private tickScheduled = false;
-  /** Stream batches and AllowBatch calls not yet answered, failed or abandoned. */
-  private batchesInFlight = 0;
+  /** With `maxDelayMs: 0`: when the queue goes; it counts the batches in flight. */
+  private readonly pacer: SendPacer | undefined;
   /** Set when the server lacks AllowStream (UNIMPLEMENTED): from then on, AllowBatch calls. */
   private streamUnsupported: boolean;
   /** Set when the server lacks AllowBatch (UNIMPLEMENTED): from then on, one Allow per call. */
@@ -78,21 +70,25 @@ export class Batcher {
   private stream: AllowStream | undefined;
   private readonly openStream: OpenStream;
   private readonly flushNow = () => this.flush();
-  private readonly flushOnTick = () => {
-    this.tickScheduled = false;
-    this.flush();
-  };
 
   constructor(
     private readonly client: QuotaRpcClient,
     /**
      * `openStream`: how an AllowStream call is opened (stream-call.ts); through
-     * `client` unless given. `holdMs`: HOLD_MS unless given (tests).
+     * `client` unless given. `holdMs`: PACING's unless given (tests).
      */
     private readonly options: BatchOptions & { stream: boolean; openStream?: OpenStream; streamTiming?: StreamTiming; holdMs?: number },
   ) {
     this.streamUnsupported = !options.stream;
     this.openStream = options.openStream ?? niceGrpcStream(client);
+    if (options.maxDelayMs === 0) {
+      const pacing = { ...PACING, holdMs: options.holdMs ?? PACING.holdMs };
+      this.pacer = new SendPacer(
+        () => this.queue.length,
+        (parts) => this.flush(parts),
+        pacing,
+      );
+    }
   }
 
   readonly send: Send = (request, deadlineMs, signal) =>
@@ -110,48 +106,32 @@ export class Batcher {
       else this.schedule();
     });
 
-  /**
-   * When what is queued goes: a window's end; or this turn's end, unless a
-   * batch is in flight, then when one answers, or HOLD_MS later at the latest.
-   */
+  /** When what is queued goes: a window's end, or what the pacer says. */
   private schedule(): void {
-    if (this.tickScheduled || this.queue.length === 0) return;
-    if (this.options.maxDelayMs > 0) {
-      this.timer ??= setTimeout(this.flushNow, this.options.maxDelayMs);
-    } else if (this.batchesInFlight < BATCHES_IN_FLIGHT) {
-      this.tickScheduled = true;
-      process.nextTick(this.flushOnTick);
-    } else {
-      this.timer ??= setTimeout(this.flushNow, this.options.holdMs ?? HOLD_MS);
-    }
+    if (this.pacer !== undefined) this.pacer.schedule();
+    else if (this.queue.length > 0) this.timer ??= setTimeout(this.flushNow, this.options.maxDelayMs);
   }
 
-  /** Counts a batch in flight; the function it returns counts it out (once) and lets the queue go. */
+  /** Counts a batch in flight (with the pacer); the function it returns counts it out (once). */
   private inFlight(): () => void {
-    this.batchesInFlight++;
-    let landed = false;
-    return () => {
-      if (landed) return;
-      landed = true;
-      this.batchesInFlight--;
-      this.schedule();
-    };
+    return this.pacer?.sent() ?? (() => {});
   }
 
-  /** Sends whatever is queued now. */
-  flush(): void {
+  /** Sends whatever is queued now, in `parts` batches of about the same size. */
+  flush(parts = 1): void {
     if (this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
+    this.pacer?.flushing();
     const items = this.queue.filter(isWaiting);
     this.queue = [];
-    if (items.length === 0) return;
-    if (!this.streamUnsupported) {
-      this.sendOnStream(items, true);
-      return;
+    const size = Math.ceil(items.length / parts);
+    for (let start = 0; start < items.length; start += size) {
+      const batch = size >= items.length ? items : items.slice(start, start + size);
+      if (this.streamUnsupported) this.sendCalls(batch);
+      else this.sendOnStream(batch, true);
     }
-    this.sendCalls(items);
   }
 
   /** Batches sent on streams and still waiting for an answer (diagnostics and tests). */

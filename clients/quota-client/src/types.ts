@@ -113,8 +113,9 @@ export type OnUnavailable = 'fail_open' | 'fail_closed' | { local: LocalLimitOpt
 export interface BatchOptions {
   /**
    * How long the first queued call waits for others. 0: no wait; a call goes as
-   * soon as the current turn's work is done, unless a batch is unanswered, in
-   * which case it rides the next batch, sent when that one answers.
+   * soon as the current turn's work is done, with the others made in that turn,
+   * unless a batch is unanswered: then the calls of one turn go as a second
+   * batch, and a call made alone rides the next, sent when a batch answers.
    */
   maxDelayMs: number;
   /** A batch is sent as soon as it holds this many calls (1..1000, the service's bound). */

@@ -84,7 +84,7 @@ const SINGLE_NODE = 'redis';
  * its key's slot and follows MOVED and ASK.
  *
  * The script calls that wait together go as one script call (ScriptBatcher:
- * one round in flight, the next gathering behind it; driver batch mode): an AllowBatch of 100 requests costs
+ * rounds paced by a SendPacer; driver batch mode): an AllowBatch of 100 requests costs
  * Redis one EVALSHA instead of 100. On a cluster, one per master: a node
  * batch, sent on that master's own connection, reaches keys of every slot the
  * master serves, and a call whose slot it no longer serves comes back unrun

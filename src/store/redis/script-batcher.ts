@@ -1,7 +1,7 @@
 import { type BatchCall, batchArguments, NotRunHere, splitBatchReply } from './script/decide-batch.js';
 import type { ScriptCall } from './script/decide-script.js';
 import { SlotsApart } from './store-errors.js';
-import { asError } from '@quota-service/core';
+import { asError, PACING, type Pacing, SendPacer } from '@quota-service/core';
 
 /**
  * Sends one driver call to Redis and answers its reply, or rejects with the
@@ -60,23 +60,24 @@ interface Waiting {
 }
 
 /**
- * How many rounds of script calls may be unanswered at once before new calls
- * wait for one to answer, and how long at most they wait (a slow answer does
- * not hold back the calls behind it longer than that).
+ * When rounds go (SendPacer): two at most in flight, a second only for the
+ * calls one turn queued together (an AllowBatch's or a stream message's
+ * decisions). A round is never split: its callers are answered together, as
+ * the messages they came in are.
  */
-export const ROUNDS_IN_FLIGHT = 1;
-export const HOLD_MS = 2;
+export const ROUND_PACING: Pacing = { ...PACING, split: false };
 
 /**
  * Coalesces driver calls into script calls in batch mode (decide.lua). A call
  * that finds no round in flight is sent at the end of the current turn's
  * synchronous work and promise reactions (process.nextTick after them, before
  * any I/O or timer), with every call queued by then (so the engine's 100
- * allow calls of one AllowBatch, each a few awaits deep, go together). Calls
- * that come while a round is unanswered queue, and go as the next round when
- * it answers (ROUNDS_IN_FLIGHT) or HOLD_MS later at the latest. Alone, a call
- * waits for nothing; under load the rounds grow on their own. A lone call goes
- * as an ordinary driver call.
+ * allow calls of one AllowBatch, each a few awaits deep, go together). Behind
+ * a round in flight, the calls one turn queued together go as a second round;
+ * a call that comes alone waits and goes with the next round, when a round
+ * answers or ROUND_PACING.holdMs later at the latest (SendPacer). Alone, a
+ * call waits for nothing; under load the rounds grow on their own. A lone call
+ * goes as an ordinary driver call.
  *
  * Each call keeps its own outcome: the batch reply holds one reply per call,
  * an error in one call's Lua (e.g. WRONGTYPE) rejects only that call with a
@@ -89,12 +90,12 @@ export const HOLD_MS = 2;
  */
 export class ScriptBatcher {
   private queue: Waiting[] = [];
-  /** A flush is queued with process.nextTick. */
-  private scheduled = false;
-  /** The latest a queue held behind a round in flight goes. */
-  private holdTimer: NodeJS.Timeout | undefined;
-  /** Rounds sent and not yet answered in full. */
-  private roundsInFlight = 0;
+  /** When the queue goes; it counts the rounds sent and not yet answered in full. */
+  private readonly pacer = new SendPacer(
+    () => this.queue.length,
+    () => this.flush(),
+    ROUND_PACING,
+  );
 
   constructor(
     private readonly send: ScriptSender,
@@ -129,37 +130,18 @@ export class ScriptBatcher {
 
   private enqueue(call: ScriptCall, settle: Settle, index: number): void {
     this.queue.push({ call, settle, index });
-    this.schedule();
+    this.pacer.schedule();
   }
 
-  /** The next round at the end of this turn; or, behind a round in flight, when it answers or HOLD_MS later. */
-  private schedule(): void {
-    if (this.scheduled || this.queue.length === 0) return;
-    if (this.roundsInFlight < ROUNDS_IN_FLIGHT) {
-      this.scheduled = true;
-      process.nextTick(this.flush);
-    } else {
-      this.holdTimer ??= setTimeout(this.flush, HOLD_MS);
-    }
-  }
-
-  private readonly flush = (): void => {
-    this.scheduled = false;
-    clearTimeout(this.holdTimer);
-    this.holdTimer = undefined;
+  private flush(): void {
+    this.pacer.flushing();
     if (this.queue.length === 0) return;
     const queue = this.queue;
     this.queue = [];
-    this.roundsInFlight++;
-    const round = new Round(this.roundAnswered);
+    const round = new Round(this.pacer.sent());
     this.route(queue, round);
     round.answered();
-  };
-
-  private readonly roundAnswered = (): void => {
-    this.roundsInFlight--;
-    this.schedule();
-  };
+  }
 
   private route(queue: Waiting[], round: Round): void {
     const routes = this.routes;
