@@ -177,7 +177,15 @@ describe('batched on a cluster = one by one on a cluster = the model', () => {
     const batch = fc
       .uniqueArray(request, { minLength: 1, maxLength: 6, selector: (r) => r.user })
       .filter((requests) => new Set(requests.map((r) => r.tenant)).size === requests.length);
-    const step = fc.record({ dt: timeStep, requests: batch });
+    // Mostly within one window, so that the users' and tenants' limits run down across batches and both
+    // answers come often; now and then minutes later, every window new.
+    const soon = fc.oneof(
+      { weight: 3, arbitrary: fc.constant(0) },
+      { weight: 3, arbitrary: fc.integer({ min: 0, max: 50 }) },
+      { weight: 3, arbitrary: fc.integer({ min: 0, max: 5_000 }) },
+      { weight: 1, arbitrary: fc.integer({ min: 0, max: 600_000 }) },
+    );
+    const step = fc.record({ dt: soon, requests: batch });
     // Every sequence opens with a batch whose users a, b and c sit on the three masters, each with another tenant.
     const opening = fc.record({
       dt: fc.constant(0),
