@@ -96,6 +96,31 @@ describe('driver batch mode: each call gets the reply it would have had alone', 
     expect((split as Error[])[7]?.message).toMatch(/^WRONGTYPE/);
     expect((split as unknown[][])[8]?.at(-1)).toBe(T0 + 3_000);
   });
+
+  it('a batch of one (how a lone call goes on one node): each kind of call answers as it does alone', async () => {
+    await setUp();
+    const calls = [
+      one('a', T0),
+      two('a', T0 + 1_500),
+      rememberArguments(memo, '1 1 0 9 1000 0 123'),
+      decideArguments([{ limit: bucket, identityKey: identityKey('bucket', 'user', 'm'), cost: 1 }], 'spend', T0 + 7, { memo }),
+      one('bad', T0 + 3_000),
+    ];
+    const replies: unknown[] = [];
+    for (const call of calls) {
+      const batch = batchArguments([call]);
+      expect(batch).toEqual({
+        keys: call.keys,
+        args: ['batch', '1', '1', String(call.keys.length), String(call.args.length), ...call.args],
+        groups: [{ calls: 1, limits: Number(call.args[2]) }],
+      });
+      const reply = await together.callBuffer('EVAL', decideLua, batch.keys.length, ...batch.keys, ...batch.args);
+      const split = splitBatchReply(reply, batch) as unknown[];
+      expect(split).toHaveLength(1);
+      replies.push(split[0]);
+    }
+    expect(replies.map(plain)).toEqual(await alone(calls));
+  });
 });
 
 /** Records of a batch reply as decide.lua packs them (little-endian). */

@@ -12,12 +12,27 @@ import { ROUND_PACING, ScriptBatcher } from '../../src/store/redis/script-batche
  * answers when the test says.
  */
 interface Sent {
+  call: ScriptCall;
+  binary: boolean;
   weight: number;
   answer(reply: unknown): void;
   fail(error: Error): void;
 }
 
-const call = (key: string): ScriptCall => ({ keys: [key], args: ['x'] });
+/** A driver call of one limit (ARGV[3]: the number of limits). */
+const call = (key: string): ScriptCall => ({ keys: [key], args: ['spend', '', '1'] });
+const NOW = 1_700_000_000_000;
+/** A batch reply of one call (decide-batch.ts): its group's now, then an allowed decision of one limit. */
+function oneDecision(remaining: number): Buffer {
+  const reply = Buffer.alloc(8 + 1 + 1 + 4 * 8);
+  reply.writeDoubleLE(NOW, 0);
+  reply[8] = 1;
+  reply[9] = 1;
+  reply.writeDoubleLE(remaining, 18);
+  return reply;
+}
+/** That decision as the call alone gets it: all_allowed, the limit's five fields, now. */
+const decided = (remaining: number) => [1, 1, 0, remaining, 0, 0, NOW];
 const endOfTurn = () => new Promise<void>((resolve) => process.nextTick(resolve));
 const nextIoTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -31,7 +46,7 @@ describe('script batcher rounds', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     sent = [];
     batcher = new ScriptBatcher(
-      (_call, _binary, weight) => new Promise((resolve, reject) => sent.push({ weight, answer: resolve, fail: reject })),
+      (sentCall, binary, weight) => new Promise((resolve, reject) => sent.push({ call: sentCall, binary, weight, answer: resolve, fail: reject })),
       (error) => error,
     );
   });
@@ -39,12 +54,14 @@ describe('script batcher rounds', () => {
     vi.useRealTimers();
   });
 
-  it('a call alone goes at the end of its turn, before the next I/O turn', async () => {
+  it('a call alone goes at the end of its turn, before the next I/O turn, as a batch of one', async () => {
     const answer = batcher.run(call('a'));
     await endOfTurn();
     expect(weights()).toEqual([1]);
-    sent[0]!.answer('reply');
-    expect(await answer).toBe('reply');
+    expect(sent[0]!.binary).toBe(true);
+    expect(sent[0]!.call).toMatchObject({ keys: ['a'], args: ['batch', '1', '1', '1', '3', 'spend', '', '1'] });
+    sent[0]!.answer(oneDecision(7));
+    expect(await answer).toEqual(decided(7));
   });
 
   it('the calls of one turn go together', async () => {
@@ -66,8 +83,8 @@ describe('script batcher rounds', () => {
     await nextIoTurn();
     expect(weights()).toEqual([1]);
 
-    sent[0]!.answer('reply');
-    expect(await first).toBe('reply');
+    sent[0]!.answer(oneDecision(7));
+    expect(await first).toEqual(decided(7));
     await endOfTurn();
     expect(weights()).toEqual([1, 3]);
     sent[1]!.fail(new Error('down'));
@@ -81,7 +98,7 @@ describe('script batcher rounds', () => {
     void batcher.runEach([call('b'), call('c'), call('d'), call('e')]);
     await endOfTurn();
     expect(weights()).toEqual([1, 4]);
-    sent[0]!.answer('reply');
+    sent[0]!.answer(oneDecision(7));
     sent[1]!.answer(null);
     await nextIoTurn();
     void batcher.runEach([call('f'), call('g'), call('h'), call('i')]);
@@ -99,7 +116,7 @@ describe('script batcher rounds', () => {
     expect(weights()).toEqual([1]);
     vi.advanceTimersByTime(1);
     expect(weights()).toEqual([1, 1]);
-    sent[1]!.answer('reply b');
-    expect(await held).toBe('reply b');
+    sent[1]!.answer(oneDecision(6));
+    expect(await held).toEqual(decided(6));
   });
 });

@@ -76,8 +76,12 @@ export const ROUND_PACING: Pacing = { ...PACING, split: false };
  * a round in flight, the calls one turn queued together go as a second round;
  * a call that comes alone waits and goes with the next round, when a round
  * answers or ROUND_PACING.holdMs later at the latest (SendPacer). Alone, a
- * call waits for nothing; under load the rounds grow on their own. A lone call
- * goes as an ordinary driver call.
+ * call waits for nothing; under load the rounds grow on their own. On one
+ * node a lone call goes in batch mode too (a batch of one): its one binary
+ * reply costs Redis and this process less than an ordinary call's reply, an
+ * array Redis converts from Lua and ioredis decodes element by element. On a
+ * cluster a lone call goes as an ordinary call by its slot, following
+ * redirections.
  *
  * Each call keeps its own outcome: the batch reply holds one reply per call,
  * an error in one call's Lua (e.g. WRONGTYPE) rejects only that call with a
@@ -183,8 +187,8 @@ export class ScriptBatcher {
 
   private dispatch(waiting: Waiting[], node: string | undefined, round: Round): void {
     round.sent();
-    // A call across slots runs only in a node batch, even alone.
-    if (waiting.length === 1 && (node === undefined || waiting[0]!.call.acrossSlots !== true)) {
+    // A lone call for a cluster's master goes by its slot; one across slots runs only in a node batch, even alone.
+    if (waiting.length === 1 && node !== undefined && waiting[0]!.call.acrossSlots !== true) {
       const [only] = waiting as [Waiting];
       this.send(only.call, false, 1, node).then(
         (reply) => {

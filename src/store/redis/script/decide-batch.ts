@@ -30,6 +30,7 @@ export interface BatchCall extends ScriptCall {
  * KEYS stays empty, since Redis refuses declared keys of several slots.
  */
 export function batchArguments(calls: readonly ScriptCall[], node = false): BatchCall {
+  if (calls.length === 1 && !node) return oneCallBatch(calls[0]!);
   const keys: string[] = [];
   const args = ['batch', '0'];
   const groups: { at: number; nkeys: number; args: readonly string[]; calls: number }[] = [];
@@ -57,6 +58,18 @@ export function batchArguments(calls: readonly ScriptCall[], node = false): Batc
   for (let i = 0; i < keys.length; i++) nodeArgs[2 + i] = keys[i]!;
   for (let i = 1; i < args.length; i++) nodeArgs[1 + keys.length + i] = args[i]!;
   return { keys: [], args: nodeArgs, groups: shapes };
+}
+
+/** A batch of one call: its keys as they are, its ARGV after the one group's header. */
+function oneCallBatch({ keys, args }: ScriptCall): BatchCall {
+  const batchArgs = new Array<string>(5 + args.length);
+  batchArgs[0] = 'batch';
+  batchArgs[1] = '1';
+  batchArgs[2] = '1';
+  batchArgs[3] = String(keys.length);
+  batchArgs[4] = String(args.length);
+  for (let i = 0; i < args.length; i++) batchArgs[5 + i] = args[i]!;
+  return { keys, args: batchArgs, groups: [{ calls: 1, limits: Number(args[2]) }] };
 }
 
 function sameStrings(a: readonly string[], b: readonly string[]): boolean {
@@ -98,14 +111,14 @@ const LIMIT_BYTES = 1 + 4 * 8;
  * run), except that `remaining` is the exact number instead of its "%.17g"
  * text; or an Error for the whole batch when the reply is not that shape.
  */
-export function splitBatchReply(reply: unknown, { groups }: BatchCall): unknown[] | Error {
+export function splitBatchReply(reply: unknown, batch: BatchCall): unknown[] | Error {
   const replies: unknown[] = [];
-  const count = groups.reduce((sum, g) => sum + g.calls, 0);
-  const malformed = (why: string) => new Error(`batch: expected the replies of ${count} calls, ${why}, got ${describe(reply)}`);
-  if (!Buffer.isBuffer(reply)) return malformed('not a binary string');
+  if (!Buffer.isBuffer(reply)) return malformedReply(reply, batch, 'not a binary string');
+  const groups = batch.groups;
   let at = 0;
-  for (const [g, { calls, limits }] of groups.entries()) {
-    if (at + 8 > reply.length) return malformed(`the now of group ${g + 1} at byte ${at} is cut short`);
+  for (let g = 0; g < groups.length; g++) {
+    const { calls, limits } = groups[g]!;
+    if (at + 8 > reply.length) return malformedReply(reply, batch, `the now of group ${g + 1} at byte ${at} is cut short`);
     // Redis makes a Lua number in a reply an integer by truncating it; so does this.
     const now = Math.trunc(reply.readDoubleLE(at));
     at += 8;
@@ -113,7 +126,7 @@ export function splitBatchReply(reply: unknown, { groups }: BatchCall): unknown[
       const kind = reply[at];
       if (kind === 0 || kind === 1) {
         const end = at + 1 + LIMIT_BYTES * limits;
-        if (end > reply.length) return malformed(`a decision of ${limits} limits at byte ${at} is cut short`);
+        if (end > reply.length) return malformedReply(reply, batch, `a decision of ${limits} limits at byte ${at} is cut short`);
         const one: unknown[] = [kind];
         for (let l = at + 1; l < end; l += LIMIT_BYTES) {
           one.push(
@@ -128,22 +141,27 @@ export function splitBatchReply(reply: unknown, { groups }: BatchCall): unknown[
         replies.push(one);
         at = end;
       } else if (kind === KIND_TEXT || kind === KIND_ERROR || kind === KIND_ELSEWHERE) {
-        if (at + 5 > reply.length) return malformed(`the length of a text at byte ${at} is cut short`);
+        if (at + 5 > reply.length) return malformedReply(reply, batch, `the length of a text at byte ${at} is cut short`);
         const end = at + 5 + reply.readUInt32LE(at + 1);
-        if (end > reply.length) return malformed(`a text of ${end - at - 5} bytes at byte ${at} is cut short`);
+        if (end > reply.length) return malformedReply(reply, batch, `a text of ${end - at - 5} bytes at byte ${at} is cut short`);
         const text = reply.toString('utf8', at + 5, end);
         if (kind === KIND_ERROR) replies.push(new ReplyError(asRedisError(text)));
         else if (kind === KIND_ELSEWHERE) replies.push(new NotRunHere(text));
         else if (text === 'remembered' || text === 'replay' || text.startsWith('replay ') || text.startsWith('settle ')) replies.push(text.split(' '));
-        else return malformed(`the text at byte ${at} is neither 'remembered', a replay nor a settlement`);
+        else return malformedReply(reply, batch, `the text at byte ${at} is neither 'remembered', a replay nor a settlement`);
         at = end;
       } else {
-        return malformed(`byte ${at} is no record kind (${kind ?? 'the reply ends'})`);
+        return malformedReply(reply, batch, `byte ${at} is no record kind (${kind ?? 'the reply ends'})`);
       }
     }
   }
-  if (at !== reply.length) return malformed(`${reply.length - at} bytes left over`);
+  if (at !== reply.length) return malformedReply(reply, batch, `${reply.length - at} bytes left over`);
   return replies;
+}
+
+function malformedReply(reply: unknown, { groups }: BatchCall, why: string): Error {
+  const count = groups.reduce((sum, g) => sum + g.calls, 0);
+  return new Error(`batch: expected the replies of ${count} calls, ${why}, got ${describe(reply)}`);
 }
 
 /** An error's text as Redis sends an error reply: no line breaks (trimmed at the ends, spaces inside). */
