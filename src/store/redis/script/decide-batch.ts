@@ -159,6 +159,7 @@ export function splitBatchReply(reply: unknown, batch: BatchCall): unknown[] | E
   return replies;
 }
 
+/** The whole batch's error when its reply is not the shape its groups call for: what was expected, where it went wrong, and the reply. */
 function malformedReply(reply: unknown, { groups }: BatchCall, why: string): Error {
   const count = groups.reduce((sum, g) => sum + g.calls, 0);
   return new Error(`batch: expected the replies of ${count} calls, ${why}, got ${describe(reply)}`);
