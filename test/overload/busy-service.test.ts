@@ -7,6 +7,7 @@ import { RedisStore } from '../../src/store/redis/redis-store.js';
 import { startTestService, type TestService } from '../support/quota-service.js';
 import { openAllowStream } from '../support/allow-stream-probe.js';
 import { useRedisServer } from '../support/use-redis.js';
+import { awayFromMinuteEnd } from '../support/window-edge.js';
 
 /**
  * Failure modes are for a store that is down, not for a service or a store
@@ -35,6 +36,8 @@ const user = (id: string): AllowRequest => ({ policy: 'user', identity: { user: 
 
 describe('a busy service on a healthy Redis', () => {
   it('eight concurrent AllowBatch calls of 1000 requests for one user of a 120/min fail_open policy allow exactly 120; a bystander stays on the store', async () => {
+    // The policy's window is a minute: all of the requests fall in one.
+    await awayFromMinuteEnd();
     const batches = Array.from({ length: 8 }, () => service.client.allowBatch({ requests: Array.from({ length: 1000 }, () => user('hog')) }));
     const bystander = (async () => {
       const sources: DecisionSource[] = [];
@@ -60,6 +63,7 @@ describe('a busy service on a healthy Redis', () => {
   });
 
   it('one AllowStream carrying eight batches of 1000 requests for one user allows exactly 120, all from the store', async () => {
+    await awayFromMinuteEnd();
     const stream = openAllowStream(service.client);
     for (let id = 1; id <= 8; id++)
       stream.send(

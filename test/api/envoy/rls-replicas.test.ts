@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisServer, type RedisServer } from '../../support/redis-server.js';
 import { d, type RlsClient, rlsClient, rlsConfigDir } from '../../support/rls-client.js';
 import { startServiceProcess, type ServiceProcess } from '../../support/service-process.js';
+import { awayFromMinuteEnd } from '../../support/window-edge.js';
 
 /**
  * 200 ShouldRateLimit calls at once for one address with 3 per minute,
@@ -41,8 +42,7 @@ afterAll(async () => {
 describe('replicas share one limit through Redis', () => {
   it(`${CALLS} simultaneous calls for one address over ${REPLICAS} replicas: exactly 3 OK`, async () => {
     // Not in a minute's last 10 s (the calls take well under that), so that they all fall in one window.
-    const intoMinute = Date.now() % 60_000;
-    if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 100));
+    await awayFromMinuteEnd();
     const responses = await Promise.all(
       Array.from({ length: CALLS }, (_, i) => clients[i % REPLICAS]!.shouldRateLimit({ domain: 'edge', descriptors: [d(['remote_address', '203.0.113.7'])] })),
     );
