@@ -37,7 +37,7 @@ import { MemoryOverrides } from './overrides/memory-overrides.js';
 import { RedisOverrides } from './overrides/redis-overrides.js';
 import { workerCount } from './config/worker-count.js';
 import { runPrimary } from './workers/primary.js';
-import { isWorker, reportStarted, shareMetrics, workerNumber } from './workers/worker-side.js';
+import { isWorker, primaryConnections, reportStarted, shareMetrics, workerNumber } from './workers/worker-side.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -59,6 +59,7 @@ async function main(): Promise<void> {
     await runPrimary({
       workers,
       graceMs: config.QUOTA_SHUTDOWN_GRACE_MS,
+      grpcAddress: config.QUOTA_GRPC_ADDR,
       metricsAddr: config.QUOTA_METRICS_ADDR,
       logger: logger.child({ pid: process.pid, component: 'workers' }),
     });
@@ -199,6 +200,8 @@ async function main(): Promise<void> {
       onDecision: (decision, seconds) => rlsMetrics.decided(decision, seconds),
     },
     admin: { admin, audit },
+    // A worker serves the connections its primary accepted on the port.
+    injected: primaryConnections(),
   });
   if (config.QUOTA_HEALTH_ADDR !== undefined) {
     logger.info({ addr: config.QUOTA_HEALTH_ADDR, port: server.healthPort }, 'grpc.health.v1 also on a plaintext health-only port');

@@ -6,7 +6,7 @@ import type { CallerRegistry } from './config/callers.js';
 import { DEFAULT_ADMISSION, type AdmissionLimits } from './config/admission-limits.js';
 import { Admission } from './grpc/admission.js';
 import { int64RangeMiddleware } from './grpc/checked-int64.js';
-import { type QuotaServer, startGrpcServer } from './grpc/server.js';
+import { type InjectedConnections, type QuotaServer, startGrpcServer } from './grpc/server.js';
 import { ALLOW_PATH, ALLOW_STREAM_PATH, quotaService } from './api/quota/quota-service.js';
 import type { StaleRequests } from './api/quota/stale-requests.js';
 import { quotaServiceDefinition } from './api/quota/service-definition.js';
@@ -58,6 +58,8 @@ export function startQuotaServer(options: {
   admin?: { admin: QuotaAdmin; audit: AuditLog };
   /** Serve Allow, ShouldRateLimit and AllowStream on the lean path (default) or through the middleware (src/grpc/server.ts). */
   lean?: boolean;
+  /** The connections another process accepted (a QUOTA_WORKERS primary): the main port binds nothing (src/grpc/server.ts). */
+  injected?: InjectedConnections;
 }): Promise<QuotaServer> {
   const { engine, logger, admin } = options;
   return startGrpcServer({
@@ -71,6 +73,7 @@ export function startQuotaServer(options: {
     // Envoy sends its timeout with every call: the rate limit service sizes its store budget from it.
     deadlinePaths: [SHOULD_RATE_LIMIT_PATH],
     lean: options.lean,
+    injected: options.injected,
     services: {
       add(server, draining, lean) {
         // One admission for both doors: their decisions share the bounds on pending decisions.

@@ -4,6 +4,7 @@ import { HealthDefinition, HealthState } from 'nice-grpc-server-health';
 import type { Logger } from '../logger.js';
 import type { CallerRegistry } from '../config/callers.js';
 import { listenNamed } from '../listen-error.js';
+import { type InjectConnection, serveInjected } from './injected-connections.js';
 import { authMiddleware } from './auth-middleware.js';
 import { callDeadlineInterceptor } from './call-deadline.js';
 import { boundedHealthService } from './health-service.js';
@@ -36,6 +37,12 @@ export interface ServedServices {
   add(server: Server, draining: AbortSignal, lean: LeanRoutes): { reflected: readonly string[]; health: readonly string[] };
 }
 
+/** Connections another process accepted on `port` (injected-connections.ts). */
+export interface InjectedConnections {
+  port: number;
+  receive(inject: InjectConnection): void;
+}
+
 /**
  * Starts a gRPC server with the shared transport: logging, an optional audit,
  * error mapping and caller authentication as middleware (the lean path,
@@ -65,6 +72,12 @@ export async function startGrpcServer(options: {
   deadlinePaths?: readonly string[];
   services: ServedServices;
   /**
+   * The connections come from another process (the primary of QUOTA_WORKERS),
+   * which accepted them on `port`: the main port binds nothing, and `receive`
+   * is handed the function that serves each one.
+   */
+  injected?: InjectedConnections;
+  /**
    * Serve the handlers the services put on the lean path there (default);
    * false: through the middleware like every other method (the tests run both).
    */
@@ -81,6 +94,7 @@ export async function startGrpcServer(options: {
   if (leanServed && !takeStreams(serverOptions, leanTaker(lean, leanOptions))) {
     options.logger.warn('this grpc-js offers no stream hook: Allow, AllowStream and ShouldRateLimit are served through the middleware');
   }
+  if (options.injected !== undefined) serveInjected(serverOptions, options.injected.receive);
   let chain = createServer(serverOptions).use(loggingMiddleware(options.logger));
   if (options.audit) chain = chain.use(options.audit);
   chain = chain.use(errorMiddleware(options.logger));
@@ -101,7 +115,8 @@ export async function startGrpcServer(options: {
   // NOT_SERVING until the caller says the store is ready.
   setServing(false);
   const names = options.settingNames ?? { address: 'address', healthAddress: 'healthAddress' };
-  const port = await listenNamed(names.address, options.address, () => server.listen(options.address, options.credentials));
+  const bound = await listenNamed(names.address, options.address, () => server.listen(options.address, options.credentials));
+  const port = options.injected?.port ?? bound;
   // The same HealthState: both ports always report the same status.
   const healthServer = options.healthAddress === undefined ? undefined : createServer();
   healthServer?.add(HealthDefinition, boundedHealthService(health, draining.signal));

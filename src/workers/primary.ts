@@ -4,24 +4,28 @@ import { listenNamed } from '../listen-error.js';
 import type { Logger } from '../logger.js';
 import { type MetricsServer, startMetricsServer } from '../metrics/metrics-server.js';
 import { armShutdownDeadline } from '../shutdown-deadline.js';
+import { ConnectionBalancer } from './connection-balancer.js';
 import { CRASH_LOOP, CrashLoopGuard } from './crash-loop-guard.js';
-import { WORKER_STARTED } from './worker-side.js';
+import { PRIMARY_PORT, WORKER_STARTED } from './worker-side.js';
 
 export interface PrimaryOptions {
   /** How many service processes to run (above 1: below that there is no primary). */
   workers: number;
   /** QUOTA_SHUTDOWN_GRACE_MS: each worker drains within it; the primary's hard deadline is it plus the margin. */
   graceMs: number;
+  /** QUOTA_GRPC_ADDR: bound here; each connection goes to the worker serving the fewest (connection-balancer.ts). */
+  grpcAddress: string;
   /** QUOTA_METRICS_ADDR: served here, summing every worker's metrics; the workers bind no metrics port. */
   metricsAddr?: string | undefined;
   logger: Logger;
 }
 
 /**
- * The primary of QUOTA_WORKERS service processes (Node's cluster module): it forks the
- * workers, which all listen on the same gRPC (and health) port, the primary handing out
- * connections in turn; it serves one metrics endpoint summing theirs; it stops them all on
- * SIGTERM or SIGINT. It decides nothing itself.
+ * The primary of QUOTA_WORKERS service processes (Node's cluster module): it binds the
+ * gRPC port and hands each connection to the worker serving the fewest (the health-only
+ * port, if any, the workers share through the cluster module, which hands its connections
+ * out in turn); it serves one metrics endpoint summing theirs; it stops them all on
+ * SIGTERM or SIGINT, first closing the port. It decides nothing itself.
  *
  * A worker that exits before it started (a bad file, a port in use) ends the whole service
  * with exit code 1, as a single process would. A worker that dies later is replaced, up to
@@ -40,6 +44,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     registers: [own],
   });
   const aggregator = new AggregatorRegistry();
+  const balancer = new ConnectionBalancer((error) => logger.warn({ err: error.message }, 'a connection could not be accepted'));
   let metricsServer: MetricsServer | undefined;
   let stopping = false;
   let exitCode = 0;
@@ -57,15 +62,17 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     // Whatever hangs, the primary ends in time; its workers follow when their channel to it closes.
     armShutdownDeadline(graceMs);
     logger.info({ reason, graceMs, workers: [...live.values()].map((worker) => worker.process.pid) }, 'shutting down: stopping every worker');
+    void balancer.close();
     for (const worker of live.values()) worker.process.kill('SIGTERM');
     if (live.size === 0) void finish();
   };
   const fork = () => {
-    const worker = cluster.fork();
+    const worker = cluster.fork({ [PRIMARY_PORT]: String(port) });
     live.set(worker.id, worker);
     worker.on('message', (message: unknown) => {
       if ((message as { type?: unknown } | null)?.type !== WORKER_STARTED) return;
       started.add(worker.id);
+      balancer.add(worker);
       if (!allStartedOnce && started.size === options.workers) {
         allStartedOnce = true;
         logger.info({ workers: [...live.values()].map((each) => each.process.pid) }, 'all workers listening');
@@ -75,6 +82,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
 
   cluster.on('exit', (worker, code, signal) => {
     live.delete(worker.id);
+    balancer.remove(worker);
     const wasStarted = started.delete(worker.id);
     const exit = { pid: worker.process.pid, code, signal };
     if (stopping) {
@@ -101,6 +109,8 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM', 0));
   process.on('SIGINT', () => stop('SIGINT', 0));
 
+  const port = await listenNamed('QUOTA_GRPC_ADDR', options.grpcAddress, () => balancer.listen(options.grpcAddress));
+
   if (options.metricsAddr !== undefined) {
     const addr = options.metricsAddr;
     // Every worker's registry summed (each metric by its aggregator: counters and histograms summed), then the primary's own.
@@ -111,6 +121,6 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     metricsServer = await listenNamed('QUOTA_METRICS_ADDR', addr, () => startMetricsServer(addr, source));
     logger.info({ addr, port: metricsServer.port, summing: 'every worker' }, 'metrics at GET /metrics');
   }
-  logger.info({ workers: options.workers }, `starting ${options.workers} workers on one port`);
+  logger.info({ workers: options.workers, addr: options.grpcAddress, port }, `starting ${options.workers} workers on one port`);
   for (let i = 0; i < options.workers; i++) fork();
 }

@@ -1,8 +1,17 @@
 import cluster from 'node:cluster';
+import { Socket } from 'node:net';
 import { AggregatorRegistry, type Registry } from 'prom-client';
+import { CONNECTION, CONNECTION_CLOSED } from './connection-balancer.js';
 
 /** The message a worker sends its primary once it listens: from then on its death is a crash, not a failed start. */
 export const WORKER_STARTED = 'quota-service:worker-started';
+
+/**
+ * How the primary tells its workers the port it accepts connections on. Not a
+ * setting, and outside the QUOTA_ names on purpose: the configuration would
+ * take it for an unknown one (and QUOTA_STRICT_ENV refuse to start).
+ */
+export const PRIMARY_PORT = 'QUOTASERVICE_PRIMARY_PORT';
 
 /** True in a worker forked by the primary (src/workers/primary.ts). */
 export const isWorker = cluster.isWorker;
@@ -21,4 +30,24 @@ export function shareMetrics(registry: Registry): void {
 /** In a worker: tell the primary this worker listens. */
 export function reportStarted(): void {
   if (isWorker) process.send?.({ type: WORKER_STARTED });
+}
+
+/**
+ * In a worker: the port the primary accepts connections on, and how this
+ * worker serves those it is handed (src/workers/connection-balancer.ts),
+ * telling the primary when each closes. Undefined outside a worker.
+ */
+export function primaryConnections(): { port: number; receive(inject: (connection: Socket) => void): void } | undefined {
+  const port = Number(process.env[PRIMARY_PORT]);
+  if (!isWorker || !Number.isInteger(port)) return undefined;
+  return {
+    port,
+    receive(inject) {
+      process.on('message', (message: unknown, handle: unknown) => {
+        if ((message as { type?: unknown } | null)?.type !== CONNECTION || !(handle instanceof Socket)) return;
+        handle.once('close', () => process.send?.({ type: CONNECTION_CLOSED }));
+        inject(handle);
+      });
+    },
+  };
 }

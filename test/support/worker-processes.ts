@@ -17,7 +17,7 @@ export function sharedBucketPolicies(): string {
 
 /**
  * A channel on a connection of its own (grpc-js would otherwise share one between channels
- * to the same address): the primary hands each new connection to the next worker. Kept in
+ * to the same address): the primary hands each new connection to the worker serving the fewest. Kept in
  * `opened`, for the test to close.
  */
 export function ownConnection(port: number, opened: Channel[], credentials?: ChannelCredentials): Channel {

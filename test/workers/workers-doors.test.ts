@@ -33,7 +33,7 @@ const codeOf = (promise: Promise<unknown>) =>
 
 /**
  * Every door on every worker: a QUOTA_WORKERS=2 service with TLS and caller tokens, asked over
- * four connections (the primary hands them to the workers in turn) for health, reflection,
+ * four connections (the primary hands two to each worker) for health, reflection,
  * Allow with and without a token, Envoy's ShouldRateLimit and the admin API, whose override
  * set through one connection holds on all.
  */

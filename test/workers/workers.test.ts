@@ -57,7 +57,7 @@ describe('QUOTA_WORKERS=2 on one port', { timeout: 90_000 }, () => {
     const workers = await twoReadyWorkers(service);
     expect(new Set(workers).size).toBe(2);
     const port = await service.port;
-    // Four connections, which the primary hands to the workers in turn.
+    // Four connections, which the primary spreads over the workers, two each.
     const clients = [0, 1, 2, 3].map(() => createClient(QuotaServiceDefinition, ownConnection(port, channels)));
     const answers = [];
     for (let i = 0; i < 16; i++) answers.push(await clients[i % 4]!.allow({ policy: 'shared', identity: { user: 'u1' }, requestId: `call-${i}` }));
@@ -78,6 +78,21 @@ describe('QUOTA_WORKERS=2 on one port', { timeout: 90_000 }, () => {
     const client = redis.client();
     expect(sample(metrics, 'quota_state_keys', ['store="shared"'])).toBe(await client.dbsize());
     client.disconnect();
+    service.signal('SIGTERM');
+    expect(await service.exit).toBe(0);
+  });
+
+  it('connections opened all at once are split evenly: each worker serves as many as the other', async () => {
+    redis = await startRedisServer();
+    const service = startServiceProcess({ QUOTA_WORKERS: '2', QUOTA_REDIS_URL: redis.url, QUOTA_POLICIES: policyFile(), QUOTA_LOG_LEVEL: 'debug' });
+    const workers = await twoReadyWorkers(service);
+    const port = await service.port;
+    // A burst, as gRPC callers connect (Envoy one connection per thread): every connection open before the first answer.
+    const connections = 12;
+    const clients = Array.from({ length: connections }, () => createClient(QuotaServiceDefinition, ownConnection(port, channels)));
+    await Promise.all(clients.map((client, i) => client.allow({ policy: 'shared', identity: { user: `burst-${i}` }, requestId: `burst-${i}` })));
+    const servedBy = await Promise.all(clients.map((_, i) => answeredBy(service, `burst-${i}`)));
+    for (const pid of workers) expect(servedBy.filter((served) => served === pid)).toHaveLength(connections / 2);
     service.signal('SIGTERM');
     expect(await service.exit).toBe(0);
   });
