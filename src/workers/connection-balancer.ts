@@ -1,4 +1,5 @@
 import type { Worker } from 'node:cluster';
+import { lookup } from 'node:dns/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 
 /** The primary's message that hands a worker a connection (the socket goes with it). */
@@ -17,29 +18,46 @@ export const CONNECTION_CLOSED = 'quota-service:connection-closed';
  * before any worker is ready wait for the first.
  */
 export class ConnectionBalancer {
-  private readonly server: Server;
+  /** One per address the host resolves to (as grpc-js binds them: `localhost` is 127.0.0.1 and ::1). */
+  private readonly servers: Server[] = [];
   /** Open connections of each ready worker, in the order they got ready. */
   private readonly open = new Map<Worker, number>();
   private readonly waiting: Socket[] = [];
 
-  constructor(onAcceptError: (error: Error) => void) {
-    this.server = createServer({ pauseOnConnect: true }, (socket) => this.handOff(socket));
-    // Past listen, an error is one connection the kernel could not hand over (EMFILE, say): the port keeps serving.
-    this.server.on('error', (error) => {
-      if (this.server.listening) onAcceptError(error);
-    });
-  }
+  constructor(private readonly onAcceptError: (error: Error) => void) {}
 
-  /** Binds `address` (host:port, as QUOTA_GRPC_ADDR); resolves with the port bound. */
-  listen(address: string): Promise<number> {
+  /**
+   * Binds `address` (host:port, as QUOTA_GRPC_ADDR) on every address its host
+   * resolves to, all on one port (port 0: the one the first got); resolves
+   * with that port once one bound, rejects with the first error if none did.
+   */
+  async listen(address: string): Promise<number> {
     const at = address.lastIndexOf(':');
     const host = address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
-    const port = Number(address.slice(at + 1));
+    let port = Number(address.slice(at + 1));
+    const resolved = await lookup(host, { all: true });
+    const errors: unknown[] = [];
+    for (const { address: ip } of resolved) {
+      try {
+        port = await this.bind(ip, port);
+      } catch (error) {
+        errors.push(error);
+      }
+    }
+    if (this.servers.length === 0) throw errors[0];
+    return port;
+  }
+
+  private bind(host: string, port: number): Promise<number> {
+    const server = createServer({ pauseOnConnect: true }, (socket) => this.handOff(socket));
     return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen({ host, port }, () => {
-        this.server.off('error', reject);
-        resolve((this.server.address() as { port: number }).port);
+      server.once('error', reject);
+      server.listen({ host, port }, () => {
+        server.off('error', reject);
+        // Past listen, an error is one connection the kernel could not hand over (EMFILE, say): the port keeps serving.
+        server.on('error', this.onAcceptError);
+        this.servers.push(server);
+        resolve((server.address() as { port: number }).port);
       });
     });
   }
@@ -60,9 +78,9 @@ export class ConnectionBalancer {
   }
 
   /** Stops accepting; the connections handed out stay with their workers. */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     for (const socket of this.waiting.splice(0)) socket.destroy();
-    return new Promise((resolve) => this.server.close(() => resolve()));
+    await Promise.all(this.servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
   }
 
   private handOff(socket: Socket): void {

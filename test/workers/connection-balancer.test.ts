@@ -1,4 +1,5 @@
 import type { Worker } from 'node:cluster';
+import { lookup } from 'node:dns/promises';
 import { EventEmitter } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -76,6 +77,18 @@ describe('the primary hands each gRPC connection to the worker serving the fewes
     balancer!.remove(asWorker(a));
     open(port, 3);
     expect(await handedOut([a, b], 5)).toEqual([2, 3]);
+  });
+
+  it('a host name is bound on every address it resolves to, on one port, as grpc-js binds it', async () => {
+    balancer = new ConnectionBalancer((error) => {
+      throw error;
+    });
+    const port = await balancer.listen('localhost:0');
+    const addresses = await lookup('localhost', { all: true });
+    const a = new FakeWorker();
+    balancer.add(asWorker(a));
+    for (const { address } of addresses) opened.push(connect(port, address));
+    expect(await handedOut([a], addresses.length)).toEqual([addresses.length]);
   });
 
   it('a port in use is refused when binding, with the system error', async () => {
