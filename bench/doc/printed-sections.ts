@@ -134,7 +134,7 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
     id: 'workers',
     title: 'QUOTA_WORKERS: one service process against two',
     about:
-      'The service as its image runs it, once with `QUOTA_WORKERS=1` and once with `QUOTA_WORKERS=2` (two processes sharing one port), ' +
+      'The service as its image runs it, once with `QUOTA_WORKERS=1` and once with `QUOTA_WORKERS=2` (two processes sharing one port, whose primary hands each h2load connection to the worker serving the fewest, two each), ' +
       'on the same Redis, rounds alternating: the most unary `ShouldRateLimit` calls (two descriptors, as Envoy sends for a route with ' +
       "two limits) each decides per second under h2load (4 connections, 16 calls in flight on each), counted from the service's own " +
       "summed metrics endpoint, so a gRPC error never counts as a decision, with the CPU the service's processes (the primary " +
