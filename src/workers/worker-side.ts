@@ -45,7 +45,10 @@ export function primaryConnections(): { port: number; receive(inject: (connectio
     receive(inject) {
       process.on('message', (message: unknown, handle: unknown) => {
         if ((message as { type?: unknown } | null)?.type !== CONNECTION || !(handle instanceof Socket)) return;
-        handle.once('close', () => process.send?.({ type: CONNECTION_CLOSED }));
+        // Not once the primary is gone (this worker is going too): a send on a closed channel is an error event.
+        handle.once('close', () => {
+          if (process.connected) process.send?.({ type: CONNECTION_CLOSED }, undefined, {}, () => {});
+        });
         inject(handle);
       });
     },
