@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { splitHostPort } from '../config/host-port.js';
 
 export interface MetricsServer {
   readonly port: number;
@@ -14,9 +15,7 @@ export interface MetricsSource {
 
 /** Serves GET /metrics (Prometheus text format) on `address` (host:port, IPv6 in brackets). */
 export async function startMetricsServer(address: string, registry: MetricsSource): Promise<MetricsServer> {
-  const separator = address.lastIndexOf(':');
-  const host = address.slice(0, separator).replace(/^\[(.*)\]$/, '$1');
-  const port = Number(address.slice(separator + 1));
+  const { host, port } = splitHostPort(address);
   const server: Server = createServer((request, response) => {
     if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at GET /metrics\n');

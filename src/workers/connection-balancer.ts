@@ -1,6 +1,7 @@
 import type { Worker } from 'node:cluster';
 import { lookup } from 'node:dns/promises';
 import { createServer, type Server, type Socket } from 'node:net';
+import { splitHostPort } from '../config/host-port.js';
 
 /** The primary's message that hands a worker a connection (the socket goes with it). */
 export const CONNECTION = 'quota-service:connection';
@@ -32,9 +33,8 @@ export class ConnectionBalancer {
    * with that port once one bound, rejects with the first error if none did.
    */
   async listen(address: string): Promise<number> {
-    const at = address.lastIndexOf(':');
-    const host = address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
-    let port = Number(address.slice(at + 1));
+    const { host, port: asked } = splitHostPort(address);
+    let port = asked;
     const resolved = await lookup(host, { all: true });
     const errors: unknown[] = [];
     for (const { address: ip } of resolved) {

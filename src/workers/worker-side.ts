@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { Socket } from 'node:net';
 import { AggregatorRegistry, type Registry } from 'prom-client';
+import type { InjectedConnections } from '../grpc/server.js';
 import { CONNECTION, CONNECTION_CLOSED } from './connection-balancer.js';
 
 /** The message a worker sends its primary once it listens: from then on its death is a crash, not a failed start. */
@@ -37,7 +38,7 @@ export function reportStarted(): void {
  * worker serves those it is handed (src/workers/connection-balancer.ts),
  * telling the primary when each closes. Undefined outside a worker.
  */
-export function primaryConnections(): { port: number; receive(inject: (connection: Socket) => void): void } | undefined {
+export function primaryConnections(): InjectedConnections | undefined {
   const port = Number(process.env[PRIMARY_PORT]);
   if (!isWorker || !Number.isInteger(port)) return undefined;
   return {

@@ -1,3 +1,5 @@
+import { splitHostPort } from '../../config/host-port.js';
+
 /** One Redis Cluster seed, from QUOTA_REDIS_CLUSTER (validated in src/config/env.ts). */
 export interface ClusterSeed {
   readonly host: string;
@@ -19,8 +21,7 @@ export function parseClusterSeed(seed: string): ClusterSeed {
       tls: url.protocol === 'rediss:',
     };
   }
-  const colon = seed.lastIndexOf(':');
-  return { host: unbracket(seed.slice(0, colon)), port: Number(seed.slice(colon + 1)), tls: false };
+  return { ...splitHostPort(seed), tls: false };
 }
 
 function unbracket(host: string): string {
