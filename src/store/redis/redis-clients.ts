@@ -2,6 +2,7 @@ import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis } from 'ioredis';
 import { parseClusterSeed } from './cluster-seeds.js';
 import { probeConnection } from './connection-probe.js';
+import { readClusterRepliesDirectly, readRepliesDirectly } from './direct-reply-reads.js';
 
 /** How to reach Redis: TLS settings and who hears of failed connection attempts. */
 export interface RedisConnectionOptions {
@@ -57,6 +58,7 @@ export function singleNodeClient(url: string, options: RedisConnectionOptions = 
   });
   // ioredis reconnects by itself; without a listener an 'error' event would crash the process.
   redis.on('error', (error: Error) => options.onConnectionError?.(error, `${redis.options.host}:${redis.options.port}`));
+  readRepliesDirectly(redis);
   return redis;
 }
 
@@ -119,6 +121,7 @@ export function clusterClient(seeds: readonly string[], options: RedisConnection
   } else {
     cluster.on('error', () => {});
   }
+  readClusterRepliesDirectly(cluster);
   return cluster;
 }
 
