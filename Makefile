@@ -7,7 +7,7 @@ NPM_INSTALL_STAMP := node_modules/.install-stamp
 # TypeScript run without a build: the workspace packages resolve to their sources.
 TS_NODE := node --conditions=@quota-service/source --import tsx
 
-.PHONY: FORCE help deps redis h2load gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-quick bench-report bench-cluster soak soak-faults helm-check helm-bin node22 clean
+.PHONY: FORCE help deps redis h2load h2pace gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-quick bench-report bench-cluster soak soak-faults helm-check helm-bin node22 clean
 
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER is set)"
@@ -106,17 +106,22 @@ node22:
 # The suite with its own Docker engine (started and stopped by scripts/test-with-docker.sh):
 # the service's image built from the Dockerfile and run as the chart runs it (test/image), and
 # the Redis-backed store tests a second time with Redis in containers (testcontainers).
-test: deps redis helm-bin node22 lint typecheck
+test: deps redis helm-bin node22 h2pace lint typecheck
 	scripts/test-with-docker.sh
 
 # The rate limit service bench sends its open-loop load with h2load (nghttp2); install it if missing.
 h2load:
 	@scripts/ensure-tool.sh h2load nghttp2-client nghttp2 optional 'The rate limit service bench uses its Node client instead.'
 
+# The same bench paces its open loop with bench/tools/h2pace.c (each call at its own time,
+# where h2load's rate mode sends them in bursts); built against nghttp2's library.
+h2pace:
+	@scripts/ensure-h2pace.sh
+
 # Each bench in its own process, then docs/benchmarks.md and docs/img/*.svg from
 # docs/benchmarks.json (bench/suite/, bench/doc/). BENCH_NOTE="..." goes into
 # the report's machine lines (what else ran on the machine).
-bench: build redis h2load
+bench: build redis h2load h2pace
 	$(TS_NODE) bench/suite/main.ts
 
 bench-quick: build redis

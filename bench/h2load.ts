@@ -51,7 +51,7 @@ export async function h2loadOpenLoop(
       ...headers.flatMap((header) => ['-H', header]),
       `http://127.0.0.1:${port}${path}`,
     ];
-    const output = await run('h2load', args);
+    const output = await runTool('h2load', args);
     const counts = /requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded/.exec(output);
     if (counts === null) throw new Error(`h2load printed no request counts:\n${output}`);
     // Each line: start time (µs since the epoch), HTTP status, duration (µs).
@@ -66,7 +66,8 @@ export async function h2loadOpenLoop(
   }
 }
 
-function run(command: string, args: string[]): Promise<string> {
+/** Runs a command to its end: its stdout and stderr together, or a rejection with them when it fails. */
+export function runTool(command: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -100,7 +101,7 @@ export async function h2loadClosedLoop(
       ...(load.headers ?? []).flatMap((header) => ['-H', header]),
       url,
     ];
-    const output = await run('h2load', args);
+    const output = await runTool('h2load', args);
     const counts = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed/.exec(output);
     const mean = /time for request:\s+\S+\s+\S+\s+([0-9.]+)(us|ms|s)\s/.exec(output);
     if (counts === null || mean === null) throw new Error(`h2load printed no request counts:\n${output}`);

@@ -4,8 +4,8 @@
 // in flight, a client in C that saturates the service before itself; beside it
 // a lean Node client at 8 in flight that reads every call's status), then
 // p50/p99 of each at half its own maximum (open loop: calls sent on a fixed
-// schedule, as a proxy's traffic arrives, latency measured from each call's
-// scheduled time), rounds alternating. Envoy's default timeout
+// schedule, each at its own time, as a proxy's traffic arrives; by h2pace,
+// bench/tools/h2pace.c, when it builds here), rounds alternating. Envoy's default timeout
 // for this call is 20 ms; p99 at half load has to stay far below it. Every
 // call of both kinds carries that deadline, as Envoy sends it: the store budget
 // is what is left of it. A call that outlives it (answered DEADLINE_EXCEEDED,
@@ -15,6 +15,7 @@
 //   npx tsx bench/rls-run.ts [--seconds 4] [--concurrency 8] [--rounds 3] [--warmup 2]
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { benchMain, type BenchRun } from './bench-main.js';
 import { startServerChild } from './children.js';
@@ -22,11 +23,13 @@ import { type Call, driveLoad } from './load.js';
 import { parseOptions } from './options.js';
 import { rawUnaryCaller } from './raw-unary.js';
 import { grpcFrame, h2loadAvailable, h2loadClosedLoop, h2loadOpenLoop } from './h2load.js';
+import { buildH2pace, h2paceOpenLoop } from './h2pace.js';
 import { benchBudgetMs } from './rounds.js';
 import { median, percentile } from './stats.js';
 import { UNARY_PATHS, type UnaryMethod, unaryRequestOf } from './unary-requests.js';
 
 const USERS = 10_000;
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** Envoy's default timeout for a rate limit call (20 ms), as Envoy sends its deadline; the same for both kinds. */
 const DEADLINE_HEADERS = { 'grpc-timeout': '20m' };
@@ -168,33 +171,48 @@ async function main(run: BenchRun): Promise<number> {
   // round of one kind, so the report gives the median over the rounds and the worst round beside it.
   // The same open loop against a no-op server of the same gRPC stack, at the same rate: what
   // the client, the network and this machine's wake-ups cost before any decision.
-  const noop = withH2load ? await startServerChild('noop', 'noop-server.ts', []) : undefined;
+  // The open loop: h2pace when it builds here (each call at its own time), else h2load (in bursts), else the Node client.
+  const pacer = await buildH2pace(REPO_ROOT);
+  const noop = pacer !== undefined || withH2load ? await startServerChild('noop', 'noop-server.ts', []) : undefined;
   if (noop !== undefined) run.onCleanup(() => noop.stop());
-  process.stdout.write(
-    withH2load
-      ? 'latency: h2load, one connection, one descriptor value; no-op = the same calls at the same rate to a no-op server of the same gRPC stack\n\n'
-      : 'latency: the Node client (h2load not found): its own garbage collection pauses count as latency\n\n',
-  );
+  type Latency = { p50: number; p99: number; errors: number; timedOut: number | undefined; lateP99Ms?: number };
+  const openLoopAt = async (port: number, kind: UnaryMethod, rate: number): Promise<Latency> => {
+    const frame = grpcFrame(unaryRequestOf[kind]('bench-user-0'));
+    if (pacer !== undefined) return h2paceOpenLoop(pacer, port, UNARY_PATHS[kind], frame, rate, options.seconds, DEADLINE_HEADER_LINES);
+    // h2load reads HTTP, not gRPC statuses: a call past its deadline is not told apart.
+    return { ...(await h2loadOpenLoop(port, UNARY_PATHS[kind], frame, rate, options.seconds, DEADLINE_HEADER_LINES)), timedOut: undefined };
+  };
   const half = (kind: UnaryMethod) => Math.max(1, Math.floor(median(rates[kind]) / 2));
-  type Latency = { p50: number; p99: number; errors: number };
   const latencies: Record<UnaryMethod, Latency[]> = { Allow: [], ShouldRateLimit: [] };
   const noopLatencies: Record<UnaryMethod, Latency[]> = { Allow: [], ShouldRateLimit: [] };
   for (let round = 0; round < options.rounds; round++) {
     for (const kind of kinds) {
-      const frame = grpcFrame(unaryRequestOf[kind]('bench-user-0'));
-      const latency = withH2load
-        ? await h2loadOpenLoop(service.port, UNARY_PATHS[kind], frame, half(kind), options.seconds, DEADLINE_HEADER_LINES)
-        : await openLoop(callersOf[kind].call, half(kind), options.seconds);
+      let latency: Latency;
+      if (noop !== undefined) {
+        latency = await openLoopAt(service.port, kind, half(kind));
+        noopLatencies[kind].push(await openLoopAt(noop.port, kind, half(kind)));
+      } else {
+        const timedOutBefore = timedOut[kind];
+        const sent = await openLoop(callersOf[kind].call, half(kind), options.seconds);
+        const late = timedOut[kind] - timedOutBefore;
+        latency = { ...sent, errors: sent.errors - late, timedOut: late };
+      }
       latencies[kind].push(latency);
       failed += latency.errors;
-      if (noop !== undefined)
-        noopLatencies[kind].push(await h2loadOpenLoop(noop.port, UNARY_PATHS[kind], frame, half(kind), options.seconds, DEADLINE_HEADER_LINES));
     }
   }
+  const lateP99Ms = Math.max(0, ...Object.values(latencies).flatMap((rounds) => rounds.map((r) => r.lateP99Ms ?? 0)));
+  process.stdout.write(
+    pacer !== undefined
+      ? `latency: h2pace (bench/tools/h2pace.c), one connection, each call sent at its own time (its sends late by ${lateP99Ms.toFixed(2)} ms at p99), one descriptor value; no-op = the same calls at the same rate to a no-op server of the same gRPC stack\n\n`
+      : withH2load
+        ? "latency: h2load, one connection, one descriptor value (h2load's rate mode sends the calls due every 10 ms at once); no-op = the same calls at the same rate to a no-op server of the same gRPC stack\n\n"
+        : 'latency: the Node client (h2load not found): its own garbage collection pauses count as latency\n\n',
+  );
   const nodeColumn = `Node client at ${options.concurrency} in flight`;
   const rows: string[] = [
-    `| call | max decisions/s | ${nodeColumn} | rate for latency | p50 ms | p99 ms (median of rounds) | p99 ms (worst round) | no-op p50 / p99 ms, same rate | past the 20 ms deadline (${nodeColumn}) | errors (max, latency) |`,
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    `| call | max decisions/s | ${nodeColumn} | rate for latency | p50 ms | p99 ms (median of rounds) | p99 ms (worst round) | no-op p50 / p99 ms, same rate | past the 20 ms deadline (${nodeColumn}) | past the 20 ms deadline (latency) | errors (max, latency) |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const kind of kinds) {
     const rounds = latencies[kind];
@@ -202,10 +220,11 @@ async function main(run: BenchRun): Promise<number> {
     const p99 = median(rounds.map((r) => r.p99));
     const worst = Math.max(...rounds.map((r) => r.p99));
     const errors = rounds.reduce((sum, r) => sum + r.errors, 0);
+    const late = rounds.some((r) => r.timedOut === undefined) ? 'n/a' : String(rounds.reduce((sum, r) => sum + (r.timedOut ?? 0), 0));
     const floor = noopLatencies[kind];
     const noopCell = floor.length === 0 ? 'n/a' : `${median(floor.map((r) => r.p50)).toFixed(2)} / ${median(floor.map((r) => r.p99)).toFixed(2)}`;
     rows.push(
-      `| ${kind} | ${median(rates[kind]).toFixed(0)} | ${median(nodeRates[kind]).toFixed(0)} | ${half(kind)}/s | ${p50.toFixed(2)} | ${p99.toFixed(2)} | ${worst.toFixed(2)} | ${noopCell} | ${timedOutAtMax[kind]} | ${closedErrors[kind]}, ${errors} |`,
+      `| ${kind} | ${median(rates[kind]).toFixed(0)} | ${median(nodeRates[kind]).toFixed(0)} | ${half(kind)}/s | ${p50.toFixed(2)} | ${p99.toFixed(2)} | ${worst.toFixed(2)} | ${noopCell} | ${timedOutAtMax[kind]} | ${late} | ${closedErrors[kind]}, ${errors} |`,
     );
   }
   process.stdout.write(`${rows.join('\n')}\n\nShouldRateLimit / Allow max: ${(median(rates.ShouldRateLimit) / median(rates.Allow)).toFixed(2)}\n`);

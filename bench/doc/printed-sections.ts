@@ -82,15 +82,18 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'token bucket limit (the Node client cycles over many identities, h2load sends one), rounds alternating: decisions/s at full load, driven by h2load on one HTTP/2 ' +
       'connection as a proxy keeps one (32 calls in flight; a client in C, so the service and not the client is what saturates), and beside it a lean Node client ' +
       "at 8 calls in flight on one connection that reads each call's gRPC status (it counts the errors and the calls past the deadline, " +
-      'which h2load cannot read, and saturates before the service does); then latency at half the maximum rate, sent by h2load on ' +
-      "the same one connection (no garbage collector of its own adds pauses), to set against Envoy's " +
-      'default 20 ms timeout for this call, and beside it the same calls at the same rate to a no-op server of the same gRPC stack: ' +
-      "the floor this machine's client, loopback and process wake-ups set before any decision. " +
-      "h2load's rate mode sends the calls due every 10 ms together (its rate timer never ticks faster), so at 5,000 calls/s about 50 " +
-      'calls leave at once and the last of them waits behind the other 49: that wait is in the p50 and p99 of both servers. ' +
+      'which h2load cannot read, and saturates before the service does); then latency at half the maximum rate, sent on one ' +
+      'connection by h2pace (bench/tools/h2pace.c, a client in C on nghttp2: no garbage collector of its own adds pauses), which ' +
+      "sends each call at its own time, as a proxy's traffic arrives (h2load's rate mode sends the calls due every 10 ms at once, " +
+      'and the last of such a burst waits behind the others on any server); it runs at a real-time priority, so that the ' +
+      'service and Redis busy on the same two cores do not delay its sends, and the header line says how late they were at p99. ' +
+      "Its figures are to set against Envoy's default 20 ms timeout for this call, and beside them the same calls at the same rate " +
+      "to a no-op server of the same gRPC stack: the floor this machine's loopback and process wake-ups set before any decision. " +
+      'Calls that come one by one are decided one by one: half the maximum reached with 32 calls in flight is more than half ' +
+      'of what the service does with calls spread out, where each pays a wake-up and a script call of its own. ' +
       "Every call carries Envoy's 20 ms deadline, as Envoy sends it; a call that outlives it (answered DEADLINE_EXCEEDED, or " +
       'UNAVAILABLE by the failure mode once what is left of it for the store is spent) is what Envoy would time out: it is counted ' +
-      'in its own column, not as a decision or an error. ' +
+      'in its own columns, at the maximum and in the latency rounds, not as a decision or an error. ' +
       'The service runs as its image runs it (docs/operations.md, "Memory and latency"). ' +
       'The worst round shows what one stall of this shared machine does to a 4 s round; the median of the rounds is the figure.',
   },
