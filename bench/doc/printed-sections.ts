@@ -95,7 +95,7 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'UNAVAILABLE by the failure mode once what is left of it for the store is spent) is what Envoy would time out: it is counted ' +
       'in its own columns, at the maximum and in the latency rounds, not as a decision or an error. ' +
       'The service runs as its image runs it (docs/operations.md, "Memory and latency"). ' +
-      'The worst round shows what one stall of this shared machine does to a 4 s round; the median of the rounds is the figure.',
+      "The worst round shows what one stall, of this shared machine or of the service's garbage collector, does to a 4 s round; the median of the rounds is the figure.",
   },
   {
     id: 'unary-cpu',
