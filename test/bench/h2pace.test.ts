@@ -38,14 +38,18 @@ describe('h2pace', () => {
     const binary = await buildH2pace(REPO_ROOT);
     if (binary === undefined) throw new Error('h2pace did not build: make h2pace installs what it needs (a C compiler, libnghttp2-dev)');
     const rate = 200;
-    const result = await h2paceOpenLoop(binary, (server.address() as AddressInfo).port, '/test.Service/Call', grpcFrame(new Uint8Array(3)), rate, 1, ['grpc-timeout: 20m']);
+    const { port } = server.address() as AddressInfo;
+    const result = await h2paceOpenLoop(binary, port, '/test.Service/Call', grpcFrame(new Uint8Array(3)), rate, 1, ['grpc-timeout: 20m']);
     expect(result.sent).toBe(rate);
     expect(arrivals).toHaveLength(rate);
     expect(result.timedOut).toBe(Math.floor(rate / 3));
     expect(result.errors).toBe(0);
     expect(result.p50).toBeGreaterThan(0);
     // 5 ms apart: h2load's rate mode would send two calls at once every 10 ms.
-    const gaps = arrivals.slice(1).map((at, i) => at - arrivals[i]!).sort((a, b) => a - b);
+    const gaps = arrivals
+      .slice(1)
+      .map((at, i) => at - arrivals[i]!)
+      .sort((a, b) => a - b);
     expect(percentile(gaps, 50)).toBeGreaterThan(3.5);
     expect(percentile(gaps, 50)).toBeLessThan(6.5);
     expect(gaps.filter((gap) => gap < 1).length).toBeLessThan(gaps.length / 5);
