@@ -8,7 +8,8 @@ import { NOT_SERIALIZED, RawCall, type RawCallLimits, type RawMethod, tooLarge }
  * HTTP/2 stream (raw-streams.ts hands it over), for lean-stream.ts to run the
  * handler on. It reads as grpc-js's server call reads: one message per
  * startRead, the stream paused while a decoded message waits (so the
- * handler's pace is what HTTP/2 flow control sees), a frame declared over the
+ * handler's pace is what HTTP/2 flow control sees; a message the handler
+ * takes at once does not pause it), a frame declared over the
  * server's limit refused, a message that does not decode answered INTERNAL,
  * a half frame at the end dropped, the deadline's DEADLINE_EXCEEDED, and the
  * reader told the call is over when the caller goes or the status is sent.
@@ -111,7 +112,6 @@ export class RawStreamCall extends RawCall implements StreamSource {
       // The compressed flag needs no look: a compressed stream never gets here, and grpc-js reads the flag alone as uncompressed.
       const message = chunk.subarray(at + 5, at + 5 + length);
       at += 5 + length;
-      this.stream.pause();
       try {
         this.messages.push(this.method.deserialize(message));
       } catch {
@@ -125,6 +125,10 @@ export class RawStreamCall extends RawCall implements StreamSource {
       this.frameSize = this.partialSize >= 5 ? 5 + chunk.readUInt32BE(at + 1) : 5;
     }
     this.deliver();
+    // Paused only while decoded messages wait for the reader: one taken at
+    // once leaves the stream flowing, and the reader's next startRead does
+    // not have to resume it (a tick, and a native read start, per message).
+    if (this.messages.length > 0) this.stream.pause();
   }
 
   /** The next message, or the half-close after the last, when the reader asked for one. */
