@@ -128,7 +128,8 @@ export class RawStreamCall extends RawCall implements StreamSource {
     // Paused only while decoded messages wait for the reader: one taken at
     // once leaves the stream flowing, and the reader's next startRead does
     // not have to resume it (a tick, and a native read start, per message).
-    if (this.messages.length > 0) this.stream.pause();
+    // A call the reader ended meanwhile stays flowing: what still comes is dropped.
+    if (this.messages.length > 0 && !this.cancelled) this.stream.pause();
   }
 
   /** The next message, or the half-close after the last, when the reader asked for one. */

@@ -123,7 +123,8 @@ export class DecideFunctions {
       // The command made here rather than by client.call(): that one gathers
       // its arguments into a rest array, shifts the name off and copies them
       // once more with Array.prototype.flat(), which for a decide call's
-      // dozens of arguments was several % of the service's CPU per decision.
+      // dozens of arguments was several % of the service's CPU samples at one
+      // call in flight.
       // Given after the constructor, the arguments are sent as they are: all
       // text (no number or Buffer to convert), and the store's clients set no
       // key prefix.
