@@ -114,7 +114,7 @@ h2load:
 	@scripts/ensure-tool.sh h2load nghttp2-client nghttp2 optional 'The rate limit service bench uses its Node client instead.'
 
 # The same bench paces its open loop with bench/tools/h2pace.c (each call at its own time,
-# where h2load's rate mode sends them in bursts); built against nghttp2's library.
+# where h2load's rate mode sends them in bursts), which it builds against nghttp2's library.
 h2pace:
 	@scripts/ensure-h2pace.sh
 

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { runTool } from './h2load.js';
 import { percentile } from './stats.js';
 
-/** Where `make h2pace` (scripts/ensure-h2pace.sh) and buildH2pace put the pacer. */
+/** Where buildH2pace puts the pacer. */
 const BINARY = join('.tmp', 'h2pace');
 const SOURCE = join('bench', 'tools', 'h2pace.c');
 const GRPC_DEADLINE_EXCEEDED = 4;
@@ -15,8 +15,8 @@ const GRPC_UNAVAILABLE = 14;
 
 /**
  * bench/tools/h2pace.c compiled (with nghttp2's library and headers,
- * libnghttp2-dev, which `make h2pace` installs), built again when its source
- * is newer; undefined when it cannot be built here.
+ * libnghttp2-dev, which `make h2pace` installs), built when it is missing or
+ * its source is newer; undefined when it cannot be built here.
  */
 export async function buildH2pace(repoRoot: string): Promise<string | undefined> {
   const binary = join(repoRoot, BINARY);

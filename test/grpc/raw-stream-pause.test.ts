@@ -1,29 +1,20 @@
 import { Readable } from 'node:stream';
 import { AllowStreamRequest, AllowStreamResponse } from '@quota-service/contract';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { QuotaEngine } from '../../src/engine/engine.js';
-import { createLogger } from '../../src/logger.js';
-import { startQuotaServer, type QuotaServer } from '../../src/quota-server.js';
-import { MemoryStore } from '../../src/store/memory.js';
-import { shippedPolicies } from '../support/quota-service.js';
+import { startTestService, type TestService } from '../support/quota-service.js';
 import { connectRawGrpc } from '../support/raw-grpc-stream.js';
+import { memoryFixture } from '../support/store-fixtures.js';
 
 // The lean path reads AllowStream off the HTTP/2 stream (src/grpc/raw-stream.ts) and pauses it
 // only while decoded messages wait for the handler (HTTP/2 flow control then holds the caller
 // back: test/grpc/allow-stream-flow-control.test.ts). A caller with one batch in flight has each
 // taken at once: its stream is not paused and resumed for every message.
 
-let server: QuotaServer;
+let service: TestService;
 beforeAll(async () => {
-  server = await startQuotaServer({
-    engine: new QuotaEngine(await shippedPolicies(), new MemoryStore()),
-    address: '127.0.0.1:0',
-    logger: createLogger('silent'),
-    lean: true,
-  });
-  server.setServing(true);
+  service = await startTestService(memoryFixture().store);
 });
-afterAll(() => server.shutdown(1_000));
+afterAll(() => service.stop());
 
 const batch = (id: number) =>
   AllowStreamRequest.encode({
@@ -35,7 +26,7 @@ describe('the lean AllowStream with one batch in flight', () => {
   it('leaves the stream flowing: no pause per message', async () => {
     const pause = vi.spyOn(Readable.prototype, 'pause');
     const serverPauses = () => pause.mock.contexts.filter((stream) => stream?.constructor.name === 'ServerHttp2Stream').length;
-    const connection = connectRawGrpc(`127.0.0.1:${server.port}`);
+    const connection = connectRawGrpc(`127.0.0.1:${service.server.port}`);
     try {
       const call = connection.open('/quota.v1.QuotaService/AllowStream');
       let answered: (id: number) => void = () => {};

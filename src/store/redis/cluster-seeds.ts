@@ -1,4 +1,4 @@
-import { splitHostPort } from '../../config/host-port.js';
+import { splitHostPort, unbracket } from '../../config/host-port.js';
 
 /** One Redis Cluster seed, from QUOTA_REDIS_CLUSTER (validated in src/config/env.ts). */
 export interface ClusterSeed {
@@ -22,8 +22,4 @@ export function parseClusterSeed(seed: string): ClusterSeed {
     };
   }
   return { ...splitHostPort(seed), tls: false };
-}
-
-function unbracket(host: string): string {
-  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
 }
