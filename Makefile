@@ -7,7 +7,7 @@ NPM_INSTALL_STAMP := node_modules/.install-stamp
 # TypeScript run without a build: the workspace packages resolve to their sources.
 TS_NODE := node --conditions=@quota-service/source --import tsx
 
-.PHONY: FORCE help deps redis h2load h2pace gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-quick bench-report bench-cluster soak soak-faults helm-check helm-bin node22 clean
+.PHONY: FORCE help deps redis h2load h2pace valgrind gen build lint run run-demo run-mcp-quota run-mcp mcp-conformance test typecheck bench bench-quick bench-report bench-cluster soak soak-faults helm-check helm-bin node22 clean
 
 help:
 	@echo "make run    build and start the quota service (embedded store unless QUOTA_REDIS_URL or QUOTA_REDIS_CLUSTER is set)"
@@ -118,10 +118,14 @@ h2load:
 h2pace:
 	@scripts/ensure-h2pace.sh
 
+# Redis's instructions per decision (bench/script-instructions.ts) are counted under valgrind.
+valgrind:
+	@scripts/ensure-tool.sh valgrind valgrind valgrind optional 'The bench of Redis instructions per decision is left out.'
+
 # Each bench in its own process, then docs/benchmarks.md and docs/img/*.svg from
 # docs/benchmarks.json (bench/suite/, bench/doc/). BENCH_NOTE="..." goes into
 # the report's machine lines (what else ran on the machine).
-bench: build redis h2load h2pace
+bench: build redis h2load h2pace valgrind
 	$(TS_NODE) bench/suite/main.ts
 
 bench-quick: build redis

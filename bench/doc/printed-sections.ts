@@ -177,6 +177,17 @@ export const PRINTED_BENCHES: readonly PrintedBench[] = [
       'decisions as a RESP array.',
   },
   {
+    id: 'script-instructions',
+    title: "Redis's instructions per decision",
+    about:
+      'What Redis itself executes per decision, counted in instructions by valgrind (callgrind) rather than timed, so the figure does not ' +
+      'move with the load of the machine: the decide library loaded as the service loads it, script calls as the service sends them ' +
+      '(the runtime-overrides check included, no override set), one decision alone (as at one call in flight) and batches of 8 and 64, ' +
+      'for a token bucket and a fixed window over 10,000 users whose limits never fill. Counted from reading a script call to writing its ' +
+      'reply: networking, argument parsing, the Lua call and the commands it runs. Under valgrind Redis runs many times slower, so the ' +
+      "counts are its work, not its speed; Redis's own timers add a little that depends on how long a row takes.",
+  },
+  {
     id: 'sizes',
     title: 'Package sizes',
     about: 'What each package in clients/ weighs as npm would publish it (packed tarball, unpacked files), from the builds of the same run.',

@@ -44,6 +44,7 @@ const PRINTED: StepPlan[] = [
   { id: 'many-keys', file: 'many-keys.ts', args: [] },
   { id: 'hop-floor', file: 'hop-floor.ts', args: [] },
   { id: 'resp-decode', file: 'resp-decode.ts', args: [] },
+  { id: 'script-instructions', file: 'script-instructions.ts', args: [] },
   { id: 'sizes', file: 'sizes.ts', args: [] },
 ];
 

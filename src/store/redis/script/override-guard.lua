@@ -36,9 +36,12 @@ local function check_overrides(keys, k, n, guard, now)
   local stale = stored > guard.generation
   for i = 1, n do
     if stale then break end
-    local o = redis.call('HMGET', keys[k + 1 + i], 'stamp', 'exp')
+    -- Most identities have no exact override: EXISTS answers that for less
+    -- than an HMGET of two fields (a reply table Redis builds for the script).
+    local key = keys[k + 1 + i]
+    local o = redis.call('EXISTS', key) == 1 and redis.call('HMGET', key, 'stamp', 'exp')
     local live = ''
-    if o[1] then
+    if o and o[1] then
       local exp = tonumber(o[2]) or 0
       if exp == 0 or exp > now then live = o[1] end
     end
