@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
-import { identityKey, OVERRIDE_GENERATION_KEY, parsePolicies, type LimitCall } from '@quota-service/core';
+import { identityKey, type Limit, type LimitCall, OVERRIDE_GENERATION_KEY, parsePolicies } from '@quota-service/core';
 import { batchArguments } from '../src/store/redis/script/decide-batch.js';
 import { decideArguments, decideLibrary } from '../src/store/redis/script/decide-script.js';
 import { freePort, redisServerBinary } from '../test/support/redis-server.js';
@@ -43,10 +43,15 @@ function valgrindAvailable(): boolean {
   }
 }
 
-/** One script call's FCALL arguments: `batch` decisions of `kind`, users from `first` on. */
-function fcallArguments(kind: keyof typeof LIMITS, batch: number, first: number): string[] {
+/** The limit of `kind` as the service builds it from a policy file. */
+function limitOf(kind: keyof typeof LIMITS): Limit {
   const limit = parsePolicies(stringify({ policies: { bench: { limits: [LIMITS[kind]] } } })).get('bench')?.limits[0];
   if (limit === undefined) throw new Error(`no ${kind} limit`);
+  return limit;
+}
+
+/** One script call's FCALL arguments: `batch` decisions of `limit`, users from `first` on. */
+function fcallArguments(limit: Limit, batch: number, first: number): string[] {
   const guard = { generation: 0, generationKey: OVERRIDE_GENERATION_KEY, stamp: '', wildcardExpiresAtMs: 0 };
   const calls = Array.from({ length: batch }, (_, i) => {
     const call: LimitCall = { limit, identityKey: identityKey('bench', 'user', `bench-user-${(first + i) % USERS}`), cost: 1, guard };
@@ -90,10 +95,10 @@ async function main(run: BenchRun): Promise<number> {
   await redis.function('LOAD', 'REPLACE', decideLibrary.code);
 
   /** Instructions Redis ran for `calls` script calls of `batch` decisions, measured alone. */
-  async function count(kind: keyof typeof LIMITS, batch: number): Promise<number> {
+  async function count(limit: Limit, batch: number): Promise<number> {
     // Every user once first: the keys exist and Lua's code and tables are warm, as in a running service.
-    for (let first = 0; first < USERS; first += batch) await redis.call('FCALL', ...fcallArguments(kind, batch, first));
-    const sent = Array.from({ length: calls }, (_, i) => fcallArguments(kind, batch, i * batch));
+    for (let first = 0; first < USERS; first += batch) await redis.call('FCALL', ...fcallArguments(limit, batch, first));
+    const sent = Array.from({ length: calls }, (_, i) => fcallArguments(limit, batch, i * batch));
     execFileSync('callgrind_control', ['--instr=on', String(server.pid)], { stdio: 'ignore' });
     execFileSync('callgrind_control', ['--zero', String(server.pid)], { stdio: 'ignore' });
     for (const args of sent) await redis.call('FCALL', ...args);
@@ -114,7 +119,7 @@ async function main(run: BenchRun): Promise<number> {
   );
   for (const kind of Object.keys(LIMITS) as (keyof typeof LIMITS)[]) {
     for (const batch of BATCHES) {
-      const total = await count(kind, batch);
+      const total = await count(limitOf(kind), batch);
       process.stdout.write(
         `| ${kind} | ${batch} | ${Math.round(total / calls).toLocaleString('en-US')} | ${Math.round(total / calls / batch).toLocaleString('en-US')} |\n`,
       );
