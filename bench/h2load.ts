@@ -39,11 +39,7 @@ export async function h2loadOpenLoop(
   seconds: number,
   headers: readonly string[] = [],
 ): Promise<{ p50: number; p99: number; sent: number; errors: number }> {
-  const dir = await mkdtemp(join(tmpdir(), 'h2load-'));
-  try {
-    const body = join(dir, 'request.bin');
-    const log = join(dir, 'requests.log');
-    await writeFile(body, frame);
+  return withCallFiles(frame, async (body, log) => {
     const total = Math.max(1, Math.round(rate * seconds));
     const args = [
       ...['-n', String(total), '-c', '1', '-m', '256', '--rps', String(rate)],
@@ -55,15 +51,32 @@ export async function h2loadOpenLoop(
     const counts = /requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded/.exec(output);
     if (counts === null) throw new Error(`h2load printed no request counts:\n${output}`);
     // Each line: start time (µs since the epoch), HTTP status, duration (µs).
-    const durations = (await readFile(log, 'utf8'))
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => Number(line.split('\t')[2]) / 1000)
-      .sort((a, b) => a - b);
+    const durations = (await logRows(log)).map((row) => (row[2] ?? Number.NaN) / 1000).sort((a, b) => a - b);
     return { p50: percentile(durations, 50), p99: percentile(durations, 99), sent: total, errors: Number(counts[1]) - Number(counts[2]) };
+  });
+}
+
+/**
+ * Runs `run` with the request body written to a file (`body`) and a path for
+ * the tool's per-call log (`log`), both in a temporary directory removed after.
+ */
+export async function withCallFiles<T>(frame: Uint8Array, run: (body: string, log: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), 'h2-calls-'));
+  try {
+    const body = join(dir, 'request.bin');
+    await writeFile(body, frame);
+    return await run(body, join(dir, 'calls.log'));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** A per-call log's lines, each as its tab-separated numbers. */
+export async function logRows(log: string): Promise<number[][]> {
+  return (await readFile(log, 'utf8'))
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.split('\t').map(Number));
 }
 
 /** Runs a command to its end: its stdout and stderr together, or a rejection with them when it fails. */

@@ -1,10 +1,8 @@
 import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { runTool } from './h2load.js';
+import { logRows, runTool, withCallFiles } from './h2load.js';
 import { percentile } from './stats.js';
 
 /** Where buildH2pace puts the pacer. */
@@ -52,26 +50,17 @@ export async function h2paceOpenLoop(
   seconds: number,
   headers: readonly string[] = [],
 ): Promise<{ p50: number; p99: number; sent: number; errors: number; timedOut: number; lateP99Ms: number }> {
-  const dir = await mkdtemp(join(tmpdir(), 'h2pace-'));
-  try {
-    const body = join(dir, 'request.bin');
-    const log = join(dir, 'calls.log');
-    await writeFile(body, frame);
+  return withCallFiles(frame, async (body, log) => {
     const args = ['127.0.0.1', String(port), path, body, String(rate), String(seconds), log, ...headers];
     const realtime = process.getuid?.() === 0;
     const output = await runTool(realtime ? 'chrt' : binary, realtime ? ['-f', '50', binary, ...args] : args);
     const summary = /sent=(\d+) done=(\d+) ok=(\d+) late_p99_us=(\d+)/.exec(output);
     if (summary === null) throw new Error(`h2pace printed no summary:\n${output}`);
     // Each line: when the call was due (µs), its grpc-status (-1: none), its latency (µs).
-    const calls = (await readFile(log, 'utf8'))
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => line.split('\t').map(Number) as [number, number, number]);
+    const calls = (await logRows(log)) as [number, number, number][];
     const durations = calls.map(([, , latency]) => latency / 1000).sort((a, b) => a - b);
     const timedOut = calls.filter(([, status]) => status === GRPC_DEADLINE_EXCEEDED || status === GRPC_UNAVAILABLE).length;
     const [, sent, , ok, late] = summary.map(Number) as [number, number, number, number, number];
     return { p50: percentile(durations, 50), p99: percentile(durations, 99), sent, errors: sent - ok - timedOut, timedOut, lateP99Ms: late / 1000 };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
